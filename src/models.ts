@@ -93,3 +93,15 @@ export function parseAspectRatio(value: string): { width: number; height: number
   if (width > MAX_ASPECT_TERM || height > MAX_ASPECT_TERM) return undefined;
   return { width, height };
 }
+
+/** Our choice (spec: not shown): prompts longer than this are refused before any request. */
+export const MAX_PROMPT_CHARS = 2000;
+
+/** Our choice (spec: not shown): prompts longer than this are refused with validation_error. */
+export const MAX_PROMPT_LENGTH = 2000;
+/** Our choice (spec: not shown): at most this many reference images in one image edit request. */
+export const MAX_REFERENCE_IMAGES = 10;
+/** Our choice (spec: no default shown): the image resolution when none is given. */
+export const DEFAULT_IMAGE_RESOLUTION: ImageResolution = "1k";
+/** Our choice (spec: no default shown): the standard model's resolution when none is given. */
+export const DEFAULT_VIDEO_RESOLUTION: VideoResolution = "720p";

@@ -13,7 +13,7 @@ export interface RequestOptions {
   idempotencyKey?: string | undefined;
 }
 
-export interface GenerateVideoBody {
+export type GenerateVideoBody = {
   prompt: string;
   model?: string;
   generation_type?: string;
@@ -21,16 +21,16 @@ export interface GenerateVideoBody {
   aspect_ratio?: string;
   duration?: number;
   resolution?: string;
-}
+};
 
-export interface GenerateImageBody {
+export type GenerateImageBody = {
   prompt: string;
   model?: string;
   resolution?: string;
   aspect_ratio?: string;
   output_format?: string;
   images?: string[];
-}
+};
 
 export interface StartedVideo {
   video_id: string;

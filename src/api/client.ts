@@ -1,0 +1,114 @@
+/** The typed client of the generation service: one method per endpoint, the envelope unwrapped. */
+import { PassThrough } from "node:stream";
+import FormData from "form-data";
+import type { Dispatcher } from "undici";
+import { HttpTransport } from "./http.js";
+import { isObject, toImageResult, toStartedVideo, toUploadResult, toVideoPage, toVideoStatus } from "./normalize.js";
+import type { RateBudget } from "./rate-budget.js";
+import type {
+  GenerateImageBody,
+  GenerateVideoBody,
+  GenerationApi,
+  ImageResult,
+  JsonObject,
+  RequestOptions,
+  StartedVideo,
+  UploadResult,
+  UploadSource,
+  VideoPage,
+  VideoStatus,
+} from "./types.js";
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  budget: RateBudget;
+  userAgent?: string;
+  timeoutMs?: number;
+  uploadTimeoutMs?: number;
+  maxRetries?: number;
+  dispatcher?: Dispatcher;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export class GenerationClient implements GenerationApi {
+  private readonly http: HttpTransport;
+  private readonly uploadTimeoutMs: number;
+
+  constructor(options: ClientOptions) {
+    this.http = new HttpTransport({
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      budget: options.budget,
+      userAgent: options.userAgent ?? "generation-mcp",
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
+      ...(options.dispatcher !== undefined && { dispatcher: options.dispatcher }),
+      ...(options.sleep !== undefined && { sleep: options.sleep }),
+    });
+    this.uploadTimeoutMs = options.uploadTimeoutMs ?? 120_000;
+  }
+
+  /** POST /generate. Sent once: a failure that may have charged is reported, never retried here. */
+  async generateVideo(body: GenerateVideoBody, options: RequestOptions = {}): Promise<StartedVideo> {
+    const { data } = await this.http.call("POST", "generate", { json: body, retry: false, ...options });
+    return toStartedVideo(data);
+  }
+
+  /** POST /generate-image. Sent once, like generateVideo. */
+  async generateImage(body: GenerateImageBody, options: RequestOptions = {}): Promise<ImageResult> {
+    const { data } = await this.http.call("POST", "generate-image", { json: body, retry: false, ...options });
+    return toImageResult(data, body.images ?? []);
+  }
+
+  async listVideos(query: { page?: number; limit?: number }, options: RequestOptions = {}): Promise<VideoPage> {
+    const page = query.page ?? 1;
+    const limit = query.limit ?? 20;
+    const { data } = await this.http.call("GET", "videos", { query: { page, limit }, retry: true, ...options });
+    return toVideoPage(data, page, limit);
+  }
+
+  async getVideo(videoId: string, options: RequestOptions = {}): Promise<VideoStatus> {
+    const { data } = await this.http.call("GET", `videos/${encodePathSegment(videoId)}`, {
+      retry: true,
+      ...options,
+    });
+    return toVideoStatus(data, videoId);
+  }
+
+  /** POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried. */
+  async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
+    const multipart = () => {
+      const form = new FormData();
+      form.append("image", source.open(), {
+        filename: source.filename,
+        contentType: source.contentType,
+        knownLength: source.size,
+      });
+      const headers = { ...form.getHeaders(), "content-length": String(form.getLengthSync()) };
+      return { body: form.pipe(new PassThrough()), headers };
+    };
+    const { data } = await this.http.call("POST", "upload", {
+      stream: multipart,
+      retry: true,
+      timeoutMs: this.uploadTimeoutMs,
+      ...options,
+    });
+    return toUploadResult(data);
+  }
+
+  async getCredits(options: RequestOptions = {}): Promise<JsonObject> {
+    const { data } = await this.http.call("GET", "credits", { retry: true, ...options });
+    return isObject(data) ? data : { credits: data };
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+/** Encodes an id as one path segment; dot segments are encoded too so URL parsing cannot climb the path. */
+export function encodePathSegment(id: string): string {
+  const encoded = encodeURIComponent(id);
+  return /^\.+$/.test(encoded) ? encoded.replace(/\./g, "%2E") : encoded;
+}

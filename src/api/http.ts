@@ -1,0 +1,294 @@
+/**
+ * HTTP to the generation service: auth, the {data, error} envelope, per-attempt timeouts joined with the
+ * caller's signal, capped bodies, the rate budget, and retries for reads only. A POST is sent once: whether
+ * to try again is decided above this layer, where the cost of a second charge is known.
+ */
+import { randomUUID } from "node:crypto";
+import type { Readable } from "node:stream";
+import { Agent, type Dispatcher } from "undici";
+import { cleanText } from "../redact.js";
+import {
+  AbortedError,
+  GenerationError,
+  InternalServiceError,
+  NetworkError,
+  TimeoutError,
+  errorFromResponse,
+} from "./errors.js";
+import type { HeaderBag, RateBudget } from "./rate-budget.js";
+import { parseRetryAfter } from "./rate-budget.js";
+import type { RequestPriority } from "./types.js";
+
+export interface HttpOptions {
+  baseUrl: string;
+  apiKey: string;
+  budget: RateBudget;
+  userAgent: string;
+  /** Per attempt, from the first byte sent to the last byte read. */
+  timeoutMs?: number;
+  /** Retries of a read after the first attempt. */
+  maxRetries?: number;
+  maxResponseBytes?: number;
+  dispatcher?: Dispatcher;
+  /** Injectable for tests; must reject with AbortedError when the signal aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+}
+
+export interface CallOptions {
+  query?: Record<string, string | number | undefined>;
+  json?: unknown;
+  /** A streamed body with its headers (multipart upload), built afresh for every attempt. */
+  stream?: () => { body: Readable; headers: Record<string, string> };
+  /** Reads and uploads may be retried; a charging POST never is. */
+  retry: boolean;
+  signal?: AbortSignal | undefined;
+  priority?: RequestPriority | undefined;
+  idempotencyKey?: string | undefined;
+  timeoutMs?: number;
+}
+
+export interface HttpResult {
+  data: unknown;
+  status: number;
+  headers: HeaderBag;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const RETRY_BASE_MS = 500;
+const RETRY_CAP_MS = 10_000;
+const RETRY_AFTER_CAP_MS = 60_000;
+/** Failures that happen before a single byte of the request left: safe to say nothing was processed. */
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+const NOT_SENT_UNDICI = new Set(["UND_ERR_CONNECT_TIMEOUT"]);
+
+export class HttpTransport {
+  private readonly base: URL;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+
+  constructor(private readonly options: HttpOptions) {
+    this.base = new URL(options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`);
+    this.ownsDispatcher = options.dispatcher === undefined;
+    this.dispatcher =
+      options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 10_000 } });
+  }
+
+  async call(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
+    const maxRetries = call.retry ? (this.options.maxRetries ?? 3) : 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.attempt(method, path, call);
+      } catch (error) {
+        if (!(error instanceof GenerationError) || !error.transient || attempt >= maxRetries) throw error;
+        await this.sleep(this.retryDelay(error, attempt), call.signal);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  private async attempt(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
+    throwIfAborted(call.signal);
+    await this.options.budget.acquire(call.priority ?? "foreground", call.signal);
+
+    // The path is handed to the dispatcher as is: a WHATWG URL would resolve an id like %2E%2E as "..".
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(call.query ?? {})) {
+      if (value !== undefined) query.set(key, String(value));
+    }
+    const fullPath = `${this.base.pathname}${path.replace(/^\//, "")}${query.size > 0 ? `?${query}` : ""}`;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.apiKey}`,
+      accept: "application/json",
+      "user-agent": this.options.userAgent,
+      "x-request-id": randomUUID(),
+    };
+    if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
+    let body: string | Readable | undefined;
+    if (call.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(call.json);
+    } else if (call.stream !== undefined) {
+      const streamed = call.stream();
+      Object.assign(headers, streamed.headers);
+      body = streamed.body;
+    }
+
+    const timeout = AbortSignal.timeout(call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+    const charging = method === "POST" && !call.retry;
+    let status = 0;
+    let responseHeaders: HeaderBag = {};
+    let text: string;
+    try {
+      const response = await this.dispatcher.request({
+        origin: this.base.origin,
+        path: fullPath,
+        method,
+        headers,
+        signal,
+        ...(body !== undefined && { body }),
+      });
+      status = response.statusCode;
+      responseHeaders = response.headers;
+      text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+    } catch (error) {
+      if (body !== undefined && typeof body !== "string") body.destroy();
+      if (status !== 0) this.options.budget.observe(status, responseHeaders);
+      throw this.transportError(error, { callerSignal: call.signal, timeout, charging, gotHeaders: status });
+    }
+    this.options.budget.observe(status, responseHeaders);
+    return { data: unwrapEnvelope(status, responseHeaders, text, charging), status, headers: responseHeaders };
+  }
+
+  private transportError(
+    error: unknown,
+    context: { callerSignal: AbortSignal | undefined; timeout: AbortSignal; charging: boolean; gotHeaders: number },
+  ): Error {
+    if (error instanceof GenerationError) return error;
+    if (context.callerSignal?.aborted) return new AbortedError();
+    const code = errorCode(error);
+    if (context.timeout.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+      return new TimeoutError(
+        context.gotHeaders
+          ? "The service started answering but did not finish in time."
+          : "The service did not answer in time.",
+        { maybeProcessed: context.charging, cause: error },
+      );
+    }
+    const notSent = (code !== undefined && (NOT_SENT_CODES.has(code) || NOT_SENT_UNDICI.has(code))) || false;
+    return new NetworkError(
+      notSent
+        ? `Could not connect to the generation service (${code}).`
+        : `The connection to the generation service broke (${code ?? "connection closed"}).`,
+      { maybeProcessed: context.charging && !notSent, cause: error },
+    );
+  }
+
+  private retryDelay(error: GenerationError, attempt: number): number {
+    if (error.retryAtMs !== undefined) {
+      return clamp(error.retryAtMs - Date.now(), 0, RETRY_AFTER_CAP_MS);
+    }
+    if (error.code === "rate_limit_exceeded") return this.options.budget.retryDelayMs();
+    const random = this.options.random ?? Math.random;
+    const ceiling = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** attempt);
+    return ceiling / 2 + random() * (ceiling / 2);
+  }
+
+  private sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return (this.options.sleep ?? abortableSleep)(ms, signal);
+  }
+}
+
+/** Turns one answer into the `data` payload or a typed error; never relays raw HTML or huge text. */
+export function unwrapEnvelope(status: number, headers: HeaderBag, text: string, charging: boolean): unknown {
+  const requestId = headerValue(headers, "x-request-id");
+  const retryAtMs = retryAt(status, headers);
+  let body: unknown;
+  try {
+    body = text.length === 0 ? undefined : JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const envelope = isObject(body) ? body : undefined;
+  const errorField = envelope?.["error"];
+  const ambiguous = charging && (status >= 500 || status === 408);
+
+  if (isObject(errorField) || status >= 300) {
+    const code = isObject(errorField) && typeof errorField["code"] === "string" ? errorField["code"] : undefined;
+    const message =
+      isObject(errorField) && errorField["message"] !== undefined
+        ? cleanText(errorField["message"])
+        : describeBadAnswer(status, headers, text, envelope !== undefined);
+    return throwing(
+      errorFromResponse(status, code, message, { requestId, retryAtMs, maybeProcessed: ambiguous }),
+    );
+  }
+  if (envelope === undefined || !("data" in envelope) || envelope["data"] === null) {
+    return throwing(
+      new InternalServiceError(describeBadAnswer(status, headers, text, envelope !== undefined), {
+        status,
+        requestId,
+        maybeProcessed: charging,
+      }),
+    );
+  }
+  return envelope["data"];
+}
+
+function describeBadAnswer(status: number, headers: HeaderBag, text: string, wasJson: boolean): string {
+  const type = headerValue(headers, "content-type") ?? "no content type";
+  if (text.length === 0) return `The service answered HTTP ${status} with an empty body.`;
+  if (wasJson) return `The service answered HTTP ${status} without the expected {data, error} envelope.`;
+  const kind = /html/i.test(type) || /^\s*</.test(text) ? "an HTML page" : `a body that is not JSON (${type})`;
+  return `The service answered HTTP ${status} with ${cleanText(kind, 80)}.`;
+}
+
+function retryAt(status: number, headers: HeaderBag): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const delay = parseRetryAfter(headerValue(headers, "retry-after"), Date.now());
+  return delay === undefined ? undefined : Date.now() + delay;
+}
+
+async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?: () => void }, cap: number) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > cap) {
+      body.destroy?.();
+      throw new InternalServiceError(`The service's answer exceeded ${cap} bytes; it was not read.`);
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function headerValue(headers: HeaderBag, name: string): string | undefined {
+  const value = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function errorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && isObject(current); depth++) {
+    if (typeof current["code"] === "string") return current["code"];
+    current = current["cause"];
+  }
+  return undefined;
+}
+
+function throwing(error: Error): never {
+  throw error;
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError();
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, Number.isFinite(value) ? value : min));
+}
+
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError());
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

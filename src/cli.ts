@@ -1,0 +1,125 @@
+#!/usr/bin/env node
+/**
+ * bin entry: `generation-mcp` (stdio, real service), `generation-mcp --sandbox` (stdio, embedded sandbox),
+ * `generation-mcp sandbox` (only the sandbox REST service). stdout belongs to the protocol: nothing else
+ * is ever written there.
+ */
+import { createRequire } from "node:module";
+import { parseArgs } from "node:util";
+import { ConfigError, FLAG_TO_ENV, loadConfig } from "./config.js";
+import { Logger } from "./logger.js";
+import { registerSecret } from "./redact.js";
+
+const require = createRequire(import.meta.url);
+const VERSION = (require("../package.json") as { version: string }).version;
+
+const HELP = `generation-mcp ${VERSION} — MCP server for AI video and image generation
+
+Usage:
+  generation-mcp                 MCP server on stdio against the real service
+                                 (needs GENERATION_API_KEY and GENERATION_BASE_URL)
+  generation-mcp --sandbox       MCP server on stdio backed by the built-in sandbox (no account needed)
+  generation-mcp sandbox [--port N] [--host H]
+                                 only the sandbox REST service; prints its base URL and API keys on stderr
+  generation-mcp --help | --version
+
+Options (each mirrors an environment variable; flags win):
+  --sandbox                      GENERATION_SANDBOX=1
+  --base-url URL                 GENERATION_BASE_URL        service address ending in /api/v1
+  --poll-interval-ms N           GENERATION_POLL_INTERVAL_MS   default 5000
+  --wait-timeout-s N             GENERATION_WAIT_TIMEOUT_S     default 45
+  --output-dir DIR               GENERATION_OUTPUT_DIR         default ~/Downloads/generation-mcp
+  --allowed-dirs DIRS            GENERATION_ALLOWED_DIRS       default ~/Pictures, ~/Downloads, ~/Desktop
+  --state-dir DIR                GENERATION_STATE_DIR          default the platform's user state folder
+The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
+`;
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "sandbox") {
+    const { runSandboxCommand } = await import("./sandbox/cli.js");
+    await runSandboxCommand(argv.slice(1));
+    return 0;
+  }
+  const options = Object.fromEntries(
+    Object.keys(FLAG_TO_ENV).map((flag) => [flag.slice(2), { type: "string" as const }]),
+  );
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...options,
+      help: { type: "boolean", short: "h" },
+      version: { type: "boolean", short: "v" },
+      sandbox: { type: "boolean" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stderr.write(HELP);
+    return 0;
+  }
+  if (values.version) {
+    process.stderr.write(`${VERSION}\n`);
+    return 0;
+  }
+  const flags: Record<string, string | true> = {};
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value === "string") flags[`--${name}`] = value;
+    else if (value === true) flags[`--${name}`] = true;
+  }
+  const config = loadConfig({ env: process.env, flags });
+  registerSecret(config.apiKey);
+  const logger = new Logger();
+
+  let closeSandbox = async () => {};
+  let target: { baseUrl: string; apiKey: string };
+  if (config.sandbox) {
+    const { startSandbox } = await import("./sandbox/index.js");
+    const sandbox = await startSandbox({ port: 0 });
+    registerSecret(sandbox.keys.paid);
+    closeSandbox = () => sandbox.close();
+    target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid };
+    logger.info(`sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`);
+  } else {
+    target = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
+  }
+
+  const [{ createRuntime }, { createServer }, { StdioServerTransport }] = await Promise.all([
+    import("./runtime.js"),
+    import("./server.js"),
+    import("@modelcontextprotocol/sdk/server/stdio.js"),
+  ]);
+  const runtime = await createRuntime(config, target, logger, VERSION);
+  const server = createServer(VERSION, runtime.depsFactory);
+
+  let closing = false;
+  const shutdown = async () => {
+    if (closing) return;
+    closing = true;
+    await Promise.allSettled([runtime.close(), closeSandbox(), server.close()]);
+    process.exit(0);
+  };
+  server.onclose = () => void shutdown();
+  process.stdin.on("end", () => void shutdown());
+  process.on("SIGINT", () => void shutdown());
+  process.on("SIGTERM", () => void shutdown());
+
+  await server.connect(new StdioServerTransport());
+  logger.info(`generation-mcp ${VERSION} ready on stdio`);
+  return -1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message = error instanceof ConfigError || isArgError(error) ? error.message : String(error);
+    process.stderr.write(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`);
+    process.exit(2);
+  },
+);
+
+function isArgError(error: unknown): error is Error {
+  return error instanceof Error && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS");
+}

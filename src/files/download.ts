@@ -1,0 +1,357 @@
+import { randomBytes } from "node:crypto";
+import { constants, createWriteStream } from "node:fs";
+import { copyFile, link, mkdir, open, unlink } from "node:fs/promises";
+import path from "node:path";
+import { pipeline } from "node:stream/promises";
+import { Agent, request } from "undici";
+import type { Dispatcher } from "undici";
+
+import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import type { MediaExtension } from "./sniff.js";
+import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
+
+export interface DownloadMediaOptions {
+  /** The media address as the service gave it; only http: and https: are fetched. */
+  url: string;
+  /** Folder to save into; created (mode 0o700) when missing. */
+  dir: string;
+  /** Name stem chosen by the caller (e.g. from the task id); sanitized, never taken from the server. */
+  baseName: string;
+  maxBytes: number;
+  signal?: AbortSignal | undefined;
+  /** Deadline for the whole download, redirects included. Default 120 s. */
+  timeoutMs?: number | undefined;
+  /** Picks the extension when the bytes match no known media type: mp4 for video, png for image. */
+  expected?: "video" | "image" | undefined;
+}
+
+export interface DownloadedMedia {
+  /** Absolute path of the new file. */
+  path: string;
+  bytes: number;
+  /** The Content-Type header as received (informational; the extension comes from the bytes). */
+  contentType: string | undefined;
+}
+
+const MAX_REDIRECTS = 3;
+const MAX_NAME_SUFFIX = 100;
+const MAX_BASE_NAME_CHARS = 100;
+const DEFAULT_TIMEOUT_MS = 120_000;
+const MAX_TIMER_MS = 2_147_483_647;
+const LOCAL_SYSCALLS = new Set(["open", "write", "close", "fsync", "link", "mkdir", "copyfile", "unlink"]);
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const RETRY_DOWNLOAD =
+  "Call get_status with download: true to try again (it gives a fresh media URL), or open the URL directly.";
+
+/**
+ * Downloads finished media to `dir` and returns where it landed. The request carries no credentials
+ * (media may live on a third-party CDN); at most 3 redirects are followed, to http(s) only; the size is
+ * capped from Content-Length and again while streaming. The file is named `sanitizeBaseName(baseName)`
+ * plus an extension sniffed from the first bytes, written to a temporary file and linked into place
+ * without ever replacing an existing file (`name-1.ext`, `name-2.ext` ... on collision). Any failure
+ * leaves no file behind.
+ *
+ * Errors: `AbortedError` when `signal` aborts, `TimeoutError`, `NetworkError`, and `GenerationError`
+ * with code `internal_error` for non-2xx answers (with `status`), refused addresses or redirects,
+ * oversize media and local write failures.
+ */
+export async function downloadMedia(opts: DownloadMediaOptions): Promise<DownloadedMedia> {
+  if (opts.signal?.aborted) throw new AbortedError();
+  const startUrl = checkMediaUrl(opts.url, "The media address");
+  const timeoutMs = clampTimeout(opts.timeoutMs);
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error("download deadline reached"));
+  }, timeoutMs);
+  const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
+  opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+  // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
+  const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const name = sanitizeBaseName(opts.baseName);
+  let tempPath: string | undefined;
+
+  try {
+    const { url, response } = await requestFollowingRedirects(startUrl, agent, controller.signal);
+    const shown = showUrl(url);
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      discard(response.body);
+      throw new GenerationError(
+        "internal_error",
+        `Downloading ${shown} failed: HTTP ${response.statusCode}; nothing was saved.`,
+        { status: response.statusCode, nextStep: RETRY_DOWNLOAD },
+      );
+    }
+    const declared = headerValue(response.headers, "content-length");
+    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > opts.maxBytes) {
+      discard(response.body);
+      throw tooLarge(shown, opts.maxBytes);
+    }
+
+    await localStep(opts.dir, () => mkdir(opts.dir, { recursive: true, mode: 0o700 }));
+    const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
+    // Created here with "wx" so the cleanup below can never race a lazily opened stream.
+    const handle = await localStep(opts.dir, () => open(temp, "wx"));
+    tempPath = temp;
+
+    let bytes = 0;
+    const head: Buffer[] = [];
+    let headLength = 0;
+    await pipeline(
+      response.body,
+      async function* capAndSniff(source: AsyncIterable<Buffer>) {
+        for await (const chunk of source) {
+          bytes += chunk.length;
+          if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+          if (headLength < SNIFF_LENGTH) {
+            head.push(chunk);
+            headLength += chunk.length;
+          }
+          yield chunk;
+        }
+      },
+      createWriteStream(temp, { fd: handle }),
+    );
+    if (bytes === 0) {
+      throw new GenerationError("internal_error", `${shown} answered with no data; nothing was saved.`, {
+        nextStep: RETRY_DOWNLOAD,
+      });
+    }
+
+    const extension = sniffMediaExtension(Buffer.concat(head)) ?? fallbackExtension(opts.expected);
+    const finalPath = await localStep(opts.dir, () => placeWithoutOverwrite(temp, opts.dir, name, extension));
+    tempPath = undefined;
+    await unlink(temp).catch(() => {
+      // The media is safely in place; a leftover hidden .part link is harmless and not worth failing for.
+    });
+    return {
+      path: path.resolve(finalPath),
+      bytes,
+      contentType: headerValue(response.headers, "content-type"),
+    };
+  } catch (error) {
+    if (tempPath !== undefined) await unlink(tempPath).catch(() => {});
+    throw toDownloadError(error, {
+      callerAborted: opts.signal?.aborted === true,
+      timedOut,
+      timeoutMs,
+      shown: showUrl(startUrl),
+    });
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onCallerAbort);
+    await agent.destroy();
+  }
+}
+
+/**
+ * A file name stem safe on every platform: only `A-Z a-z 0-9 . _ -`, other runs collapsed to `_`, no
+ * leading (or trailing) dots, at most 100 characters, `media` when nothing is left.
+ */
+export function sanitizeBaseName(baseName: string): string {
+  const cleaned = baseName
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^\.+/, "")
+    .slice(0, MAX_BASE_NAME_CHARS)
+    .replace(/\.+$/, "");
+  return cleaned.length > 0 ? cleaned : "media";
+}
+
+async function requestFollowingRedirects(
+  start: URL,
+  agent: Agent,
+  signal: AbortSignal,
+): Promise<{ url: URL; response: Dispatcher.ResponseData }> {
+  let url = start;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    // Only these headers: no Authorization, no cookies, nothing of the API client's.
+    const response = await request(url, {
+      method: "GET",
+      dispatcher: agent,
+      signal,
+      headers: { accept: "*/*", "user-agent": "generation-mcp" },
+    });
+    if (!REDIRECT_STATUSES.has(response.statusCode)) return { url, response };
+    const location = headerValue(response.headers, "location");
+    discard(response.body);
+    if (location === undefined) {
+      throw new GenerationError(
+        "internal_error",
+        `${showUrl(url)} answered HTTP ${response.statusCode} without a Location; nothing was saved.`,
+        { status: response.statusCode, nextStep: RETRY_DOWNLOAD },
+      );
+    }
+    url = checkMediaUrl(location, `The redirect from ${showUrl(url)}`, url);
+  }
+  throw new GenerationError(
+    "internal_error",
+    `Downloading ${showUrl(start)} was redirected more than ${MAX_REDIRECTS} times; nothing was saved.`,
+    { nextStep: RETRY_DOWNLOAD },
+  );
+}
+
+function checkMediaUrl(raw: string, context: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(raw, base);
+  } catch {
+    throw refusedAddress(`${context} is not a valid URL; nothing was saved.`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw refusedAddress(
+      `${context} leads to a ${url.protocol} address; only http and https are downloaded, nothing was saved.`,
+    );
+  }
+  // Credentials in the address would become an Authorization header.
+  url.username = "";
+  url.password = "";
+  return url;
+}
+
+async function placeWithoutOverwrite(
+  temp: string,
+  dir: string,
+  name: string,
+  extension: string,
+): Promise<string> {
+  for (let suffix = 0; suffix <= MAX_NAME_SUFFIX; suffix++) {
+    const candidate = path.join(
+      dir,
+      suffix === 0 ? `${name}.${extension}` : `${name}-${suffix}.${extension}`,
+    );
+    if (await linkExclusive(temp, candidate)) return candidate;
+  }
+  throw new GenerationError(
+    "internal_error",
+    `${dir} already holds ${name}.${extension} and ${MAX_NAME_SUFFIX} numbered copies; nothing was saved.`,
+    { nextStep: "Move or delete old downloads from GENERATION_OUTPUT_DIR, then download again." },
+  );
+}
+
+// link() and COPYFILE_EXCL both fail with EEXIST instead of replacing, unlike rename().
+async function linkExclusive(temp: string, candidate: string): Promise<boolean> {
+  try {
+    await link(temp, candidate);
+    return true;
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === "EEXIST") return false;
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw error;
+  }
+  // File systems without hard links (FAT, some network shares).
+  try {
+    await copyFile(temp, candidate, constants.COPYFILE_EXCL);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === "EEXIST") return false;
+    await unlink(candidate).catch(() => {});
+    throw error;
+  }
+}
+
+async function localStep<T>(dir: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof GenerationError) throw error;
+    throw new GenerationError(
+      "internal_error",
+      `Could not save the download in ${dir} (${errorCode(error) ?? String(error)}).`,
+      {
+        cause: error,
+        nextStep:
+          "Check that GENERATION_OUTPUT_DIR is a writable folder with free space, then download again.",
+      },
+    );
+  }
+}
+
+function toDownloadError(
+  error: unknown,
+  context: { callerAborted: boolean; timedOut: boolean; timeoutMs: number; shown: string },
+): Error {
+  if (context.callerAborted) return new AbortedError("The download was cancelled; nothing was saved.");
+  if (error instanceof GenerationError) return error;
+  const code = errorCode(error);
+  if (
+    context.timedOut ||
+    code === "UND_ERR_HEADERS_TIMEOUT" ||
+    code === "UND_ERR_BODY_TIMEOUT" ||
+    code === "UND_ERR_CONNECT_TIMEOUT"
+  ) {
+    return new TimeoutError(
+      `Downloading ${context.shown} did not finish within ${Math.round(context.timeoutMs / 1000)} s; nothing was saved.`,
+      { cause: error, nextStep: RETRY_DOWNLOAD },
+    );
+  }
+  if (isLocalFsError(error)) {
+    return new GenerationError("internal_error", `Could not save the download (${code ?? String(error)}).`, {
+      cause: error,
+      nextStep: "Check that GENERATION_OUTPUT_DIR is a writable folder with free space, then download again.",
+    });
+  }
+  const detail = error instanceof Error ? error.message : String(error);
+  return new NetworkError(`Downloading ${context.shown} failed: ${detail}; nothing was saved.`, {
+    cause: error,
+    nextStep: RETRY_DOWNLOAD,
+  });
+}
+
+// File system errors carry the path or the file syscall they concern; those are ours, not the network's.
+function isLocalFsError(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  if ("path" in error) return true;
+  return "syscall" in error && typeof error.syscall === "string" && LOCAL_SYSCALLS.has(error.syscall);
+}
+
+function tooLarge(shown: string, maxBytes: number): GenerationError {
+  return new GenerationError(
+    "internal_error",
+    `${shown} is larger than the ${maxBytes}-byte download limit; nothing was saved.`,
+    { nextStep: "Open the media URL directly instead of downloading it through the server." },
+  );
+}
+
+function refusedAddress(message: string): GenerationError {
+  return new GenerationError("internal_error", message, {
+    nextStep: "Open the media URL yourself if you trust it; the server downloads only http(s) addresses.",
+  });
+}
+
+// setTimeout wraps above 2^31-1 ms (firing at once) and undici wants whole, finite milliseconds.
+function clampTimeout(timeoutMs: number | undefined): number {
+  if (timeoutMs === undefined || Number.isNaN(timeoutMs)) return DEFAULT_TIMEOUT_MS;
+  return Math.min(Math.max(Math.ceil(timeoutMs), 1), MAX_TIMER_MS);
+}
+
+function fallbackExtension(expected: DownloadMediaOptions["expected"]): MediaExtension | "bin" {
+  if (expected === "video") return "mp4";
+  if (expected === "image") return "png";
+  return "bin";
+}
+
+// Destroying an unread undici body emits an abort error; it is our own decision, not a failure.
+function discard(body: Dispatcher.ResponseData["body"]): void {
+  body.on("error", () => {});
+  body.destroy();
+}
+
+function headerValue(headers: Dispatcher.ResponseData["headers"], name: string): string | undefined {
+  const value = headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? undefined : first.trim();
+}
+
+// Signed CDN addresses carry tokens in the query; messages and logs get origin and path only.
+function showUrl(url: URL): string {
+  const shown = `${url.origin}${url.pathname}`;
+  return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
+}
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
+    return error.code;
+  }
+  return undefined;
+}

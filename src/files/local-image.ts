@@ -1,0 +1,441 @@
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import type { Stats } from "node:fs";
+import { lstat, open, readlink, realpath } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+
+import { ValidationError } from "../api/errors.js";
+import type { UploadSource } from "../api/types.js";
+import { MAX_UPLOAD_BYTES } from "../models.js";
+import type { UploadMimeType } from "../models.js";
+import { isInsideAny } from "./allowed-dirs.js";
+import { SNIFF_LENGTH, extensionFor, sniffImageType } from "./sniff.js";
+
+/** An image that passed every check, ready to upload; `close()` releases the file (no-op for base64). */
+export interface LocalImage extends UploadSource {
+  contentType: UploadMimeType;
+  /** Hex SHA-256 of the bytes, to recognise a repeated request. */
+  sha256: string;
+  /** A stream of exactly `size` bytes; errors instead if the file changed since it was checked. */
+  open(): Readable;
+  close(): Promise<void>;
+}
+
+export interface OpenLocalImageOptions {
+  /** The allowed folders, ideally from `resolveAllowedDirs`; resolved again, missing ones ignored. */
+  allowedDirs: readonly string[];
+  /** The tool parameter the path came from, named first in every refusal (e.g. "image_path"). */
+  param: string;
+  /** Defaults to MAX_UPLOAD_BYTES (10 MiB). */
+  maxBytes?: number | undefined;
+  /** What a leading `~/` expands to; defaults to the user's home directory. */
+  home?: string | undefined;
+}
+
+export interface ImageFromBase64Options {
+  /** The tool parameter holding the data (e.g. "data_base64"), named first in every refusal. */
+  param: string;
+  maxBytes?: number | undefined;
+}
+
+const CHUNK_BYTES = 64 * 1024;
+const MAX_PATH_CHARS = 4096;
+const MAX_STEM_CHARS = 100;
+const SHOWN_PATH_CHARS = 200;
+const TYPES_TEXT = "a JPG, PNG or WebP image";
+// O_NOFOLLOW refuses a final component swapped for a symlink after the checks; O_NONBLOCK keeps a FIFO
+// swapped in from blocking the open. Both are absent on Windows, where the checks before still hold.
+const OPEN_FLAGS =
+  constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+
+/**
+ * Opens a local image for upload after checking, in this order: `inputPath` is a non-empty string
+ * without NUL bytes; it is absolute (relative paths are refused, since the server's working directory
+ * means nothing to the user; a leading `~/` or a bare `~` is expanded to the home directory, any other
+ * `~name` is refused; `file://` URLs are refused and `%xx` is never decoded); its real path (all
+ * symlinks resolved) is inside one of `allowedDirs`; it is a regular file, opened by that real path
+ * with O_NOFOLLOW and checked again on the open handle; its size is 1..maxBytes; its content is a
+ * JPG, PNG or WebP by magic bytes. Every refusal is a `ValidationError` whose message starts with
+ * `param`. Whether a file outside the allowed folders exists is never revealed.
+ *
+ * The caller must `close()` the result once the upload is done.
+ */
+export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOptions): Promise<LocalImage> {
+  const { param } = opts;
+  const maxBytes = opts.maxBytes ?? MAX_UPLOAD_BYTES;
+  const allowedDirs = await realAllowedDirs(opts.allowedDirs);
+  const requested = checkPathText(inputPath, param, opts.home ?? os.homedir());
+  const shown = showPath(requested);
+  const outside = (): ValidationError => outsideError(param, shown, allowedDirs);
+  if (allowedDirs.length === 0) throw outside();
+
+  let real: string;
+  try {
+    real = await realpath(requested);
+  } catch (error) {
+    // Judge by the real parent folder, so a missing file behind a symlink out of the allowed folders
+    // reads the same as any outside path.
+    const parentReal = await realpath(path.dirname(requested)).catch(() => undefined);
+    if (parentReal === undefined || !isInsideAny(parentReal, allowedDirs)) throw outside();
+    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+  }
+  if (!isInsideAny(real, allowedDirs)) throw outside();
+
+  let checked: Stats;
+  try {
+    checked = await lstat(real);
+  } catch (error) {
+    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+  }
+  // Refused before opening: opening some devices has side effects.
+  if (!checked.isFile()) throw notRegularFile(param, shown, checked);
+
+  let handle: FileHandle;
+  try {
+    handle = await open(real, OPEN_FLAGS);
+  } catch (error) {
+    if (errorCode(error) === "ELOOP") throw changedError(param, shown);
+    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+  }
+
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile()) throw notRegularFile(param, shown, opened);
+    if (opened.dev !== checked.dev || opened.ino !== checked.ino) throw changedError(param, shown);
+    if (!(await openedInside(handle, real, allowedDirs))) throw changedError(param, shown);
+
+    const size = opened.size;
+    if (size === 0) throw refuse(param, `${shown} is empty (0 bytes). Give ${TYPES_TEXT} file.`);
+    if (size > maxBytes) throw tooLarge(param, shown, size, maxBytes);
+
+    const header = Buffer.alloc(Math.min(SNIFF_LENGTH, size));
+    await handle.read(header, 0, header.length, 0);
+    const contentType = sniffImageType(header);
+    if (contentType === undefined) throw notAnImage(param, shown);
+
+    const hash = createHash("sha256");
+    for await (const chunk of readExactly(handle, size, () => changedError(param, shown))) hash.update(chunk);
+    const sha256 = hash.digest("hex");
+
+    let closed = false;
+    return {
+      filename: sanitizeUploadFilename(path.basename(requested), contentType),
+      contentType,
+      size,
+      sha256,
+      open: () =>
+        Readable.from(
+          verifiedStream(handle, size, sha256, () => changedError(param, shown)),
+          {
+            objectMode: false,
+          },
+        ),
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await handle.close();
+      },
+    };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/**
+ * Checks base64 image data the way `openLocalImage` checks a file: strict standard base64 (A-Z a-z
+ * 0-9 + /, optional `=` padding, line breaks tolerated), optionally behind a `data:image/...;base64,`
+ * prefix; the size is bounded from the text length before anything is decoded; the type comes from the
+ * decoded bytes. `filename` only names the upload (sanitized, extension replaced by the real type).
+ */
+export function imageFromBase64(
+  data: unknown,
+  filename: string | undefined,
+  opts: ImageFromBase64Options,
+): LocalImage {
+  const { param } = opts;
+  const maxBytes = opts.maxBytes ?? MAX_UPLOAD_BYTES;
+  if (typeof data !== "string") throw refuse(param, `must be a string of base64 data.`);
+
+  let text = data;
+  if (/^data:/i.test(text)) text = stripDataUrlPrefix(text, param);
+
+  // Bound before any copy or decode: 4 characters carry 3 bytes; whitespace is allowed a generous share.
+  const maxEncodedChars = Math.ceil(maxBytes / 3) * 4;
+  if (text.length > maxEncodedChars * 1.1 + 1024) throw tooLargeBase64(param, maxBytes);
+  const compact = text.replace(/[\t\n\r ]+/g, "");
+  if (compact.length === 0) throw refuse(param, `is empty. Give ${TYPES_TEXT} encoded as base64.`);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
+    throw refuse(
+      param,
+      "is not valid base64: only A-Z, a-z, 0-9, '+', '/' and trailing '=' padding are accepted (not the URL-safe alphabet). Encode the file with standard base64 and call again.",
+    );
+  }
+  const padding = compact.endsWith("==") ? 2 : compact.endsWith("=") ? 1 : 0;
+  if ((padding > 0 && compact.length % 4 !== 0) || compact.length % 4 === 1) {
+    throw refuse(
+      param,
+      "is not valid base64: its length is wrong, so it was cut short. Send the whole file.",
+    );
+  }
+  const size = Math.floor(((compact.length - padding) * 3) / 4);
+  if (size > maxBytes) throw tooLargeBase64(param, maxBytes);
+  if (size === 0) throw refuse(param, `is empty. Give ${TYPES_TEXT} encoded as base64.`);
+
+  const bytes = Buffer.from(compact, "base64");
+  const contentType = sniffImageType(bytes.subarray(0, SNIFF_LENGTH));
+  if (contentType === undefined) throw notAnImage(param, "the decoded data");
+
+  return {
+    filename: sanitizeUploadFilename(filename ?? "", contentType),
+    contentType,
+    size: bytes.length,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    open: () => Readable.from([bytes], { objectMode: false }),
+    close: async () => {},
+  };
+}
+
+/**
+ * The file name sent with an upload: control and format characters removed, characters that upset
+ * multipart headers or file systems replaced, at most 100 characters before the extension, and the
+ * extension always that of the sniffed type (fallback `image.<ext>`).
+ */
+export function sanitizeUploadFilename(name: string, contentType: UploadMimeType): string {
+  let cleaned = "";
+  for (const char of name) {
+    const code = char.codePointAt(0)!;
+    if (isInvisible(code)) continue;
+    cleaned += '"\\/:*?<>|'.includes(char) ? "_" : char;
+  }
+  let stem = cleaned
+    .replace(/\.[A-Za-z0-9]{1,5}$/, "")
+    .trim()
+    .replace(/^\.+/, "");
+  stem = Array.from(stem).slice(0, MAX_STEM_CHARS).join("").trim().replace(/\.+$/, "");
+  return `${stem.length > 0 ? stem : "image"}.${extensionFor(contentType)}`;
+}
+
+function checkPathText(input: unknown, param: string, home: string): string {
+  if (typeof input !== "string") throw refuse(param, "must be a string holding an absolute file path.");
+  if (input.length === 0) throw refuse(param, "is empty. Give the absolute path of the image file.");
+  if (input.length > MAX_PATH_CHARS) {
+    throw refuse(
+      param,
+      `is longer than ${MAX_PATH_CHARS} characters. Give the absolute path of the image file.`,
+    );
+  }
+  if (input.includes("\0")) throw refuse(param, "contains a NUL byte. Give a plain absolute file path.");
+  if (/^file:/i.test(input)) {
+    throw refuse(param, `${showPath(input)} is a URL. Give a plain absolute file path, not a file:// URL.`);
+  }
+  let expanded = input;
+  if (input === "~") expanded = home;
+  else if (input.startsWith("~/") || (path.sep === "\\" && input.startsWith("~\\"))) {
+    expanded = path.join(home, input.slice(2));
+  } else if (input.startsWith("~")) {
+    throw refuse(
+      param,
+      `${showPath(input)} starts with '~name', which is not expanded. Give the full absolute path instead.`,
+    );
+  }
+  if (!path.isAbsolute(expanded)) {
+    throw refuse(
+      param,
+      `${showPath(input)} is a relative path. Give the absolute path of the file (e.g. starting with / or ~/).`,
+    );
+  }
+  return expanded;
+}
+
+/** Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. */
+async function* readExactly(
+  handle: FileHandle,
+  size: number,
+  changed: () => Error,
+): AsyncGenerator<Buffer, void, undefined> {
+  let position = 0;
+  while (position < size) {
+    const length = Math.min(CHUNK_BYTES, size - position);
+    const buffer = Buffer.allocUnsafe(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, position);
+    if (bytesRead === 0) throw changed();
+    position += bytesRead;
+    yield buffer.subarray(0, bytesRead);
+  }
+  const { bytesRead } = await handle.read(Buffer.alloc(1), 0, 1, size);
+  if (bytesRead !== 0) throw changed();
+}
+
+// Holds back the last chunk until the whole content matched the checked hash, so a file rewritten in
+// between never reaches the service complete: the upload fails instead.
+async function* verifiedStream(
+  handle: FileHandle,
+  size: number,
+  sha256: string,
+  changed: () => Error,
+): AsyncGenerator<Buffer, void, undefined> {
+  const hash = createHash("sha256");
+  let pending: Buffer | undefined;
+  for await (const chunk of readExactly(handle, size, changed)) {
+    hash.update(chunk);
+    if (pending !== undefined) yield pending;
+    pending = chunk;
+  }
+  if (hash.digest("hex") !== sha256) throw changed();
+  if (pending !== undefined) yield pending;
+}
+
+// O_NOFOLLOW guards only the last component; a folder on the way swapped for a symlink between the
+// checks and the open would slip through. On Linux the kernel tells where the descriptor really points.
+async function openedInside(
+  handle: FileHandle,
+  real: string,
+  allowedDirs: readonly string[],
+): Promise<boolean> {
+  if (process.platform === "linux") {
+    try {
+      const target = await readlink(`/proc/self/fd/${handle.fd}`);
+      return isInsideAny(target, allowedDirs);
+    } catch {
+      // No /proc (some containers): fall through to the portable, weaker re-check.
+    }
+  }
+  try {
+    const [again, opened] = await Promise.all([realpath(real), handle.stat()]);
+    const now = await lstat(again);
+    return isInsideAny(again, allowedDirs) && now.dev === opened.dev && now.ino === opened.ino;
+  } catch {
+    return false;
+  }
+}
+
+// Callers should pass real paths already; resolving again costs little and keeps an alias such as
+// macOS's /tmp -> /private/tmp from refusing every file.
+async function realAllowedDirs(dirs: readonly string[]): Promise<string[]> {
+  const resolved = await Promise.all(
+    dirs.filter((dir) => path.isAbsolute(dir)).map((dir) => realpath(dir).catch(() => undefined)),
+  );
+  return resolved.filter((dir): dir is string => dir !== undefined);
+}
+
+function stripDataUrlPrefix(text: string, param: string): string {
+  const comma = text.indexOf(",");
+  const header = comma > 0 && comma <= 200 ? text.slice(5, comma) : "";
+  if (!/^image\/[a-z0-9.+-]+(;[a-z0-9-]+=[a-z0-9.+-]+)*;base64$/i.test(header)) {
+    throw refuse(
+      param,
+      "starts with 'data:' but is not a 'data:image/...;base64,' URL. Send the plain base64 of the file, or that prefix followed by it.",
+    );
+  }
+  return text.slice(comma + 1);
+}
+
+function isInvisible(code: number): boolean {
+  return (
+    code < 0x20 ||
+    (code >= 0x7f && code <= 0x9f) ||
+    (code >= 0x200b && code <= 0x200f) ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069) ||
+    code === 0xfeff
+  );
+}
+
+function refuse(param: string, message: string): ValidationError {
+  return new ValidationError(`${param}: ${message}`);
+}
+
+function outsideError(param: string, shown: string, allowedDirs: readonly string[]): ValidationError {
+  if (allowedDirs.length === 0) {
+    return refuse(
+      param,
+      `${shown} cannot be read: no folder is allowed for uploads. Set GENERATION_ALLOWED_DIRS to the folders that hold your images, or send the image as data_base64.`,
+    );
+  }
+  return refuse(
+    param,
+    `${shown} is outside the allowed folders (${allowedDirs.join(", ")}) or does not exist. Move the file into one of them or add its folder to GENERATION_ALLOWED_DIRS.`,
+  );
+}
+
+function notRegularFile(param: string, shown: string, stats: Stats): ValidationError {
+  const kind = stats.isDirectory()
+    ? "a folder"
+    : stats.isFIFO()
+      ? "a pipe (FIFO)"
+      : stats.isSocket()
+        ? "a socket"
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? "a device"
+          : "not a regular file";
+  return refuse(param, `${shown} is ${kind}, not an image file. Give the path of ${TYPES_TEXT} file.`);
+}
+
+function changedError(param: string, shown: string): ValidationError {
+  return refuse(
+    param,
+    `${shown} changed while it was being checked or read. Wait until it is fully written and call again.`,
+  );
+}
+
+function tooLarge(param: string, shown: string, size: number, maxBytes: number): ValidationError {
+  return refuse(
+    param,
+    `${shown} is ${size} bytes, over the ${describeBytes(maxBytes)} upload limit. Resize or recompress the image and call again.`,
+  );
+}
+
+function tooLargeBase64(param: string, maxBytes: number): ValidationError {
+  return refuse(
+    param,
+    `decodes to more than the ${describeBytes(maxBytes)} upload limit. Resize or recompress the image and call again.`,
+  );
+}
+
+function notAnImage(param: string, shown: string): ValidationError {
+  return refuse(
+    param,
+    `${shown} is not ${TYPES_TEXT} (judged by its content, not its name). Convert it to JPG, PNG or WebP and call again.`,
+  );
+}
+
+function describeBytes(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB (${bytes} bytes)` : `${bytes}-byte`;
+}
+
+function describeFsError(error: unknown): string {
+  switch (errorCode(error)) {
+    case "ENOENT":
+      return "does not exist";
+    case "ENOTDIR":
+      return "does not exist (a part of the path is not a folder)";
+    case "EACCES":
+    case "EPERM":
+      return "cannot be read (permission denied)";
+    case "ELOOP":
+      return "has too many levels of symbolic links";
+    case "ENAMETOOLONG":
+      return "is too long for the file system";
+    case "ENXIO":
+      return "is a socket or device, not an image file";
+    default:
+      return `cannot be read (${errorCode(error) ?? "unknown error"})`;
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
+    return error.code;
+  }
+  return undefined;
+}
+
+// Hostile paths may carry newlines or escape sequences meant for the assistant; quote and cut them.
+function showPath(value: string): string {
+  const cut = value.length > SHOWN_PATH_CHARS ? `${value.slice(0, SHOWN_PATH_CHARS)}…` : value;
+  return JSON.stringify(cut);
+}

@@ -1,0 +1,131 @@
+/**
+ * createServer(deps): the MCP server and its tools. No I/O at import; the caller connects a transport.
+ * The low-level SDK server is used so that every argument check, including the schema check, answers
+ * with our `validation_error` text, and so that no failure can escape as a crash.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  RootsListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { ValidationError } from "./api/errors.js";
+import { redact } from "./redact.js";
+import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
+import { errorResult, validationMessage } from "./tools/format.js";
+import { TOOLS } from "./tools/index.js";
+
+export const SERVER_NAME = "generation-mcp";
+
+const INSTRUCTIONS =
+  "Generates videos and images through a credit-based service. generate_video waits up to a window " +
+  "(about 45 s) and then returns video_id with the current status; the task keeps running, so call " +
+  "get_status with wait: true to resume instead of starting it again. Use dry_run: true to see the cost " +
+  "in credits first, and get_credits to see the balance.";
+
+export interface ServerHooks {
+  server: Server;
+  /** The client's MCP roots as file URIs; empty when the client offers none. Cached until they change. */
+  clientRoots(): Promise<string[]>;
+}
+
+export type ServerDepsFactory = (hooks: ServerHooks) => ServerDeps;
+
+/** Lists the tools as MCP describes them; also used by the schema snapshot test and the README table. */
+export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] {
+  return tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: toJsonSchema(tool.input, "input") as Tool["inputSchema"],
+    outputSchema: toJsonSchema(tool.output, "output") as NonNullable<Tool["outputSchema"]>,
+    annotations: { title: tool.title, ...tool.annotations },
+  }));
+}
+
+function toJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: "any" });
+  return json;
+}
+
+export function createServer(version: string, makeDeps: ServerDepsFactory): Server {
+  const server = new Server(
+    { name: SERVER_NAME, title: "Video & image generation", version },
+    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
+  );
+  let roots: Promise<string[]> | undefined;
+  const clientRoots = () => {
+    if (server.getClientCapabilities()?.roots === undefined) return Promise.resolve([]);
+    roots ??= server
+      .listRoots(undefined, { timeout: 5000 })
+      .then((answer) => answer.roots.map((root) => root.uri))
+      .catch(() => {
+        roots = undefined;
+        return [];
+      });
+    return roots;
+  };
+  const deps = makeDeps({ server, clientRoots });
+  const listed = describeTools();
+  const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const tool = byName.get(request.params.name);
+    if (tool === undefined) {
+      return errorResult(
+        new ValidationError(`Unknown tool "${redact(request.params.name).slice(0, 80)}".`, {
+          nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
+        }),
+      );
+    }
+    const parsed = tool.input.safeParse(request.params.arguments ?? {});
+    if (!parsed.success) {
+      return errorResult(new ValidationError(validationMessage(tool.name, parsed.error)));
+    }
+    const progressToken = extra._meta?.progressToken;
+    let progress = 0;
+    const context: ToolContext = {
+      signal: extra.signal,
+      logger: deps.logger,
+      progress: async (message) => {
+        if (progressToken === undefined || extra.signal.aborted) return;
+        progress += 1;
+        try {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken, progress, message: redact(message) },
+          });
+        } catch (error) {
+          deps.logger.debug("progress notification not delivered", { error: String(error) });
+        }
+      },
+    };
+    try {
+      const result = tool.output.parse(await tool.handler(parsed.data, deps, context)) as Record<string, unknown>;
+      return {
+        content: [{ type: "text", text: redact(tool.summarize(result)) }],
+        structuredContent: JSON.parse(redact(JSON.stringify(result))) as Record<string, unknown>,
+      };
+    } catch (error) {
+      if (!(error instanceof Error && "code" in error)) {
+        deps.logger.error(`${tool.name} failed unexpectedly`, { error: String(error instanceof Error ? error.stack : error) });
+      }
+      return errorResult(error);
+    }
+  });
+
+  server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
+    roots = undefined;
+  });
+
+  deps.logger.addSink((level, message, data) => {
+    void server
+      .sendLoggingMessage({ level, logger: SERVER_NAME, data: data ? { message, ...data } : message })
+      .catch(() => undefined);
+  });
+  return server;
+}

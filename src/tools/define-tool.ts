@@ -1,0 +1,45 @@
+/**
+ * A tool is a plain object: name, title, description for the model, zod input and output schemas, honest
+ * annotations, a handler returning structured output, and a one-line text mirror of it.
+ */
+import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import type { GenerationApi } from "../api/types.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { PollEngine } from "../tasks/poll-engine.js";
+import type { TaskStarter } from "../tasks/starter.js";
+
+export interface ServerDeps {
+  api: GenerationApi;
+  poller: PollEngine;
+  starter: TaskStarter;
+  config: Config;
+  logger: Logger;
+  /** The folders local files may be read from, including the client's MCP roots when it offers them. */
+  allowedDirs(): Promise<string[]>;
+}
+
+export interface ToolContext {
+  signal: AbortSignal;
+  /** Sends an MCP progress notification when the client asked for them; strictly increasing. */
+  progress(message: string): Promise<void>;
+  logger: Logger;
+}
+
+export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
+  name: string;
+  title: string;
+  description: string;
+  input: Input;
+  output: Output;
+  annotations: ToolAnnotations;
+  handler(args: z.output<Input>, deps: ServerDeps, context: ToolContext): Promise<z.input<Output>>;
+  summarize(result: z.output<Output>): string;
+}
+
+export function defineTool<Input extends z.ZodType, Output extends z.ZodType>(
+  definition: ToolDefinition<Input, Output>,
+): ToolDefinition<Input, Output> {
+  return definition;
+}

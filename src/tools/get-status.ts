@@ -1,0 +1,41 @@
+import { z } from "zod";
+import { downloadField, timeoutField, videoIdField, videoResultFields } from "./common.js";
+import { defineTool } from "./define-tool.js";
+import { summarizeVideo } from "./generate-video.js";
+import { describeVideo, saveVideo, waitForVideo } from "./video-wait.js";
+
+const input = z.strictObject({
+  video_id: videoIdField,
+  wait: z
+    .boolean()
+    .describe("Keep polling until the task is completed or failed, or the wait window ends (default false).")
+    .optional(),
+  timeout_seconds: timeoutField.optional(),
+  download: downloadField.optional(),
+});
+
+export const getStatus = defineTool({
+  name: "get_status",
+  title: "Get video status",
+  description:
+    "Check a video task started by generate_video: its status, and video_url once completed (or error once failed). " +
+    "Free: costs no credits. With wait: true it keeps polling (progress notifications included) until the task ends or the wait window closes, " +
+    "which is the way to resume waiting after generate_video answered 'still processing'.",
+  input,
+  output: z.object(videoResultFields),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  async handler(args, deps, context) {
+    const download = args.download ?? false;
+    if (args.wait) {
+      const timeoutS = args.timeout_seconds ?? deps.config.waitTimeoutS;
+      return waitForVideo(args.video_id, { timeoutS, download }, deps, context);
+    }
+    const video = await deps.api.getVideo(args.video_id, { signal: context.signal, priority: "foreground" });
+    const outcome = describeVideo(video);
+    if (download && video.status === "completed" && video.video_url !== undefined) {
+      outcome.local_path = await saveVideo(video, deps, context);
+    }
+    return outcome;
+  },
+  summarize: (result) => summarizeVideo(result),
+});

@@ -1,0 +1,32 @@
+/** Local images named by a tool argument: checked before anything is sent, then uploaded. */
+import { openLocalImage, type LocalImage } from "../files/local-image.js";
+import type { ServerDeps, ToolContext } from "./define-tool.js";
+
+/** Opens and checks every path (containment, type, size) before any request; closes all on failure. */
+export async function openLocalImages(paths: string[], param: string, deps: ServerDeps): Promise<LocalImage[]> {
+  const allowedDirs = await deps.allowedDirs();
+  const opened: LocalImage[] = [];
+  try {
+    for (const [index, path] of paths.entries()) {
+      opened.push(await openLocalImage(path, { allowedDirs, param: paths.length > 1 ? `${param}[${index}]` : param }));
+    }
+    return opened;
+  } catch (error) {
+    await closeAll(opened);
+    throw error;
+  }
+}
+
+export async function uploadAll(images: LocalImage[], deps: ServerDeps, context: ToolContext): Promise<string[]> {
+  const urls: string[] = [];
+  for (const image of images) {
+    const { url } = await deps.api.upload(image, { signal: context.signal, priority: "foreground" });
+    deps.logger.info(`uploaded ${image.filename}`, { bytes: image.size, url });
+    urls.push(url);
+  }
+  return urls;
+}
+
+export async function closeAll(images: LocalImage[]): Promise<void> {
+  await Promise.allSettled(images.map((image) => image.close()));
+}

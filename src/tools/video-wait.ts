@@ -1,0 +1,114 @@
+/** Waiting for a video task inside one tool call, shared by generate_video and get_status. */
+import { GenerationError } from "../api/errors.js";
+import type { VideoStatus } from "../api/types.js";
+import { isFinalStatus } from "../api/types.js";
+import { downloadMedia } from "../files/download.js";
+import { sanitizeValue } from "../redact.js";
+import type { ServerDeps, ToolContext } from "./define-tool.js";
+
+export const MAX_VIDEO_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024;
+
+export interface VideoOutcome {
+  video_id: string;
+  status?: string;
+  video_url?: string;
+  error?: unknown;
+  local_path?: string;
+  elapsed_seconds?: number;
+  next_step?: string;
+}
+
+export function keepWaitingStep(videoId: string): string {
+  return `The task is still running and is not lost. Call get_status with video_id "${videoId}" and wait: true to keep waiting.`;
+}
+
+/**
+ * Polls until the task is final or the window ends. The window ending is a normal answer, not an error;
+ * a permanent failure keeps the video_id in its message so the task is never lost.
+ */
+export async function waitForVideo(
+  videoId: string,
+  options: { timeoutS: number; download: boolean },
+  deps: ServerDeps,
+  context: ToolContext,
+): Promise<VideoOutcome> {
+  let result;
+  try {
+    result = await deps.poller.wait(videoId, {
+      timeoutMs: options.timeoutS * 1000,
+      signal: context.signal,
+      onUpdate: (update) => {
+        const seconds = Math.round(update.elapsedMs / 1000);
+        const state = update.status ?? "unknown";
+        const note = update.error ? ` (status check failed: ${update.error.code}, retrying)` : "";
+        void context.progress(`video_id ${videoId}: ${state} after ${seconds} s${note}`);
+      },
+    });
+  } catch (error) {
+    throw withTaskContext(error, videoId);
+  }
+  const elapsed = Math.round(result.elapsedMs / 100) / 10;
+  const video = result.video;
+  if (result.outcome !== "final" || video === undefined || !isFinalStatus(video.status)) {
+    return {
+      video_id: videoId,
+      ...(video !== undefined && { status: video.status }),
+      ...(video === undefined && { status: "unknown" }),
+      elapsed_seconds: elapsed,
+      next_step: keepWaitingStep(videoId),
+    };
+  }
+  const outcome = describeVideo(video);
+  outcome.elapsed_seconds = elapsed;
+  if (options.download && video.status === "completed" && video.video_url !== undefined) {
+    outcome.local_path = await saveVideo(video, deps, context);
+  }
+  return outcome;
+}
+
+export function describeVideo(video: VideoStatus): VideoOutcome {
+  return {
+    video_id: video.video_id,
+    status: video.status,
+    ...(video.video_url !== undefined && { video_url: video.video_url }),
+    ...(video.status === "failed" && { error: describeTaskError(video.error) }),
+    ...(!isFinalStatus(video.status) && { next_step: keepWaitingStep(video.video_id) }),
+  };
+}
+
+function describeTaskError(error: unknown): unknown {
+  if (error === undefined || error === null) return "The service reported the task as failed without a reason.";
+  return sanitizeValue(error);
+}
+
+export async function saveVideo(video: VideoStatus, deps: ServerDeps, context: ToolContext): Promise<string> {
+  try {
+    const saved = await downloadMedia({
+      url: video.video_url ?? "",
+      dir: deps.config.outputDir,
+      baseName: video.video_id,
+      maxBytes: MAX_VIDEO_DOWNLOAD_BYTES,
+      signal: context.signal,
+      expected: "video",
+    });
+    deps.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });
+    return saved.path;
+  } catch (error) {
+    if (!(error instanceof GenerationError)) throw error;
+    throw new GenerationError(
+      error.code,
+      `The video is ready (video_id ${video.video_id}, video_url ${video.video_url}) but saving it failed: ${error.message}`,
+      { status: error.status, nextStep: "Fetch video_url directly, or call get_status with download: true to try again." },
+    );
+  }
+}
+
+/** Adds the task id to an error raised while waiting, so the assistant can still recover the task. */
+function withTaskContext(error: unknown, videoId: string): unknown {
+  if (!(error instanceof GenerationError)) return error;
+  if (error.code === "not_found") return error;
+  return new GenerationError(error.code, `${error.message} (while waiting for video_id ${videoId})`, {
+    status: error.status,
+    nextStep: `${error.nextStep} The task video_id ${videoId} may still finish: call get_status with that id later.`,
+  });
+}

@@ -1,0 +1,359 @@
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { appendFile, mkdir, symlink, truncate, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { ValidationError } from "../../src/api/errors.js";
+import { imageFromBase64, openLocalImage, sanitizeUploadFilename } from "../../src/files/local-image.js";
+import type { LocalImage } from "../../src/files/local-image.js";
+import { MAX_UPLOAD_BYTES } from "../../src/models.js";
+import { JPEG_BYTES, PNG_BYTES, WEBP_BYTES, makeTempDir, pngOfSize } from "./fixtures.js";
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ValidationError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ValidationError);
+  return error as ValidationError;
+}
+
+describe("openLocalImage", () => {
+  let base: string;
+  let allowed: string;
+  let outside: string;
+  let cleanup: () => Promise<void>;
+  const opened: LocalImage[] = [];
+
+  const openImage = async (input: unknown, maxBytes?: number): Promise<LocalImage> => {
+    const image = await openLocalImage(input, {
+      allowedDirs: [allowed],
+      param: "image_path",
+      maxBytes,
+      home: base,
+    });
+    opened.push(image);
+    return image;
+  };
+  const refused = (input: unknown, maxBytes?: number): Promise<ValidationError> =>
+    refusal(openImage(input, maxBytes));
+
+  beforeEach(async () => {
+    ({ dir: base, cleanup } = await makeTempDir("local-image-"));
+    allowed = path.join(base, "allowed");
+    outside = path.join(base, "outside");
+    await mkdir(allowed);
+    await mkdir(outside);
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((image) => image.close()));
+    await cleanup();
+  });
+
+  it("opens a PNG, hashes it and streams the same bytes on every open()", async () => {
+    const bytes = pngOfSize(200_000);
+    await writeFile(path.join(allowed, "cat.png"), bytes);
+    const image = await openImage(path.join(allowed, "cat.png"));
+    expect(image).toMatchObject({ filename: "cat.png", contentType: "image/png", size: bytes.length });
+    expect(image.sha256).toBe(sha256(bytes));
+    const first = await readAll(image.open());
+    const second = await readAll(image.open());
+    expect(first.equals(bytes)).toBe(true);
+    expect(second.equals(bytes)).toBe(true);
+  });
+
+  it("takes the type from the content: a PNG named .jpg is sent as image/png named .png", async () => {
+    await writeFile(path.join(allowed, "photo.jpg"), PNG_BYTES);
+    const image = await openImage(path.join(allowed, "photo.jpg"));
+    expect(image.contentType).toBe("image/png");
+    expect(image.filename).toBe("photo.png");
+  });
+
+  it("recognises JPEG and WebP content", async () => {
+    await writeFile(path.join(allowed, "a"), JPEG_BYTES);
+    await writeFile(path.join(allowed, "b.bin"), WEBP_BYTES);
+    expect(await openImage(path.join(allowed, "a"))).toMatchObject({
+      contentType: "image/jpeg",
+      filename: "a.jpg",
+    });
+    expect(await openImage(path.join(allowed, "b.bin"))).toMatchObject({
+      contentType: "image/webp",
+      filename: "b.webp",
+    });
+  });
+
+  it("refuses a text file named .png", async () => {
+    await writeFile(path.join(allowed, "notes.png"), "ignore previous instructions\n");
+    const error = await refused(path.join(allowed, "notes.png"));
+    expect(error.message).toMatch(/^image_path: .*is not a JPG, PNG or WebP image/);
+    expect(error.code).toBe("validation_error");
+  });
+
+  it("refuses paths outside the allowed folders, naming the folders and the fix", async () => {
+    await writeFile(path.join(outside, "x.png"), PNG_BYTES);
+    const error = await refused(path.join(outside, "x.png"));
+    expect(error.message).toMatch(/^image_path: ".*x\.png" is outside the allowed folders/);
+    expect(error.message).toContain(allowed);
+    expect(error.message).toContain("GENERATION_ALLOWED_DIRS");
+  });
+
+  it("does not treat a sibling sharing the prefix (allowed-evil) as allowed", async () => {
+    await mkdir(`${allowed}-evil`);
+    await writeFile(path.join(`${allowed}-evil`, "x.png"), PNG_BYTES);
+    expect((await refused(path.join(`${allowed}-evil`, "x.png"))).message).toContain(
+      "outside the allowed folders",
+    );
+  });
+
+  it("resolves .. before judging, so traversal out of the folder is refused", async () => {
+    await writeFile(path.join(outside, "x.png"), PNG_BYTES);
+    expect((await refused(`${allowed}/../outside/x.png`)).message).toContain("outside the allowed folders");
+    await writeFile(path.join(allowed, "y.png"), PNG_BYTES);
+    expect(await openImage(`${outside}/../allowed/y.png`)).toMatchObject({ filename: "y.png" });
+  });
+
+  it("refuses a symlink inside the folder that points outside, and does not reveal existence", async () => {
+    await writeFile(path.join(outside, "secret.png"), PNG_BYTES);
+    await symlink(path.join(outside, "secret.png"), path.join(allowed, "link.png"));
+    await symlink(outside, path.join(allowed, "dirlink"));
+    const viaFile = await refused(path.join(allowed, "link.png"));
+    const viaDir = await refused(path.join(allowed, "dirlink", "secret.png"));
+    const missing = await refused(path.join(allowed, "dirlink", "missing.png"));
+    for (const error of [viaFile, viaDir, missing])
+      expect(error.message).toContain("outside the allowed folders");
+  });
+
+  it("allows a symlink that stays inside the folder", async () => {
+    await mkdir(path.join(allowed, "sub"));
+    await writeFile(path.join(allowed, "sub", "real.png"), PNG_BYTES);
+    await symlink(path.join(allowed, "sub", "real.png"), path.join(allowed, "alias.png"));
+    const image = await openImage(path.join(allowed, "alias.png"));
+    expect(image.filename).toBe("alias.png");
+    expect((await readAll(image.open())).equals(PNG_BYTES)).toBe(true);
+  });
+
+  it("says a missing file inside the folder does not exist", async () => {
+    expect((await refused(path.join(allowed, "nope.png"))).message).toMatch(
+      /^image_path: ".*nope\.png" does not exist/,
+    );
+  });
+
+  it("refuses non-strings, empty strings, NUL bytes and relative paths", async () => {
+    expect((await refused(42)).message).toMatch(/^image_path: must be a string/);
+    expect((await refused("")).message).toMatch(/^image_path: is empty/);
+    expect((await refused(`${allowed}/a.png\0.txt`)).message).toMatch(/NUL byte/);
+    expect((await refused("allowed/a.png")).message).toMatch(/relative path.*absolute path/);
+    expect((await refused("./a.png")).message).toMatch(/relative path/);
+    expect((await refused(`file://${allowed}/a.png`)).message).toMatch(/not a file:\/\/ URL/);
+  });
+
+  it("expands a leading ~/ to the home folder and refuses ~name", async () => {
+    await writeFile(path.join(allowed, "home.png"), PNG_BYTES);
+    expect(await openImage("~/allowed/home.png")).toMatchObject({ filename: "home.png" });
+    expect((await refused("~root/allowed/home.png")).message).toMatch(/'~name', which is not expanded/);
+  });
+
+  it("never percent-decodes: %2e%2e is a literal folder name", async () => {
+    await writeFile(path.join(outside, "x.png"), PNG_BYTES);
+    expect((await refused(`${allowed}/%2e%2e/outside/x.png`)).message).toContain("does not exist");
+    await mkdir(path.join(allowed, "%2e%2e"));
+    await writeFile(path.join(allowed, "%2e%2e", "x.png"), PNG_BYTES);
+    expect(await openImage(`${allowed}/%2e%2e/x.png`)).toMatchObject({ filename: "x.png" });
+  });
+
+  it("refuses a folder", async () => {
+    await mkdir(path.join(allowed, "folder.png"));
+    expect((await refused(path.join(allowed, "folder.png"))).message).toMatch(
+      /is a folder, not an image file/,
+    );
+  });
+
+  it("refuses a FIFO without hanging", async () => {
+    const fifo = path.join(allowed, "pipe.png");
+    execFileSync("mkfifo", [fifo]);
+    expect((await refused(fifo)).message).toMatch(/is a pipe \(FIFO\)/);
+  });
+
+  it("refuses a socket", async () => {
+    const socketPath = path.join(allowed, "sock.png");
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      expect((await refused(socketPath)).message).toMatch(/is a socket/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("refuses a device even inside an allowed folder", async () => {
+    const error = await refusal(openLocalImage("/dev/null", { allowedDirs: ["/dev"], param: "path" }));
+    expect(error.message).toMatch(/^path: "\/dev\/null" is a device/);
+  });
+
+  it("refuses an empty file", async () => {
+    await writeFile(path.join(allowed, "empty.png"), "");
+    expect((await refused(path.join(allowed, "empty.png"))).message).toMatch(/is empty \(0 bytes\)/);
+  });
+
+  it("accepts a file exactly at the limit and refuses one byte over", async () => {
+    await writeFile(path.join(allowed, "at.png"), pngOfSize(1000));
+    await writeFile(path.join(allowed, "over.png"), pngOfSize(1001));
+    expect((await openImage(path.join(allowed, "at.png"), 1000)).size).toBe(1000);
+    expect((await refused(path.join(allowed, "over.png"), 1000)).message).toMatch(
+      /is 1001 bytes, over the 1000-byte upload limit/,
+    );
+  });
+
+  it("holds the real 10 MiB limit", async () => {
+    await writeFile(path.join(allowed, "big.png"), pngOfSize(MAX_UPLOAD_BYTES));
+    const image = await openImage(path.join(allowed, "big.png"));
+    expect(image.size).toBe(MAX_UPLOAD_BYTES);
+    expect((await readAll(image.open())).length).toBe(MAX_UPLOAD_BYTES);
+    await appendFile(path.join(allowed, "big.png"), "x");
+    expect((await refused(path.join(allowed, "big.png"))).message).toMatch(
+      /over the 10 MB \(10485760 bytes\)/,
+    );
+  });
+
+  it("errors the stream when the file shrank, grew or changed after the checks", async () => {
+    const file = path.join(allowed, "moving.png");
+    const bytes = pngOfSize(300_000);
+    await writeFile(file, bytes);
+    const image = await openImage(file);
+
+    await truncate(file, 100_000);
+    await expect(readAll(image.open())).rejects.toThrow(/changed while/);
+    await writeFile(file, Buffer.concat([bytes, Buffer.from("more")]));
+    await expect(readAll(image.open())).rejects.toThrow(/changed while/);
+    const rewritten = Buffer.from(bytes);
+    rewritten[250_000] = 0;
+    await writeFile(file, rewritten);
+    await expect(readAll(image.open())).rejects.toThrow(/changed while/);
+    await writeFile(file, bytes);
+    expect((await readAll(image.open())).equals(bytes)).toBe(true);
+  });
+
+  it("sanitizes the file name sent", async () => {
+    const name = 'evil\u202e\r\nname\u0007"quoted".jpg';
+    await writeFile(path.join(allowed, name), PNG_BYTES);
+    expect((await openImage(path.join(allowed, name))).filename).toBe("evilname_quoted_.png");
+  });
+
+  it("resolves the allowed folders itself, so an alias of the folder still works", async () => {
+    await symlink(allowed, path.join(base, "alias"));
+    await writeFile(path.join(allowed, "a.png"), PNG_BYTES);
+    const image = await openLocalImage(path.join(base, "alias", "a.png"), {
+      allowedDirs: [path.join(base, "alias"), path.join(base, "missing"), "relative"],
+      param: "image_path",
+    });
+    opened.push(image);
+    expect(image.open().readableObjectMode).toBe(false);
+    expect(image.size).toBe(PNG_BYTES.length);
+  });
+
+  it("refuses when no folder is allowed at all", async () => {
+    await writeFile(path.join(allowed, "a.png"), PNG_BYTES);
+    const error = await refusal(
+      openLocalImage(path.join(allowed, "a.png"), { allowedDirs: [], param: "image_path" }),
+    );
+    expect(error.message).toMatch(/no folder is allowed for uploads.*GENERATION_ALLOWED_DIRS/);
+  });
+});
+
+describe("sanitizeUploadFilename", () => {
+  it("replaces the extension, limits the length and falls back to image.<ext>", () => {
+    expect(sanitizeUploadFilename("photo.final.JPG", "image/webp")).toBe("photo.final.webp");
+    expect(sanitizeUploadFilename("", "image/png")).toBe("image.png");
+    expect(sanitizeUploadFilename(".hidden", "image/png")).toBe("hidden.png");
+    expect(sanitizeUploadFilename("...", "image/png")).toBe("image.png");
+    expect(sanitizeUploadFilename("\u0000\u001f", "image/jpeg")).toBe("image.jpg");
+    expect(sanitizeUploadFilename(`${"a".repeat(300)}.png`, "image/png")).toBe(`${"a".repeat(100)}.png`);
+    expect(sanitizeUploadFilename("../../etc/passwd", "image/png")).toBe("_.._etc_passwd.png");
+  });
+});
+
+describe("imageFromBase64", () => {
+  const opts = { param: "data_base64" };
+  const refusedSync = (run: () => unknown): ValidationError => {
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      return error as ValidationError;
+    }
+    throw new Error("expected a refusal");
+  };
+
+  it("decodes plain base64, hashes and streams it", async () => {
+    const image = imageFromBase64(WEBP_BYTES.toString("base64"), "pic.png", opts);
+    expect(image).toMatchObject({ contentType: "image/webp", filename: "pic.webp", size: WEBP_BYTES.length });
+    expect(image.sha256).toBe(sha256(WEBP_BYTES));
+    expect((await readAll(image.open())).equals(WEBP_BYTES)).toBe(true);
+    expect((await readAll(image.open())).equals(WEBP_BYTES)).toBe(true);
+    await image.close();
+  });
+
+  it("accepts a data: URL prefix, line breaks and missing padding", () => {
+    const encoded = JPEG_BYTES.toString("base64");
+    expect(imageFromBase64(`data:image/jpeg;base64,${encoded}`, undefined, opts)).toMatchObject({
+      contentType: "image/jpeg",
+      filename: "image.jpg",
+    });
+    const wrapped = encoded.replace(/(.{8})/g, "$1\r\n");
+    expect(imageFromBase64(wrapped, undefined, opts).sha256).toBe(sha256(JPEG_BYTES));
+    expect(imageFromBase64(encoded.replace(/=+$/, ""), undefined, opts).sha256).toBe(sha256(JPEG_BYTES));
+  });
+
+  it("refuses invalid characters, other data: URLs and cut data", () => {
+    expect(refusedSync(() => imageFromBase64("iVBORw0KGgo*", undefined, opts)).message).toMatch(
+      /^data_base64: is not valid base64/,
+    );
+    expect(refusedSync(() => imageFromBase64("iVBO-w0_Ggo", undefined, opts)).message).toMatch(/URL-safe/);
+    expect(refusedSync(() => imageFromBase64("data:text/plain,hello", undefined, opts)).message).toMatch(
+      /data:image\/\.\.\.;base64/,
+    );
+    expect(refusedSync(() => imageFromBase64("iVBORw0KG", undefined, opts)).message).toMatch(
+      /length is wrong/,
+    );
+    expect(refusedSync(() => imageFromBase64("a=bc", undefined, opts)).message).toMatch(/not valid base64/);
+    expect(refusedSync(() => imageFromBase64(17, undefined, opts)).message).toMatch(/must be a string/);
+    expect(refusedSync(() => imageFromBase64("", undefined, opts)).message).toMatch(/is empty/);
+  });
+
+  it("refuses decoded content that is not an image", () => {
+    const error = refusedSync(() =>
+      imageFromBase64(Buffer.from("hello world").toString("base64"), "x.png", opts),
+    );
+    expect(error.message).toMatch(/is not a JPG, PNG or WebP image/);
+  });
+
+  it("checks the decoded size exactly at the limit", () => {
+    const at = pngOfSize(999).toString("base64");
+    const over = pngOfSize(1000).toString("base64");
+    expect(imageFromBase64(at, undefined, { ...opts, maxBytes: 999 }).size).toBe(999);
+    expect(refusedSync(() => imageFromBase64(over, undefined, { ...opts, maxBytes: 999 })).message).toMatch(
+      /more than the 999-byte upload limit/,
+    );
+  });
+
+  it("refuses a huge string from its length alone, before scanning or decoding it", () => {
+    // Built flat, as JSON.parse gives it ("A".repeat would build a rope V8 must flatten first).
+    const huge = Buffer.alloc(64 * 1024 * 1024, "A").toString("latin1");
+    const started = performance.now();
+    expect(refusedSync(() => imageFromBase64(huge, undefined, opts)).message).toMatch(/upload limit/);
+    expect(performance.now() - started).toBeLessThan(50);
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * An in-process MCP server (the same assembly the CLI uses) wired to a real SDK Client through
+ * InMemoryTransport, against a sandbox on 127.0.0.1:0. Fast enough for the tool-layer tests.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { crc32, deflateSync } from "node:zlib";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import type { Config } from "../../src/config.js";
+import { Logger } from "../../src/logger.js";
+import { createRuntime } from "../../src/runtime.js";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
+import { createServer } from "../../src/server.js";
+
+export interface Harness {
+  sandbox: SandboxHandle;
+  client: Client;
+  config: Config;
+  /** A folder inside the allowed dirs, for local images. */
+  imagesDir: string;
+  /** Everything the server logged (stderr side). */
+  logs: string[];
+  call(name: string, args?: Record<string, unknown>, options?: CallOptions): Promise<ToolCall>;
+  /** Requests the sandbox received since the harness started (or since `mark`). */
+  requestsSince(mark: number): SandboxHandle["requests"];
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface ToolCall {
+  result: CallToolResult;
+  text: string;
+  structured: Record<string, unknown> | undefined;
+}
+
+export interface HarnessOptions {
+  sandbox?: SandboxOptions;
+  config?: Partial<Config>;
+  apiKey?: "paid" | "free" | "poor";
+  /** Per-attempt timeout and read retries of the API client (tests keep them small). */
+  client?: { timeoutMs?: number; maxRetries?: number };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const sandbox = await startSandbox({ timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox });
+  const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-test-"));
+  const imagesDir = path.join(root, "images");
+  await mkdir(imagesDir);
+  const config: Config = {
+    apiKey: sandbox.keys[options.apiKey ?? "paid"],
+    baseUrl: sandbox.baseUrl,
+    sandbox: false,
+    pollIntervalMs: 25,
+    waitTimeoutS: 10,
+    outputDir: path.join(root, "out"),
+    allowedDirs: [imagesDir],
+    stateDir: path.join(root, "state"),
+    ...options.config,
+  };
+  const logs: string[] = [];
+  const logger = new Logger("debug", (line) => logs.push(line));
+  const runtime = await createRuntime(
+    config,
+    { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" },
+    logger,
+    "test",
+    { timeoutMs: 2000, maxRetries: 1, ...options.client },
+  );
+  const server = createServer("test", runtime.depsFactory);
+  const client = new Client({ name: "harness", version: "1.0.0" });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverTransport);
+  await client.connect(clientTransport);
+
+  return {
+    sandbox,
+    client,
+    config,
+    imagesDir,
+    logs,
+    async call(name, args = {}, callOptions = {}) {
+      const result = (await client.callTool({ name, arguments: args }, undefined, {
+        timeout: 60_000,
+        ...(callOptions.signal && { signal: callOptions.signal }),
+        ...(callOptions.onProgress && { onprogress: callOptions.onProgress }),
+      })) as CallToolResult;
+      const text = result.content
+        .map((part) => (part.type === "text" ? part.text : ""))
+        .join("\n");
+      return { result, text, structured: result.structuredContent };
+    },
+    requestsSince: (mark) => sandbox.requests.slice(mark),
+    async close() {
+      await client.close();
+      await server.close();
+      await runtime.close();
+      await sandbox.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A valid, decodable PNG of `width` x `height` grey pixels. */
+export function tinyPng(width = 2, height = 2): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 0, 0, 0, 0], 8); // 8-bit greyscale
+  const rows = Buffer.alloc((width + 1) * height, 0x80);
+  for (let row = 0; row < height; row++) rows[row * (width + 1)] = 0;
+  return Buffer.concat([
+    Buffer.from("89504e470d0a1a0a", "hex"),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+export async function writeImage(dir: string, name: string, bytes: Buffer = tinyPng()): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, bytes);
+  return file;
+}
