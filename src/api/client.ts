@@ -69,8 +69,9 @@ export class GenerationClient implements GenerationApi {
   }
 
   async getVideo(videoId: string, options: RequestOptions = {}): Promise<VideoStatus> {
+    // Background polls are not retried here: the poll engine backs off and keeps the budget fair itself.
     const { data } = await this.http.call("GET", `videos/${encodePathSegment(videoId)}`, {
-      retry: true,
+      retry: options.priority !== "background",
       ...options,
     });
     return toVideoStatus(data, videoId);

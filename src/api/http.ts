@@ -16,7 +16,7 @@ import {
   errorFromResponse,
 } from "./errors.js";
 import type { HeaderBag, RateBudget } from "./rate-budget.js";
-import { parseRetryAfter } from "./rate-budget.js";
+import { DEFAULT_MAX_WAIT_MS, headerValue, parseResetHeader, parseRetryAfter } from "./rate-budget.js";
 import type { RequestPriority } from "./types.js";
 
 export interface HttpOptions {
@@ -135,13 +135,14 @@ export class HttpTransport {
       });
       status = response.statusCode;
       responseHeaders = response.headers;
+      // One observe per acquire: as soon as the headers are in, the budget learns the window.
+      this.options.budget.observe(status, responseHeaders);
       text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (error) {
       if (body !== undefined && typeof body !== "string") body.destroy();
-      if (status !== 0) this.options.budget.observe(status, responseHeaders);
+      if (status === 0) this.options.budget.observe(0, {});
       throw this.transportError(error, { callerSignal: call.signal, timeout, charging, gotHeaders: status });
     }
-    this.options.budget.observe(status, responseHeaders);
     return { data: unwrapEnvelope(status, responseHeaders, text, charging), status, headers: responseHeaders };
   }
 
@@ -230,8 +231,10 @@ function describeBadAnswer(status: number, headers: HeaderBag, text: string, was
 
 function retryAt(status: number, headers: HeaderBag): number | undefined {
   if (status !== 429 && status !== 503) return undefined;
-  const delay = parseRetryAfter(headerValue(headers, "retry-after"), Date.now());
-  return delay === undefined ? undefined : Date.now() + delay;
+  const now = Date.now();
+  const delay = parseRetryAfter(headerValue(headers, "retry-after"), now);
+  if (delay !== undefined) return now + Math.min(delay, DEFAULT_MAX_WAIT_MS);
+  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) : undefined;
 }
 
 async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?: () => void }, cap: number) {
@@ -248,10 +251,6 @@ async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?:
   return Buffer.concat(chunks).toString("utf8");
 }
 
-export function headerValue(headers: HeaderBag, name: string): string | undefined {
-  const value = headers[name] ?? headers[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : value;
-}
 
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;

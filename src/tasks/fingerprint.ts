@@ -1,0 +1,43 @@
+/**
+ * Identity of a start request, for the `allow_duplicate` guard: two requests with the same fingerprint
+ * would buy the same thing twice.
+ */
+import { createHash } from "node:crypto";
+import type { JsonObject } from "../api/types.js";
+
+/**
+ * sha256 (hex) over the canonical JSON of the normalized body (keys sorted, undefined dropped, prompt
+ * whitespace collapsed) and the digests of the images, in order. The caller passes the body with defaults
+ * applied, and a local image's digest in place of its not-yet-known upload URL.
+ */
+export function fingerprintRequest(
+  kind: "video" | "image",
+  body: JsonObject,
+  imageDigests: string[],
+): string {
+  const normalized: JsonObject = { ...body };
+  if (typeof normalized["prompt"] === "string") normalized["prompt"] = normalizePrompt(normalized["prompt"]);
+  const canonical = canonicalJson({ v: 1, kind, body: normalized, images: imageDigests });
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+/** Trims and collapses runs of whitespace: "a  cat\n" and "a cat" describe the same video. */
+export function normalizePrompt(prompt: string): string {
+  return prompt.trim().replace(/\s+/g, " ");
+}
+
+/** JSON with object keys sorted at every depth and undefined members dropped. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value)) ?? "null";
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : sortKeys(item)));
+  if (value === null || typeof value !== "object") return value;
+  const out: JsonObject = {};
+  for (const key of Object.keys(value).sort()) {
+    const member = (value as JsonObject)[key];
+    if (member !== undefined) out[key] = sortKeys(member);
+  }
+  return out;
+}

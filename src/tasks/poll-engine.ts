@@ -1,0 +1,361 @@
+/**
+ * One poll loop per video id for the whole process. Every waiter of an id shares the loop's results, so a
+ * task watched by several calls costs one status request per interval; each waiter keeps its own deadline,
+ * cancellation and progress callback. Requests go out as background priority, so the rate budget keeps a
+ * share of the key's limit for the user's own calls.
+ */
+import { GenerationError } from "../api/errors.js";
+import type { GenerationApi, VideoStatus } from "../api/types.js";
+import { isFinalStatus } from "../api/types.js";
+import type { TaskLogger } from "./logger.js";
+import { silentLogger } from "./logger.js";
+import { sleep } from "./sleep.js";
+
+export interface PollUpdate {
+  video_id: string;
+  /** Status of the latest good poll (undefined while none has succeeded yet). */
+  status: string | undefined;
+  /** Since this waiter started. */
+  elapsedMs: number;
+  /** Poll results this waiter has received, counting this one: 1, 2, 3 ... */
+  polls: number;
+  /** Set when this poll failed transiently and the loop backs off and goes on. */
+  error?: GenerationError;
+}
+
+export interface WaitResult {
+  outcome: "final" | "timeout" | "cancelled";
+  /** The last good status seen (undefined when no poll has succeeded). */
+  video: VideoStatus | undefined;
+  elapsedMs: number;
+  /** The last transient failure, when the latest poll failed. */
+  lastError?: GenerationError;
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+  onUpdate?: ((update: PollUpdate) => void) | undefined;
+}
+
+export interface PollEngineOptions {
+  api: Pick<GenerationApi, "getVideo">;
+  intervalMs: number;
+  now?: () => number;
+  logger?: TaskLogger;
+  /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
+  maxBackoffMs?: number;
+  /** For jitter; defaults to Math.random. */
+  random?: () => number;
+  /**
+   * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait
+   * here, least recently polled id first, so no task starves when the budget cannot poll them all. Default 8.
+   */
+  maxConcurrentPolls?: number;
+}
+
+/** No wait may last longer than this, whatever the caller asks. */
+export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
+/** A 429's reset is honoured up to this long (the budget clamps to the same order). */
+const MAX_RATE_LIMIT_WAIT_MS = 65_000;
+/** Ids whose last poll time is remembered for fairness, beyond the ones being polled. */
+const POLL_HISTORY_SIZE = 1000;
+
+interface Waiter {
+  startedAt: number;
+  polls: number;
+  onUpdate: ((update: PollUpdate) => void) | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  resolve: (result: WaitResult) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Loop {
+  videoId: string;
+  waiters: Set<Waiter>;
+  /** Aborts the in-flight request and the sleep once no waiter is left. */
+  controller: AbortController;
+  last: VideoStatus | undefined;
+  lastAt: number;
+  lastError: GenerationError | undefined;
+  failures: number;
+}
+
+interface Turn {
+  loop: Loop;
+  start: () => void;
+}
+
+export class PollEngine {
+  private readonly api: Pick<GenerationApi, "getVideo">;
+  private readonly intervalMs: number;
+  private readonly now: () => number;
+  private readonly logger: TaskLogger;
+  private readonly maxBackoffMs: number;
+  private readonly random: () => number;
+  private readonly maxConcurrentPolls: number;
+  private readonly loops = new Map<string, Loop>();
+  /** When each id was last polled, oldest first (Map order): the fairness key. */
+  private readonly lastPolled = new Map<string, number>();
+  private readonly turns: Turn[] = [];
+  private activePolls = 0;
+  private closed = false;
+
+  constructor(options: PollEngineOptions) {
+    this.api = options.api;
+    this.intervalMs = Math.max(1, options.intervalMs);
+    this.now = options.now ?? Date.now;
+    this.logger = options.logger ?? silentLogger;
+    this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
+    this.random = options.random ?? Math.random;
+    this.maxConcurrentPolls = Math.max(1, options.maxConcurrentPolls ?? 8);
+  }
+
+  /** Ids being polled right now. */
+  get activeIds(): string[] {
+    return [...this.loops.keys()];
+  }
+
+  /**
+   * Waits until the task is final, the deadline passes, or the signal aborts — whichever comes first. Only
+   * a permanent failure of the status call (not_found, unauthorized ...) rejects; the end of the window is a
+   * normal result with the last status.
+   */
+  wait(videoId: string, options: WaitOptions): Promise<WaitResult> {
+    const startedAt = this.now();
+    const timeoutMs = Math.min(
+      MAX_WAIT_MS,
+      Math.max(0, Number.isFinite(options.timeoutMs) ? options.timeoutMs : 0),
+    );
+    if (this.closed || options.signal?.aborted) {
+      return Promise.resolve({ outcome: "cancelled", video: this.loops.get(videoId)?.last, elapsedMs: 0 });
+    }
+    this.logger("debug", "Waiting for a video task.", { video_id: videoId, timeout_ms: timeoutMs });
+
+    return new Promise<WaitResult>((resolve, reject) => {
+      const waiter: Waiter = {
+        startedAt,
+        polls: 0,
+        onUpdate: options.onUpdate,
+        signal: options.signal,
+        onAbort: undefined,
+        deadlineTimer: undefined,
+        resolve,
+        reject,
+      };
+      let loop = this.loops.get(videoId);
+      const fresh = loop === undefined;
+      loop ??= this.createLoop(videoId);
+      loop.waiters.add(waiter);
+      const joined = loop;
+
+      waiter.deadlineTimer = setTimeout(() => this.finish(joined, waiter, "timeout"), timeoutMs);
+      if (options.signal) {
+        waiter.onAbort = () => this.finish(joined, waiter, "cancelled");
+        options.signal.addEventListener("abort", waiter.onAbort, { once: true });
+      }
+      if (fresh) {
+        void this.run(joined);
+      } else if (joined.last !== undefined && this.now() - joined.lastAt < this.intervalMs) {
+        // A fresh shared result is as good as a poll of our own: report it at once.
+        this.notify(waiter, joined, undefined);
+      }
+    });
+  }
+
+  /** Stops every loop; pending waits resolve as "cancelled". */
+  close(): void {
+    this.closed = true;
+    for (const loop of [...this.loops.values()]) {
+      for (const waiter of [...loop.waiters]) this.finish(loop, waiter, "cancelled");
+    }
+  }
+
+  private createLoop(videoId: string): Loop {
+    const loop: Loop = {
+      videoId,
+      waiters: new Set(),
+      controller: new AbortController(),
+      last: undefined,
+      lastAt: 0,
+      lastError: undefined,
+      failures: 0,
+    };
+    this.loops.set(videoId, loop);
+    return loop;
+  }
+
+  /** Polls until the task is final, a permanent error comes, or no waiter is left (each has a deadline). */
+  private async run(loop: Loop): Promise<void> {
+    const signal = loop.controller.signal;
+    while (!signal.aborted) {
+      let delay = this.intervalMs;
+      try {
+        await this.takeTurn(loop);
+      } catch {
+        return;
+      }
+      try {
+        const video = await this.api
+          .getVideo(loop.videoId, { priority: "background", signal })
+          .finally(() => this.endTurn(loop));
+        if (signal.aborted) return;
+        loop.last = video;
+        loop.lastAt = this.now();
+        loop.lastError = undefined;
+        loop.failures = 0;
+        for (const waiter of [...loop.waiters]) this.notify(waiter, loop, undefined);
+        if (isFinalStatus(video.status)) {
+          for (const waiter of [...loop.waiters]) this.finish(loop, waiter, "final");
+          return;
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        if (!(error instanceof GenerationError) || !error.transient) {
+          this.fail(loop, error);
+          return;
+        }
+        loop.lastError = error;
+        loop.failures += 1;
+        delay = this.backoff(loop.failures, error);
+        this.logger("debug", "Status poll failed; backing off.", {
+          video_id: loop.videoId,
+          code: error.code,
+          delay_ms: delay,
+        });
+        for (const waiter of [...loop.waiters]) this.notify(waiter, loop, error);
+      }
+      if (loop.waiters.size === 0) return;
+      try {
+        await sleep(delay, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** Resolves when this loop may send its request; rejects when the loop stops first. */
+  private takeTurn(loop: Loop): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const signal = loop.controller.signal;
+      const onAbort = () => {
+        const index = this.turns.indexOf(turn);
+        if (index >= 0) this.turns.splice(index, 1);
+        reject(new Error("stopped"));
+      };
+      const turn: Turn = {
+        loop,
+        start: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.turns.push(turn);
+      // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
+      queueMicrotask(() => this.dispatch());
+    });
+  }
+
+  /** A poll that got an answer (not one aborted while queued) moves its id to the back of the line. */
+  private endTurn(loop: Loop): void {
+    this.activePolls -= 1;
+    if (!loop.controller.signal.aborted) {
+      this.lastPolled.delete(loop.videoId);
+      this.lastPolled.set(loop.videoId, this.now());
+      if (this.lastPolled.size > POLL_HISTORY_SIZE + this.loops.size) {
+        const oldest = this.lastPolled.keys().next().value;
+        if (oldest !== undefined) this.lastPolled.delete(oldest);
+      }
+    }
+    this.dispatch();
+  }
+
+  /** Hands out free slots, least recently polled id first (never polled first of all). */
+  private dispatch(): void {
+    while (this.activePolls < this.maxConcurrentPolls && this.turns.length > 0) {
+      let best = 0;
+      for (let i = 1; i < this.turns.length; i++) {
+        if (this.rank(this.turns[i]!) < this.rank(this.turns[best]!)) best = i;
+      }
+      const [turn] = this.turns.splice(best, 1);
+      if (!turn) return;
+      this.activePolls += 1;
+      turn.start();
+    }
+  }
+
+  private rank(turn: Turn): number {
+    return this.lastPolled.get(turn.loop.videoId) ?? Number.NEGATIVE_INFINITY;
+  }
+
+  private backoff(failures: number, error: GenerationError): number {
+    const exponential = this.intervalMs * 2 ** Math.min(failures - 1, 20);
+    let delay = Math.min(this.maxBackoffMs, exponential * (1 + 0.25 * this.random()));
+    if (error.retryAtMs !== undefined) {
+      // A 429 names its reset: waiting less would only earn another 429.
+      delay = Math.max(delay, Math.min(MAX_RATE_LIMIT_WAIT_MS, error.retryAtMs - this.now()));
+    }
+    return Math.round(delay);
+  }
+
+  private notify(waiter: Waiter, loop: Loop, error: GenerationError | undefined): void {
+    waiter.polls += 1;
+    if (!waiter.onUpdate) return;
+    const update: PollUpdate = {
+      video_id: loop.videoId,
+      status: loop.last?.status,
+      elapsedMs: this.now() - waiter.startedAt,
+      polls: waiter.polls,
+    };
+    if (error) update.error = error;
+    try {
+      waiter.onUpdate(update);
+    } catch (callbackError) {
+      // A broken progress sink (a client gone away) must not stop the wait for the others.
+      this.logger("warning", "A progress callback failed.", {
+        video_id: loop.videoId,
+        error: String(callbackError),
+      });
+    }
+  }
+
+  private finish(loop: Loop, waiter: Waiter, outcome: WaitResult["outcome"]): void {
+    if (!this.detach(loop, waiter)) return;
+    const result: WaitResult = { outcome, video: loop.last, elapsedMs: this.now() - waiter.startedAt };
+    if (loop.lastError) result.lastError = loop.lastError;
+    this.logger(outcome === "final" ? "info" : "debug", "Stopped waiting for a video task.", {
+      video_id: loop.videoId,
+      outcome,
+      status: loop.last?.status,
+      elapsed_ms: result.elapsedMs,
+    });
+    waiter.resolve(result);
+  }
+
+  private fail(loop: Loop, error: unknown): void {
+    this.logger("warning", "Status poll failed for good.", {
+      video_id: loop.videoId,
+      code: error instanceof GenerationError ? error.code : undefined,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    for (const waiter of [...loop.waiters]) {
+      if (this.detach(loop, waiter)) waiter.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** Removes a waiter; the loop stops (its request and sleep abort) when the last one leaves. */
+  private detach(loop: Loop, waiter: Waiter): boolean {
+    if (!loop.waiters.delete(waiter)) return false;
+    if (waiter.deadlineTimer !== undefined) clearTimeout(waiter.deadlineTimer);
+    if (waiter.signal && waiter.onAbort) waiter.signal.removeEventListener("abort", waiter.onAbort);
+    if (loop.waiters.size === 0) {
+      loop.controller.abort();
+      if (this.loops.get(loop.videoId) === loop) this.loops.delete(loop.videoId);
+    }
+    return true;
+  }
+}
