@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { ConfigError, FLAG_TO_ENV, loadConfig } from "./config.js";
 import { Logger } from "./logger.js";
-import { registerSecret } from "./redact.js";
+import { redact, registerSecret } from "./redact.js";
 
 const require = createRequire(import.meta.url);
 const VERSION = (require("../package.json") as { version: string }).version;
@@ -79,7 +79,9 @@ async function main(argv: string[]): Promise<number> {
     registerSecret(sandbox.keys.paid);
     closeSandbox = () => sandbox.close();
     target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid };
-    logger.info(`sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`);
+    logger.info(
+      `sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`,
+    );
   } else {
     target = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
   }
@@ -114,11 +116,16 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
-    const message = error instanceof ConfigError || isArgError(error) ? error.message : String(error);
-    process.stderr.write(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`);
+    const expected = error instanceof ConfigError || isArgError(error) || isUsageError(error);
+    const message = expected ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+    process.stderr.write(redact(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`));
     process.exit(2);
   },
 );
+
+function isUsageError(error: unknown): error is Error {
+  return error instanceof Error && error.name === "SandboxUsageError";
+}
 
 function isArgError(error: unknown): error is Error {
   return error instanceof Error && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS");

@@ -27,7 +27,11 @@ export type ImageResolution = (typeof IMAGE_RESOLUTIONS)[number];
 export const OUTPUT_FORMATS = ["png", "jpg", "webp"] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
-export const SUBSCRIPTION_MODELS: readonly string[] = ["vendor-video-2-0", "vendor-video-2-0-fast", "image-2"];
+export const SUBSCRIPTION_MODELS: readonly string[] = [
+  "vendor-video-2-0",
+  "vendor-video-2-0-fast",
+  "image-2",
+];
 
 export const DEFAULT_ASPECT_RATIO_VIDEO = "16:9";
 export const DEFAULT_ASPECT_RATIO_IMAGE = "1:1";
@@ -93,9 +97,6 @@ export function parseAspectRatio(value: string): { width: number; height: number
   if (width > MAX_ASPECT_TERM || height > MAX_ASPECT_TERM) return undefined;
   return { width, height };
 }
-
-/** Our choice (spec: not shown): prompts longer than this are refused before any request. */
-export const MAX_PROMPT_CHARS = 2000;
 
 /** Our choice (spec: not shown): prompts longer than this are refused with validation_error. */
 export const MAX_PROMPT_LENGTH = 2000;

@@ -3,7 +3,14 @@ import { PassThrough } from "node:stream";
 import FormData from "form-data";
 import type { Dispatcher } from "undici";
 import { HttpTransport } from "./http.js";
-import { isObject, toImageResult, toStartedVideo, toUploadResult, toVideoPage, toVideoStatus } from "./normalize.js";
+import {
+  isObject,
+  toImageResult,
+  toStartedVideo,
+  toUploadResult,
+  toVideoPage,
+  toVideoStatus,
+} from "./normalize.js";
 import type { RateBudget } from "./rate-budget.js";
 import type {
   GenerateImageBody,
@@ -61,10 +68,17 @@ export class GenerationClient implements GenerationApi {
     return toImageResult(data, body.images ?? []);
   }
 
-  async listVideos(query: { page?: number; limit?: number }, options: RequestOptions = {}): Promise<VideoPage> {
+  async listVideos(
+    query: { page?: number; limit?: number },
+    options: RequestOptions = {},
+  ): Promise<VideoPage> {
     const page = query.page ?? 1;
     const limit = query.limit ?? 20;
-    const { data } = await this.http.call("GET", "videos", { query: { page, limit }, retry: true, ...options });
+    const { data } = await this.http.call("GET", "videos", {
+      query: { page, limit },
+      retry: true,
+      ...options,
+    });
     return toVideoPage(data, page, limit);
   }
 

@@ -148,14 +148,19 @@ const NEXT_STEPS: Record<string, string> = {
     "Nothing was charged. Call get_credits to see the balance, then choose a cheaper model or a shorter duration, or top up the account.",
   paid_access_required:
     "This model or the image endpoint needs a paid plan. Use vendor-video-1-5-pro for video, or upgrade the account.",
-  validation_error: "Fix the named parameter and call again; nothing was sent to the service and nothing was charged.",
-  rate_limit_exceeded: "The service's request limit is reached. Wait until the window resets, then call again.",
+  validation_error:
+    "Fix the named parameter and call again; nothing was sent to the service and nothing was charged.",
+  rate_limit_exceeded:
+    "The service's request limit is reached. Wait until the window resets, then call again.",
   not_found: "No task has that video_id for this API key. Call list_videos to find the right id.",
-  internal_error: "The service failed internally. Try again in a minute; if it persists, the service may be down.",
+  internal_error:
+    "The service failed internally. Try again in a minute; if it persists, the service may be down.",
   upstream_error:
     "The generation provider behind the service is failing right now. Try again in a minute; a started task keeps running.",
-  network_error: "The service could not be reached. Check GENERATION_BASE_URL and the network, then try again.",
-  timeout: "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
+  network_error:
+    "The service could not be reached. Check GENERATION_BASE_URL and the network, then try again.",
+  timeout:
+    "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
 
 export function defaultNextStep(code: string): string {

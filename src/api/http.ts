@@ -121,11 +121,10 @@ export class HttpTransport {
     const timeout = AbortSignal.timeout(call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
     const charging = method === "POST" && !call.retry;
-    let status = 0;
-    let responseHeaders: HeaderBag = {};
+    let response: Dispatcher.ResponseData | undefined;
     let text: string;
     try {
-      const response = await this.dispatcher.request({
+      response = await this.dispatcher.request({
         origin: this.base.origin,
         path: fullPath,
         method,
@@ -133,22 +132,35 @@ export class HttpTransport {
         signal,
         ...(body !== undefined && { body }),
       });
-      status = response.statusCode;
-      responseHeaders = response.headers;
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
-      this.options.budget.observe(status, responseHeaders);
+      this.options.budget.observe(response.statusCode, response.headers);
       text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (error) {
       if (body !== undefined && typeof body !== "string") body.destroy();
-      if (status === 0) this.options.budget.observe(0, {});
-      throw this.transportError(error, { callerSignal: call.signal, timeout, charging, gotHeaders: status });
+      if (response === undefined) this.options.budget.observe(0, {});
+      throw this.transportError(error, {
+        callerSignal: call.signal,
+        timeout,
+        charging,
+        gotHeaders: response !== undefined,
+      });
     }
-    return { data: unwrapEnvelope(status, responseHeaders, text, charging), status, headers: responseHeaders };
+    const { statusCode: status, headers: responseHeaders } = response;
+    return {
+      data: unwrapEnvelope(status, responseHeaders, text, charging),
+      status,
+      headers: responseHeaders,
+    };
   }
 
   private transportError(
     error: unknown,
-    context: { callerSignal: AbortSignal | undefined; timeout: AbortSignal; charging: boolean; gotHeaders: number },
+    context: {
+      callerSignal: AbortSignal | undefined;
+      timeout: AbortSignal;
+      charging: boolean;
+      gotHeaders: boolean;
+    },
   ): Error {
     if (error instanceof GenerationError) return error;
     if (context.callerSignal?.aborted) return new AbortedError();
@@ -200,7 +212,8 @@ export function unwrapEnvelope(status: number, headers: HeaderBag, text: string,
   const ambiguous = charging && (status >= 500 || status === 408);
 
   if (isObject(errorField) || status >= 300) {
-    const code = isObject(errorField) && typeof errorField["code"] === "string" ? errorField["code"] : undefined;
+    const code =
+      isObject(errorField) && typeof errorField["code"] === "string" ? errorField["code"] : undefined;
     const message =
       isObject(errorField) && errorField["message"] !== undefined
         ? cleanText(errorField["message"])
@@ -225,7 +238,8 @@ function describeBadAnswer(status: number, headers: HeaderBag, text: string, was
   const type = headerValue(headers, "content-type") ?? "no content type";
   if (text.length === 0) return `The service answered HTTP ${status} with an empty body.`;
   if (wasJson) return `The service answered HTTP ${status} without the expected {data, error} envelope.`;
-  const kind = /html/i.test(type) || /^\s*</.test(text) ? "an HTML page" : `a body that is not JSON (${type})`;
+  const kind =
+    /html/i.test(type) || /^\s*</.test(text) ? "an HTML page" : `a body that is not JSON (${type})`;
   return `The service answered HTTP ${status} with ${cleanText(kind, 80)}.`;
 }
 
@@ -250,7 +264,6 @@ async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?:
   }
   return Buffer.concat(chunks).toString("utf8");
 }
-
 
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;

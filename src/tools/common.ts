@@ -1,15 +1,15 @@
 /** Schema pieces and helpers shared by several tools. */
 import { z } from "zod";
 import { isHttpUrl } from "../api/normalize.js";
-import { MAX_PROMPT_CHARS, parseAspectRatio } from "../models.js";
+import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 
 export const promptField = (what: string) =>
   z
     .string()
     .trim()
     .min(1, "must not be empty")
-    .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)
-    .describe(`Text description of the ${what} (1-${MAX_PROMPT_CHARS} characters).`);
+    .max(MAX_PROMPT_LENGTH, `must be at most ${MAX_PROMPT_LENGTH} characters`)
+    .describe(`Text description of the ${what} (1-${MAX_PROMPT_LENGTH} characters).`);
 
 export const httpUrlField = (description: string) =>
   z.string().max(4096).refine(isHttpUrl, "must be an http(s) URL").describe(description);
@@ -20,7 +20,10 @@ export const localPathField = (description: string) =>
 export const aspectRatioField = (fallback: string) =>
   z
     .string()
-    .refine((value) => parseAspectRatio(value) !== undefined, "must be W:H with whole numbers 1-64, e.g. 16:9")
+    .refine(
+      (value) => parseAspectRatio(value) !== undefined,
+      "must be W:H with whole numbers 1-64, e.g. 16:9",
+    )
     .describe(`Width:height of the output, e.g. 16:9, 9:16, 1:1 (default ${fallback}).`);
 
 export const downloadField = z
@@ -47,6 +50,8 @@ export const timeoutField = z
       "cut a tool call at about 60 s; when the window ends the task keeps running.",
   );
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export const videoIdField = z
   .string()
   .min(1, "must not be empty")
@@ -54,12 +59,17 @@ export const videoIdField = z
   .refine((value) => value !== "." && value !== "..", "is not a task id")
   // eslint-disable-next-line no-control-regex
   .refine((value) => !/[\u0000-\u001F\u007F]/.test(value), "must not contain control characters")
+  // A lone surrogate cannot be percent-encoded into a path segment.
+  .refine((value) => !LONE_SURROGATE.test(value), "must be valid Unicode text")
   .describe("The video_id returned by generate_video (or found with list_videos).");
 
 /** Fields of a video result shared by generate_video and get_status. */
 export const videoResultFields = {
   video_id: z.string().optional().describe("The task id; keep it to check the task later with get_status."),
-  status: z.string().optional().describe("completed, failed, or an in-progress value such as queued/processing."),
+  status: z
+    .string()
+    .optional()
+    .describe("completed, failed, or an in-progress value such as queued/processing."),
   video_url: z.string().optional().describe("Where the finished video can be fetched (when completed)."),
   error: z.unknown().optional().describe("Why the task failed (when failed)."),
   local_path: z.string().optional().describe("Where the video was saved (when download was requested)."),

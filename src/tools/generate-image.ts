@@ -7,6 +7,7 @@ import {
   IMAGE_CREDITS_PER_IMAGE,
   IMAGE_MODELS,
   IMAGE_RESOLUTIONS,
+  MAX_REFERENCE_IMAGES,
   OUTPUT_FORMATS,
   imageCredits,
 } from "../models.js";
@@ -24,14 +25,19 @@ import {
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
 
-export const MAX_REFERENCE_IMAGES = 10;
 const MAX_IMAGE_DOWNLOAD_BYTES = 200 * 1024 * 1024;
 
 const input = z
   .strictObject({
     prompt: promptField("image"),
-    model: z.enum(IMAGE_MODELS).describe(`Image model (default ${DEFAULT_IMAGE_MODEL}; needs a paid plan).`).optional(),
-    resolution: z.enum(IMAGE_RESOLUTIONS).describe("Output size: 1k, 2k or 4k (the service's default when omitted).").optional(),
+    model: z
+      .enum(IMAGE_MODELS)
+      .describe(`Image model (default ${DEFAULT_IMAGE_MODEL}; needs a paid plan).`)
+      .optional(),
+    resolution: z
+      .enum(IMAGE_RESOLUTIONS)
+      .describe("Output size: 1k, 2k or 4k (the service's default when omitted).")
+      .optional(),
     aspect_ratio: aspectRatioField(DEFAULT_ASPECT_RATIO_IMAGE).optional(),
     output_format: z.enum(OUTPUT_FORMATS).describe("png, jpg or webp (default png).").optional(),
     images: z
@@ -43,7 +49,9 @@ const input = z
       .array(localPathField("An absolute local path."))
       .min(1, "must not be empty")
       .max(MAX_REFERENCE_IMAGES, `must hold at most ${MAX_REFERENCE_IMAGES} paths`)
-      .describe("Reference images as absolute local paths (JPG, PNG or WebP, at most 10 MB each, inside an allowed folder); uploaded first.")
+      .describe(
+        "Reference images as absolute local paths (JPG, PNG or WebP, at most 10 MB each, inside an allowed folder); uploaded first.",
+      )
       .optional(),
     download: downloadField.optional(),
     dry_run: dryRunField.optional(),
@@ -52,18 +60,35 @@ const input = z
   .superRefine((args, ctx) => {
     const total = (args.images?.length ?? 0) + (args.image_paths?.length ?? 0);
     if (total > MAX_REFERENCE_IMAGES) {
-      ctx.addIssue({ code: "custom", path: ["image_paths"], message: `images and image_paths together must hold at most ${MAX_REFERENCE_IMAGES}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["image_paths"],
+        message: `images and image_paths together must hold at most ${MAX_REFERENCE_IMAGES}`,
+      });
     }
   });
 
 const output = z.object({
-  image_urls: z.array(z.string()).describe("Finished image URLs; empty when the service answered with a task to follow up."),
-  estimated_credits: z.number().describe(`Credits this request costs (${IMAGE_CREDITS_PER_IMAGE} per image).`),
-  local_paths: z.array(z.string()).optional().describe("Where the images were saved (when download was requested)."),
-  reused: z.boolean().optional().describe("true when an identical recent request was returned instead of a new one."),
+  image_urls: z
+    .array(z.string())
+    .describe("Finished image URLs; empty when the service answered with a task to follow up."),
+  estimated_credits: z
+    .number()
+    .describe(`Credits this request costs (${IMAGE_CREDITS_PER_IMAGE} per image).`),
+  local_paths: z
+    .array(z.string())
+    .optional()
+    .describe("Where the images were saved (when download was requested)."),
+  reused: z
+    .boolean()
+    .optional()
+    .describe("true when an identical recent request was returned instead of a new one."),
   result: z.unknown().optional().describe("The service's data as received."),
   dry_run: z.boolean().optional(),
-  request: z.record(z.string(), z.unknown()).optional().describe("With dry_run: the request that would be sent."),
+  request: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("With dry_run: the request that would be sent."),
 });
 
 export const generateImage = defineTool({
@@ -86,15 +111,21 @@ export const generateImage = defineTool({
       ...(args.images !== undefined && { images: [...args.images] }),
     };
     const estimated_credits = imageCredits(1);
-    const locals = args.image_paths === undefined ? [] : await openLocalImages(args.image_paths, "image_paths", deps);
+    const locals =
+      args.image_paths === undefined ? [] : await openLocalImages(args.image_paths, "image_paths", deps);
     try {
       if (args.dry_run) {
         const uploads = locals.map((image) => `(uploaded from ${image.filename})`);
         const request = uploads.length > 0 ? { ...body, images: [...(body.images ?? []), ...uploads] } : body;
         return { image_urls: [], estimated_credits, dry_run: true, request };
       }
-      const fingerprint = fingerprintRequest("image", { ...body }, locals.map((image) => image.sha256));
-      if (locals.length > 0) body.images = [...(body.images ?? []), ...(await uploadAll(locals, deps, context))];
+      const fingerprint = fingerprintRequest(
+        "image",
+        { ...body },
+        locals.map((image) => image.sha256),
+      );
+      if (locals.length > 0)
+        body.images = [...(body.images ?? []), ...(await uploadAll(locals, deps, context))];
       const started = await deps.starter.startImage(body, {
         fingerprint,
         allowDuplicate: args.allow_duplicate ?? false,
@@ -130,11 +161,15 @@ export const generateImage = defineTool({
     if (result.dry_run) {
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
     }
-    const reused = result.reused ? " (reused an identical request from the last 10 minutes; nothing new was charged)" : "";
+    const reused = result.reused
+      ? " (reused an identical request from the last 10 minutes; nothing new was charged)"
+      : "";
     const lines =
       result.image_urls.length > 0
         ? [`Generated ${result.image_urls.length} image(s)${reused}:`, ...result.image_urls]
-        : [`The service accepted the request but returned no image URL yet${reused}. Its answer: ${JSON.stringify(result.result)}`];
+        : [
+            `The service accepted the request but returned no image URL yet${reused}. Its answer: ${JSON.stringify(result.result)}`,
+          ];
     if (result.local_paths) lines.push(`Saved to: ${result.local_paths.join(", ")}`);
     lines.push(`Estimated cost ${result.estimated_credits} credits.`);
     return lines.join("\n");

@@ -42,7 +42,9 @@ const input = z
       .optional(),
     generation_type: z
       .enum(GENERATION_TYPES)
-      .describe("text_to_video or image_to_video (default: image_to_video when an image is given, else text_to_video).")
+      .describe(
+        "text_to_video or image_to_video (default: image_to_video when an image is given, else text_to_video).",
+      )
       .optional(),
     image_url: httpUrlField("Reference image as an http(s) URL, for image_to_video.").optional(),
     image_path: localPathField(
@@ -53,7 +55,9 @@ const input = z
       .number()
       .positive("must be more than 0")
       .max(MAX_DURATION_S, `must be at most ${MAX_DURATION_S} seconds`)
-      .describe(`Length of the video in seconds (more than 0, at most ${MAX_DURATION_S}; default ${DEFAULT_DURATION_S}).`)
+      .describe(
+        `Length of the video in seconds (more than 0, at most ${MAX_DURATION_S}; default ${DEFAULT_DURATION_S}).`,
+      )
       .optional(),
     resolution: z
       .enum(VIDEO_RESOLUTIONS)
@@ -67,14 +71,26 @@ const input = z
   })
   .superRefine((args, ctx) => {
     if (args.resolution !== undefined && (args.model ?? DEFAULT_VIDEO_MODEL) !== RESOLUTION_MODEL) {
-      ctx.addIssue({ code: "custom", path: ["resolution"], message: `is only accepted with model ${RESOLUTION_MODEL}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["resolution"],
+        message: `is only accepted with model ${RESOLUTION_MODEL}`,
+      });
     }
     if (args.image_url !== undefined && args.image_path !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["image_path"], message: "give image_url or image_path, not both" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["image_path"],
+        message: "give image_url or image_path, not both",
+      });
     }
     const hasImage = args.image_url !== undefined || args.image_path !== undefined;
     if (args.generation_type === "image_to_video" && !hasImage) {
-      ctx.addIssue({ code: "custom", path: ["image_url"], message: "image_to_video needs image_url or image_path" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["image_url"],
+        message: "image_to_video needs image_url or image_path",
+      });
     }
     if (args.generation_type === "text_to_video" && hasImage) {
       ctx.addIssue({
@@ -88,9 +104,15 @@ const input = z
 const output = z.object({
   ...videoResultFields,
   estimated_credits: z.number().describe("Credits this request costs by the published price list."),
-  reused: z.boolean().optional().describe("true when an identical recent task was returned instead of a new one."),
+  reused: z
+    .boolean()
+    .optional()
+    .describe("true when an identical recent task was returned instead of a new one."),
   dry_run: z.boolean().optional(),
-  request: z.record(z.string(), z.unknown()).optional().describe("With dry_run: the request that would be sent."),
+  request: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("With dry_run: the request that would be sent."),
   warning: z.string().optional(),
 });
 
@@ -119,7 +141,8 @@ export const generateVideo = defineTool({
       ...(args.resolution !== undefined && { resolution: args.resolution }),
     };
     const estimated_credits = videoCredits(model, duration, args.resolution);
-    const images = args.image_path === undefined ? [] : await openLocalImages([args.image_path], "image_path", deps);
+    const images =
+      args.image_path === undefined ? [] : await openLocalImages([args.image_path], "image_path", deps);
     try {
       if (args.dry_run) {
         const request = images[0] ? { ...body, image_url: `(uploaded from ${images[0].filename})` } : body;
@@ -143,7 +166,9 @@ export const generateVideo = defineTool({
         model,
         estimated_credits,
       });
-      await context.progress(`video_id ${videoId}: ${started.reused ? "reusing identical recent task" : "started"}`);
+      await context.progress(
+        `video_id ${videoId}: ${started.reused ? "reusing identical recent task" : "started"}`,
+      );
       const common = {
         estimated_credits,
         ...(started.reused && { reused: true }),
@@ -160,7 +185,16 @@ export const generateVideo = defineTool({
         };
       }
       const timeoutS = args.timeout_seconds ?? deps.config.waitTimeoutS;
-      const outcome = await waitForVideo(videoId, { timeoutS, download: args.download ?? false }, deps, context);
+      const outcome = await waitForVideo(
+        videoId,
+        {
+          timeoutS,
+          download: args.download ?? false,
+          knownStatus: started.reused ? undefined : started.status,
+        },
+        deps,
+        context,
+      );
       return { ...outcome, ...common };
     } finally {
       await closeAll(images);
@@ -175,16 +209,28 @@ export const generateVideo = defineTool({
 });
 
 export function summarizeVideo(
-  result: { video_id?: string | undefined; status?: string | undefined; video_url?: string | undefined; error?: unknown; local_path?: string | undefined; next_step?: string | undefined; reused?: boolean | undefined },
+  result: {
+    video_id?: string | undefined;
+    status?: string | undefined;
+    video_url?: string | undefined;
+    error?: unknown;
+    local_path?: string | undefined;
+    next_step?: string | undefined;
+    reused?: boolean | undefined;
+  },
   extra = "",
 ): string {
   const id = result.video_id ?? "(unknown)";
-  const reused = result.reused ? " (reused an identical task from the last 10 minutes; nothing new was charged)" : "";
+  const reused = result.reused
+    ? " (reused an identical task from the last 10 minutes; nothing new was charged)"
+    : "";
   const lines: string[] = [];
   if (result.status === "completed") {
     lines.push(`Video ${id} is completed${reused}: ${result.video_url ?? "(no URL given)"}`);
   } else if (result.status === "failed") {
-    lines.push(`Video ${id} failed${reused}: ${typeof result.error === "string" ? result.error : JSON.stringify(result.error)}`);
+    lines.push(
+      `Video ${id} failed${reused}: ${typeof result.error === "string" ? result.error : JSON.stringify(result.error)}`,
+    );
   } else {
     lines.push(`Video ${id} is ${result.status ?? "in progress"}${reused}.`);
   }
@@ -193,4 +239,3 @@ export function summarizeVideo(
   if (extra) lines.push(extra);
   return lines.join("\n");
 }
-

@@ -4,7 +4,13 @@ import { sanitizeValue } from "../redact.js";
 import { defineTool } from "./define-tool.js";
 
 const input = z.strictObject({
-  page: z.number().int("must be a whole number").min(1, "must be 1 or more").max(1_000_000).describe("Page number, from 1 (default 1).").optional(),
+  page: z
+    .number()
+    .int("must be a whole number")
+    .min(1, "must be 1 or more")
+    .max(1_000_000)
+    .describe("Page number, from 1 (default 1).")
+    .optional(),
   limit: z
     .number()
     .int("must be a whole number")
@@ -16,7 +22,9 @@ const input = z.strictObject({
 
 const output = z
   .object({
-    items: z.array(z.record(z.string(), z.unknown())).describe("Video tasks as the service lists them, newest first when it sorts so."),
+    items: z
+      .array(z.record(z.string(), z.unknown()))
+      .describe("Video tasks as the service lists them, newest first when it sorts so."),
     page: z.number(),
     limit: z.number(),
   })

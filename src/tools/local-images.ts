@@ -3,12 +3,18 @@ import { openLocalImage, type LocalImage } from "../files/local-image.js";
 import type { ServerDeps, ToolContext } from "./define-tool.js";
 
 /** Opens and checks every path (containment, type, size) before any request; closes all on failure. */
-export async function openLocalImages(paths: string[], param: string, deps: ServerDeps): Promise<LocalImage[]> {
+export async function openLocalImages(
+  paths: string[],
+  param: string,
+  deps: ServerDeps,
+): Promise<LocalImage[]> {
   const allowedDirs = await deps.allowedDirs();
   const opened: LocalImage[] = [];
   try {
     for (const [index, path] of paths.entries()) {
-      opened.push(await openLocalImage(path, { allowedDirs, param: paths.length > 1 ? `${param}[${index}]` : param }));
+      opened.push(
+        await openLocalImage(path, { allowedDirs, param: paths.length > 1 ? `${param}[${index}]` : param }),
+      );
     }
     return opened;
   } catch (error) {
@@ -17,7 +23,11 @@ export async function openLocalImages(paths: string[], param: string, deps: Serv
   }
 }
 
-export async function uploadAll(images: LocalImage[], deps: ServerDeps, context: ToolContext): Promise<string[]> {
+export async function uploadAll(
+  images: LocalImage[],
+  deps: ServerDeps,
+  context: ToolContext,
+): Promise<string[]> {
   const urls: string[] = [];
   for (const image of images) {
     const { url } = await deps.api.upload(image, { signal: context.signal, priority: "foreground" });

@@ -15,7 +15,9 @@ const input = z
     data_base64: z
       .string()
       .min(1, "must not be empty")
-      .describe(`The image bytes as base64 (a data: URL prefix is accepted), at most ${MB} MB decoded; needs filename.`)
+      .describe(
+        `The image bytes as base64 (a data: URL prefix is accepted), at most ${MB} MB decoded; needs filename.`,
+      )
       .optional(),
     filename: z
       .string()

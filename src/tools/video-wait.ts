@@ -28,7 +28,8 @@ export function keepWaitingStep(videoId: string): string {
  */
 export async function waitForVideo(
   videoId: string,
-  options: { timeoutS: number; download: boolean },
+  /** `knownStatus`: what the start answered, reported until a poll succeeds. */
+  options: { timeoutS: number; download: boolean; knownStatus?: string | undefined },
   deps: ServerDeps,
   context: ToolContext,
 ): Promise<VideoOutcome> {
@@ -39,7 +40,7 @@ export async function waitForVideo(
       signal: context.signal,
       onUpdate: (update) => {
         const seconds = Math.round(update.elapsedMs / 1000);
-        const state = update.status ?? "unknown";
+        const state = update.status ?? options.knownStatus ?? "unknown";
         const note = update.error ? ` (status check failed: ${update.error.code}, retrying)` : "";
         void context.progress(`video_id ${videoId}: ${state} after ${seconds} s${note}`);
       },
@@ -50,12 +51,16 @@ export async function waitForVideo(
   const elapsed = Math.round(result.elapsedMs / 100) / 10;
   const video = result.video;
   if (result.outcome !== "final" || video === undefined || !isFinalStatus(video.status)) {
+    // A window that ended before any poll answered still reports what is known (the start's status), and
+    // says so when the status checks were failing rather than passing it off as a normal wait.
+    const stale = result.lastError
+      ? ` The latest status check failed (${result.lastError.code}), so this status may be out of date.`
+      : "";
     return {
       video_id: videoId,
-      ...(video !== undefined && { status: video.status }),
-      ...(video === undefined && { status: "unknown" }),
+      status: video?.status ?? options.knownStatus ?? "unknown",
       elapsed_seconds: elapsed,
-      next_step: keepWaitingStep(videoId),
+      next_step: `${keepWaitingStep(videoId)}${stale}`,
     };
   }
   const outcome = describeVideo(video);
@@ -77,7 +82,8 @@ export function describeVideo(video: VideoStatus): VideoOutcome {
 }
 
 function describeTaskError(error: unknown): unknown {
-  if (error === undefined || error === null) return "The service reported the task as failed without a reason.";
+  if (error === undefined || error === null)
+    return "The service reported the task as failed without a reason.";
   return sanitizeValue(error);
 }
 
@@ -98,7 +104,10 @@ export async function saveVideo(video: VideoStatus, deps: ServerDeps, context: T
     throw new GenerationError(
       error.code,
       `The video is ready (video_id ${video.video_id}, video_url ${video.video_url}) but saving it failed: ${error.message}`,
-      { status: error.status, nextStep: "Fetch video_url directly, or call get_status with download: true to try again." },
+      {
+        status: error.status,
+        nextStep: "Fetch video_url directly, or call get_status with download: true to try again.",
+      },
     );
   }
 }
