@@ -71,7 +71,12 @@ export interface LoadConfigInput {
   platform?: NodeJS.Platform;
 }
 
-export function loadConfig({ env, flags = {}, home = homedir(), platform = process.platform }: LoadConfigInput) {
+export function loadConfig({
+  env,
+  flags = {},
+  home = homedir(),
+  platform = process.platform,
+}: LoadConfigInput) {
   const merged: Record<string, string | undefined> = {};
   for (const key of Object.keys(schema.shape)) merged[key] = env[key];
   for (const [flag, variable] of Object.entries(FLAG_TO_ENV)) {
@@ -88,7 +93,8 @@ export function loadConfig({ env, flags = {}, home = homedir(), platform = proce
   const values = parsed.data;
   const sandbox =
     flags["--sandbox"] === true || values.GENERATION_SANDBOX === "1" || values.GENERATION_SANDBOX === "true";
-  const absolute = (value: string) => path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
+  const absolute = (value: string) =>
+    path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
   const config: Config = {
     apiKey: values.GENERATION_API_KEY,
     baseUrl: values.GENERATION_BASE_URL,

@@ -27,7 +27,8 @@ export class Logger {
 
   log(level: LogLevel, message: string, data?: Record<string, unknown>): void {
     const safeMessage = redact(message);
-    const safeData = data === undefined ? undefined : (JSON.parse(redact(JSON.stringify(data))) as Record<string, unknown>);
+    const safeData =
+      data === undefined ? undefined : (JSON.parse(redact(JSON.stringify(data))) as Record<string, unknown>);
     if (ORDER[level] >= ORDER[this.stderrLevel]) {
       const suffix = safeData === undefined ? "" : ` ${JSON.stringify(safeData)}`;
       this.write(`[generation-mcp] ${level}: ${safeMessage}${suffix}\n`);

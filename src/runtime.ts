@@ -66,6 +66,8 @@ export async function createRuntime(
     async close() {
       poller.close();
       await client.close();
+      // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.
+      await journal.close();
     },
   };
 }

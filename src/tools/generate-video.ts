@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { GenerateVideoBody } from "../api/types.js";
+import { isFinalStatus } from "../api/types.js";
 import {
   DEFAULT_ASPECT_RATIO_VIDEO,
   DEFAULT_DURATION_S,
@@ -176,7 +177,8 @@ export const generateVideo = defineTool({
           warning: "The start request failed ambiguously; this task was found in history and adopted.",
         }),
       };
-      if (args.wait === false) {
+      // A task adopted from the history may already be final: one status call then gives its video_url.
+      if (args.wait === false && !isFinalStatus(started.status ?? "")) {
         return {
           video_id: videoId,
           status: started.status ?? "started",
@@ -204,7 +206,8 @@ export const generateVideo = defineTool({
     if (result.dry_run) {
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
     }
-    return summarizeVideo(result, `Estimated cost ${result.estimated_credits} credits.`);
+    const warning = result.warning ? ` Warning: ${result.warning}` : "";
+    return summarizeVideo(result, `Estimated cost ${result.estimated_credits} credits.${warning}`);
   },
 });
 

@@ -28,6 +28,8 @@ export const getStatus = defineTool({
     const download = args.download ?? false;
     if (args.wait) {
       const timeoutS = args.timeout_seconds ?? deps.config.waitTimeoutS;
+      // At once, as generate_video does: the first poll may sit in the rate budget's queue for a while.
+      await context.progress(`video_id ${args.video_id}: waiting`);
       return waitForVideo(args.video_id, { timeoutS, download }, deps, context);
     }
     const video = await deps.api.getVideo(args.video_id, { signal: context.signal, priority: "foreground" });

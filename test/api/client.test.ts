@@ -32,7 +32,12 @@ async function serve(replies: Reply[]): Promise<{ client: GenerationClient; seen
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      const entry = { method: request.method ?? "", url: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks) };
+      const entry = {
+        method: request.method ?? "",
+        url: request.url ?? "",
+        headers: request.headers,
+        body: Buffer.concat(chunks),
+      };
       seen.push(entry);
       const reply = replies[Math.min(seen.length - 1, replies.length - 1)];
       reply?.(entry, response);
@@ -51,13 +56,15 @@ async function serve(replies: Reply[]): Promise<{ client: GenerationClient; seen
   return { client, seen };
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): Reply =>
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Reply =>
   (_request, response) => {
     response.writeHead(status, { "content-type": "application/json", ...headers });
     response.end(JSON.stringify(body));
   };
 const ok = (data: unknown) => json(200, { data, error: null });
-const fail = (status: number, code: string, message = code) => json(status, { data: null, error: { code, message } });
+const fail = (status: number, code: string, message = code) =>
+  json(status, { data: null, error: { code, message } });
 
 async function failure(promise: Promise<unknown>): Promise<GenerationError> {
   const error = await promise.then(
@@ -166,9 +173,30 @@ describe("retries", () => {
 
 describe("odd answers become typed errors", () => {
   it.each([
-    ["an HTML page", (_q: Seen, r: ServerResponse) => { r.writeHead(200, { "content-type": "text/html" }); r.end("<html><body>Oops</body></html>"); }, /HTML page/],
-    ["an empty body", (_q: Seen, r: ServerResponse) => { r.writeHead(200); r.end(); }, /empty body/],
-    ["malformed JSON", (_q: Seen, r: ServerResponse) => { r.writeHead(200, { "content-type": "application/json" }); r.end("{\"data\": "); }, /not JSON/],
+    [
+      "an HTML page",
+      (_q: Seen, r: ServerResponse) => {
+        r.writeHead(200, { "content-type": "text/html" });
+        r.end("<html><body>Oops</body></html>");
+      },
+      /HTML page/,
+    ],
+    [
+      "an empty body",
+      (_q: Seen, r: ServerResponse) => {
+        r.writeHead(200);
+        r.end();
+      },
+      /empty body/,
+    ],
+    [
+      "malformed JSON",
+      (_q: Seen, r: ServerResponse) => {
+        r.writeHead(200, { "content-type": "application/json" });
+        r.end('{"data": ');
+      },
+      /not JSON/,
+    ],
     ["no data field", json(200, { ok: true }), /envelope/],
   ] as [string, Reply, RegExp][])("%s", async (_title, reply, pattern) => {
     const { client } = await serve([reply]);
@@ -189,7 +217,13 @@ describe("odd answers become typed errors", () => {
   });
 
   it("keeps the service's request id and cleans its message", async () => {
-    const { client } = await serve([json(400, { data: null, error: { code: "validation_error", message: "bad\u0007 field\n\nprompt" } }, { "x-request-id": "req-9" })]);
+    const { client } = await serve([
+      json(
+        400,
+        { data: null, error: { code: "validation_error", message: "bad\u0007 field\n\nprompt" } },
+        { "x-request-id": "req-9" },
+      ),
+    ]);
     const error = await failure(client.getCredits());
     expect(error.code).toBe("validation_error");
     expect(error.requestId).toBe("req-9");

@@ -30,8 +30,17 @@ describe("normalizers", () => {
   });
 
   it("reads history as a bare array or inside an object with totals", () => {
-    expect(toVideoPage([{ id: 1 }, "junk"], 2, 5)).toEqual({ items: [{ id: 1 }], page: 2, limit: 5, totals: {} });
-    const page = toVideoPage({ videos: [{ id: 1 }], total: 9, has_more: true, pagination: { pages: 3 } }, 1, 20);
+    expect(toVideoPage([{ id: 1 }, "junk"], 2, 5)).toEqual({
+      items: [{ id: 1 }],
+      page: 2,
+      limit: 5,
+      totals: {},
+    });
+    const page = toVideoPage(
+      { videos: [{ id: 1 }], total: 9, has_more: true, pagination: { pages: 3 } },
+      1,
+      20,
+    );
     expect(page.items).toEqual([{ id: 1 }]);
     expect(page.totals).toEqual({ total: 9, has_more: true, pagination: { pages: 3 } });
   });
@@ -46,7 +55,10 @@ describe("normalizers", () => {
 
   it("collects image URLs from any field, leaving out the references that were sent", () => {
     const result = toImageResult(
-      { images: [{ url: "https://x.test/1.png" }, "https://x.test/2.png"], input: ["https://x.test/ref.png"] },
+      {
+        images: [{ url: "https://x.test/1.png" }, "https://x.test/2.png"],
+        input: ["https://x.test/ref.png"],
+      },
       ["https://x.test/ref.png"],
     );
     expect(result.image_urls).toEqual(["https://x.test/1.png", "https://x.test/2.png"]);

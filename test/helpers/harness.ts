@@ -43,6 +43,11 @@ export interface ToolCall {
 
 export interface HarnessOptions {
   sandbox?: SandboxOptions;
+  /**
+   * Reuse a running sandbox instead of starting one (a "restarted server" against the same service). The
+   * harness does not close it; its owner does.
+   */
+  reuseSandbox?: SandboxHandle;
   config?: Partial<Config>;
   apiKey?: "paid" | "free" | "poor";
   /** Per-attempt timeout and read retries of the API client (tests keep them small). */
@@ -50,7 +55,10 @@ export interface HarnessOptions {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const sandbox = await startSandbox({ timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox });
+  const ownsSandbox = options.reuseSandbox === undefined;
+  const sandbox =
+    options.reuseSandbox ??
+    (await startSandbox({ timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox }));
   const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-test-"));
   const imagesDir = path.join(root, "images");
   await mkdir(imagesDir);
@@ -92,9 +100,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         ...(callOptions.signal && { signal: callOptions.signal }),
         ...(callOptions.onProgress && { onprogress: callOptions.onProgress }),
       })) as CallToolResult;
-      const text = result.content
-        .map((part) => (part.type === "text" ? part.text : ""))
-        .join("\n");
+      const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
       return { result, text, structured: result.structuredContent };
     },
     requestsSince: (mark) => sandbox.requests.slice(mark),
@@ -102,7 +108,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await client.close();
       await server.close();
       await runtime.close();
-      await sandbox.close();
+      if (ownsSandbox) await sandbox.close();
       await rm(root, { recursive: true, force: true });
     },
   };

@@ -6,14 +6,20 @@ describe("tool list", () => {
   const tools = describeTools();
 
   it("has exactly the six tools of CONTRACT.md", () => {
-    expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ["generate_image", "generate_video", "get_credits", "get_status", "list_videos", "upload_image"],
-    );
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      "generate_image",
+      "generate_video",
+      "get_credits",
+      "get_status",
+      "list_videos",
+      "upload_image",
+    ]);
   });
 
   it("declares honest annotations", () => {
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool.annotations]));
-    for (const name of ["get_status", "list_videos", "get_credits"]) expect(byName[name]?.readOnlyHint).toBe(true);
+    for (const name of ["get_status", "list_videos", "get_credits"])
+      expect(byName[name]?.readOnlyHint).toBe(true);
     for (const name of ["generate_video", "generate_image"]) {
       expect(byName[name]).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true });
     }

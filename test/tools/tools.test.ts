@@ -40,7 +40,10 @@ describe("generate_video", () => {
 
   it("answers 'still processing' without an error when the wait window ends, keeping the video_id", async () => {
     h = await startHarness({ sandbox: { timings: { queuedMs: 5000, processingMs: 5000 } } });
-    const { result, structured, text } = await h.call("generate_video", { prompt: "slow", timeout_seconds: 0.2 });
+    const { result, structured, text } = await h.call("generate_video", {
+      prompt: "slow",
+      timeout_seconds: 0.2,
+    });
     expect(result.isError).toBeFalsy();
     expect(structured?.["video_id"]).toEqual(expect.any(String));
     expect(structured?.["status"]).toBe("queued");
@@ -90,7 +93,11 @@ describe("generate_video", () => {
     const second = await h.call("generate_video", { prompt: "same prompt ", wait: false });
     expect(second.structured).toMatchObject({ video_id: first.structured?.["video_id"], reused: true });
     expect(credits(h)).toBe(afterFirst);
-    const third = await h.call("generate_video", { prompt: "same prompt", wait: false, allow_duplicate: true });
+    const third = await h.call("generate_video", {
+      prompt: "same prompt",
+      wait: false,
+      allow_duplicate: true,
+    });
     expect(third.structured?.["video_id"]).not.toBe(first.structured?.["video_id"]);
     expect(credits(h)).toBe((afterFirst ?? 0) - 25);
   });
@@ -99,7 +106,11 @@ describe("generate_video", () => {
     h = await startHarness();
     const file = path.join(h.imagesDir, "ref.png");
     await writeFile(file, tinyPng(4, 4));
-    const { result, structured } = await h.call("generate_video", { prompt: "animate", image_path: file, wait: false });
+    const { result, structured } = await h.call("generate_video", {
+      prompt: "animate",
+      image_path: file,
+      wait: false,
+    });
     expect(result.isError).toBeFalsy();
     const routes = h.sandbox.requests.map((request) => request.route);
     expect(routes).toContain("upload");
@@ -115,7 +126,10 @@ describe("generate_video", () => {
     expect(saved.startsWith(h.config.outputDir)).toBe(true);
     const bytes = await readFile(saved);
     expect(bytes.subarray(4, 8).toString("ascii")).toBe("ftyp");
-    const again = await h.call("get_status", { video_id: String(first.structured?.["video_id"]), download: true });
+    const again = await h.call("get_status", {
+      video_id: String(first.structured?.["video_id"]),
+      download: true,
+    });
     expect(again.structured?.["local_path"]).not.toBe(saved);
     expect((await stat(saved)).size).toBe(bytes.length);
   });
@@ -135,7 +149,10 @@ describe("get_status, list_videos, get_credits, upload_image, generate_image", (
   it("get_status with wait: true resumes waiting and returns the finished video", async () => {
     h = await startHarness();
     const started = await h.call("generate_video", { prompt: "resume", wait: false });
-    const { structured } = await h.call("get_status", { video_id: String(started.structured?.["video_id"]), wait: true });
+    const { structured } = await h.call("get_status", {
+      video_id: String(started.structured?.["video_id"]),
+      wait: true,
+    });
     expect(structured).toMatchObject({ status: "completed", video_url: expect.stringMatching(/\.mp4$/) });
   });
 
@@ -162,7 +179,10 @@ describe("get_status, list_videos, get_credits, upload_image, generate_image", (
     await writeFile(file, tinyPng());
     const fromPath = await h.call("upload_image", { path: file });
     expect(fromPath.structured?.["url"]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/media\/uploads\//);
-    const fromBase64 = await h.call("upload_image", { data_base64: tinyPng().toString("base64"), filename: "x.png" });
+    const fromBase64 = await h.call("upload_image", {
+      data_base64: tinyPng().toString("base64"),
+      filename: "x.png",
+    });
     const response = await fetch(String(fromBase64.structured?.["url"]));
     expect(response.headers.get("content-type")).toBe("image/png");
     expect(Buffer.from(await response.arrayBuffer())).toEqual(tinyPng());
@@ -294,12 +314,17 @@ describe("tolerance of the shapes the spec leaves open", () => {
 
   it("an upload URL under another field name", async () => {
     h = await startHarness({ sandbox: { shapes: { uploadUrlField: "file_location" } } });
-    const { structured } = await h.call("upload_image", { data_base64: tinyPng().toString("base64"), filename: "a.png" });
+    const { structured } = await h.call("upload_image", {
+      data_base64: tinyPng().toString("base64"),
+      filename: "a.png",
+    });
     expect(structured?.["url"]).toMatch(/^http:\/\/127\.0\.0\.1/);
   });
 
   it("unfamiliar in-progress statuses", async () => {
-    h = await startHarness({ sandbox: { shapes: { inProgressStatuses: ["pending", "rendering", "in_queue"] } } });
+    h = await startHarness({
+      sandbox: { shapes: { inProgressStatuses: ["pending", "rendering", "in_queue"] } },
+    });
     const progress: string[] = [];
     const { structured } = await h.call(
       "generate_video",

@@ -1,0 +1,50 @@
+/** Small helpers shared by the waiting end-to-end tests. */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { Harness } from "../helpers/harness.js";
+import type { RequestRecord } from "../../src/sandbox/types.js";
+
+export const credits = (h: Harness, name = "paid"): number =>
+  h.sandbox.accounts.find((account) => account.name === name)?.credits ?? Number.NaN;
+
+/** GET /videos/:id requests in the log (all ids, or the one given). */
+export function statusPolls(requests: readonly RequestRecord[], videoId?: string): RequestRecord[] {
+  return requests.filter(
+    (request) =>
+      request.route === "video-status" &&
+      (videoId === undefined || decodeURIComponent(request.path.split("/").pop() ?? "") === videoId),
+  );
+}
+
+export const byRoute = (requests: readonly RequestRecord[], route: RequestRecord["route"]) =>
+  requests.filter((request) => request.route === route);
+
+/** The journal's text, read synchronously (empty when the file does not exist yet). */
+export function journalText(stateDir: string): string {
+  try {
+    return readFileSync(path.join(stateDir, "tasks.jsonl"), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** Collects the MCP logging notifications the server sends to the client. */
+export function collectLogNotifications(h: Harness): string[] {
+  const seen: string[] = [];
+  h.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+    seen.push(JSON.stringify(notification.params.data));
+  });
+  return seen;
+}
+
+export const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `check` holds, polling every 5 ms; rejects after `timeoutMs`. */
+export async function until(check: () => boolean, timeoutMs = 5000, what = "condition"): Promise<void> {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await delay(5);
+  }
+}
