@@ -125,6 +125,16 @@ export class TaskStarter {
     });
   }
 
+  /**
+   * Whether an identical request (same kind and fingerprint) was started within the duplicate window or is
+   * being started now: lets a caller skip work that a reuse makes moot, such as uploading a local image.
+   */
+  async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
+    if (this.pending.has(`${kind}:${fingerprint}`)) return true;
+    await this.refreshJournal();
+    return this.journal.findDuplicate(fingerprint, this.duplicateWindowMs)?.kind === kind;
+  }
+
   /** Starts an image task; the duplicate guard and the errors work as for `startVideo`, without a history. */
   startImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
     const key = `image:${options.fingerprint}`;

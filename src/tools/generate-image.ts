@@ -124,11 +124,14 @@ export const generateImage = defineTool({
         { ...body },
         locals.map((image) => image.sha256),
       );
-      if (locals.length > 0)
+      const allowDuplicate = args.allow_duplicate ?? false;
+      // A request the journal will answer with an earlier result needs no fresh upload of the same bytes.
+      if (locals.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate("image", fingerprint)))) {
         body.images = [...(body.images ?? []), ...(await uploadAll(locals, deps, context))];
+      }
       const started = await deps.starter.startImage(body, {
         fingerprint,
-        allowDuplicate: args.allow_duplicate ?? false,
+        allowDuplicate,
         signal: context.signal,
       });
       const image_urls = started.image_urls;

@@ -154,11 +154,15 @@ export const generateVideo = defineTool({
         { ...body, model },
         images.map((image) => image.sha256),
       );
-      const [uploadedUrl] = await uploadAll(images, deps, context);
-      if (uploadedUrl !== undefined) body.image_url = uploadedUrl;
+      const allowDuplicate = args.allow_duplicate ?? false;
+      // A request the journal will answer with an earlier task needs no fresh upload of the same bytes.
+      if (images.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate("video", fingerprint)))) {
+        const [uploadedUrl] = await uploadAll(images, deps, context);
+        if (uploadedUrl !== undefined) body.image_url = uploadedUrl;
+      }
       const started = await deps.starter.startVideo(body, {
         fingerprint,
-        allowDuplicate: args.allow_duplicate ?? false,
+        allowDuplicate,
         signal: context.signal,
       });
       const videoId = started.video_id;

@@ -119,6 +119,17 @@ describe("generate_video", () => {
     expect(statusRequest.result.isError).toBeFalsy();
   });
 
+  it("a reused request with a local image uploads nothing again", async () => {
+    h = await startHarness();
+    const file = path.join(h.imagesDir, "same.png");
+    await writeFile(file, tinyPng(3, 3));
+    const first = await h.call("generate_video", { prompt: "again", image_path: file, wait: false });
+    const mark = h.sandbox.requests.length;
+    const second = await h.call("generate_video", { prompt: "again", image_path: file, wait: false });
+    expect(second.structured).toMatchObject({ video_id: first.structured?.["video_id"], reused: true });
+    expect(h.requestsSince(mark)).toEqual([]);
+  });
+
   it("saves the finished video with download: true, never overwriting", async () => {
     h = await startHarness();
     const first = await h.call("generate_video", { prompt: "keep me", download: true });
