@@ -2,6 +2,7 @@
 // A newcomer's first minute: drives the built server through a real MCP client over stdio, in sandbox
 // mode (no account, no credits), and prints what an assistant would see: tools, credits, progress, the URL.
 // Usage: npm run demo            (or: node scripts/demo.mjs [a prompt])
+/* global fetch */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -23,7 +24,9 @@ const text = (result) => result.content.map((part) => (part.type === "text" ? pa
 
 try {
   const { tools } = await client.listTools();
-  out(`Connected to ${client.getServerVersion()?.name} ${client.getServerVersion()?.version} (sandbox mode).`);
+  out(
+    `Connected to ${client.getServerVersion()?.name} ${client.getServerVersion()?.version} (sandbox mode).`,
+  );
   out(`Tools: ${tools.map((tool) => tool.name).join(", ")}`);
   out();
   out(`> get_credits`);
@@ -35,7 +38,8 @@ try {
     { name: "generate_video", arguments: { prompt, duration: 5 } },
     undefined,
     {
-      onprogress: (update) => out(`  [${((Date.now() - started) / 1000).toFixed(1)} s] progress: ${update.message}`),
+      onprogress: (update) =>
+        out(`  [${((Date.now() - started) / 1000).toFixed(1)} s] progress: ${update.message}`),
       timeout: 120_000,
     },
   );
@@ -49,7 +53,9 @@ try {
     const response = await fetch(url);
     const bytes = Buffer.from(await response.arrayBuffer());
     out();
-    out(`GET ${url} -> ${response.status} ${response.headers.get("content-type")}, ${bytes.length} bytes (MP4 box "${bytes.subarray(4, 8)}")`);
+    out(
+      `GET ${url} -> ${response.status} ${response.headers.get("content-type")}, ${bytes.length} bytes (MP4 box "${bytes.subarray(4, 8)}")`,
+    );
   }
 } finally {
   await client.close();

@@ -117,7 +117,11 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     const expected = error instanceof ConfigError || isArgError(error) || isUsageError(error);
-    const message = expected ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+    const message = expected
+      ? error.message
+      : error instanceof Error
+        ? (error.stack ?? error.message)
+        : String(error);
     process.stderr.write(redact(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`));
     process.exit(2);
   },

@@ -13,7 +13,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { ValidationError } from "./api/errors.js";
-import { redact } from "./redact.js";
+import { cleanText, redact } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
@@ -77,7 +77,7 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     const tool = byName.get(request.params.name);
     if (tool === undefined) {
       return errorResult(
-        new ValidationError(`Unknown tool "${redact(request.params.name).slice(0, 80)}".`, {
+        new ValidationError(`Unknown tool "${cleanText(request.params.name, 80)}".`, {
           nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
         }),
       );
@@ -105,14 +105,19 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       },
     };
     try {
-      const result = tool.output.parse(await tool.handler(parsed.data, deps, context)) as Record<string, unknown>;
+      const result = tool.output.parse(await tool.handler(parsed.data, deps, context)) as Record<
+        string,
+        unknown
+      >;
       return {
         content: [{ type: "text", text: redact(tool.summarize(result)) }],
         structuredContent: JSON.parse(redact(JSON.stringify(result))) as Record<string, unknown>,
       };
     } catch (error) {
       if (!(error instanceof Error && "code" in error)) {
-        deps.logger.error(`${tool.name} failed unexpectedly`, { error: String(error instanceof Error ? error.stack : error) });
+        deps.logger.error(`${tool.name} failed unexpectedly`, {
+          error: String(error instanceof Error ? error.stack : error),
+        });
       }
       return errorResult(error);
     }

@@ -33,6 +33,7 @@ export class UnlimitedBudget implements RateBudget {
 export const DEFAULT_MAX_WAIT_MS = 65_000;
 export const MIN_RETRY_DELAY_MS = 250;
 const WINDOW_MS = 60_000;
+const HINTLESS_429_BASE_MS = 1000;
 /** Epoch readings further than this from our clock are not timestamps of this window. */
 const SANE_EPOCH_DISTANCE_MS = 24 * 60 * 60 * 1000;
 /** A request that never reported back (no `observe`) stops counting as in flight after this long. */
@@ -81,6 +82,8 @@ export class TokenBucketBudget implements RateBudget {
   /** Unseeded pacing: the earliest time of the next grant. */
   private nextPacedAt = 0;
   private lastBackgroundAt = Number.NEGATIVE_INFINITY;
+  /** 429s in a row that named no usable reset. */
+  private hintless429s = 0;
   /** Acquire times of requests not yet observed, oldest first. */
   private inFlight: number[] = [];
 
@@ -118,6 +121,7 @@ export class TokenBucketBudget implements RateBudget {
     const now = this.now();
     this.inFlight.shift();
     if (status === 0) return this.pump();
+    if (status !== 429) this.hintless429s = 0;
 
     const limit = parseCount(headerValue(headers, "x-ratelimit-limit"));
     if (limit !== undefined && limit > 0) this.limit = clampLimit(limit);
@@ -126,10 +130,12 @@ export class TokenBucketBudget implements RateBudget {
 
     if (status === 429) {
       const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
+      // Without a usable hint (headers missing or garbage) a whole window would outlast the tool call:
+      // back off briefly instead, doubling while such 429s keep coming.
       const until =
         retryAfter !== undefined
           ? now + Math.min(retryAfter, this.maxWaitMs)
-          : (headerReset ?? now + WINDOW_MS);
+          : (headerReset ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++));
       this.seeded = true;
       this.remaining = 0;
       this.resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + this.maxWaitMs);
@@ -292,7 +298,7 @@ type HeaderInput = string | readonly string[] | number | undefined;
 
 /**
  * Reads `X-RateLimit-Reset` as an epoch in milliseconds, whatever the service meant: epoch seconds
- * (~1.7e9), epoch milliseconds (~1.7e12) or seconds from now. The answer lies in [nowMs, nowMs + maxWaitMs];
+ * (~1.7e9), epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs + maxWaitMs];
  * undefined for values that are malformed, negative, or epochs far from our clock (e.g. 1e12 read as a delay).
  */
 export function parseResetHeader(
@@ -301,7 +307,12 @@ export function parseResetHeader(
   maxWaitMs: number = DEFAULT_MAX_WAIT_MS,
 ): number | undefined {
   const n = parseNumber(value);
-  if (n === undefined || n < 0) return undefined;
+  if (n === undefined) {
+    // Some services send an HTTP-date here, as in Retry-After.
+    const delay = parseRetryAfter(value, nowMs);
+    return delay === undefined ? undefined : Math.min(nowMs + delay, nowMs + maxWaitMs);
+  }
+  if (n < 0) return undefined;
   let at: number;
   if (n >= 1e11) at = n;
   else if (n >= 1e9) at = n * 1000;

@@ -115,7 +115,15 @@ export async function saveVideo(video: VideoStatus, deps: ServerDeps, context: T
 /** Adds the task id to an error raised while waiting, so the assistant can still recover the task. */
 function withTaskContext(error: unknown, videoId: string): unknown {
   if (!(error instanceof GenerationError)) return error;
-  if (error.code === "not_found") return error;
+  if (error.code === "not_found") {
+    // The id may be one the service itself just handed out (a task already paid for): keep it in view.
+    return new GenerationError(error.code, `${error.message} (while waiting for video_id ${videoId})`, {
+      status: error.status,
+      nextStep:
+        `If video_id ${videoId} came from generate_video, the task was started: call get_status with it again ` +
+        "in a moment. Otherwise call list_videos to find the right id.",
+    });
+  }
   return new GenerationError(error.code, `${error.message} (while waiting for video_id ${videoId})`, {
     status: error.status,
     nextStep: `${error.nextStep} The task video_id ${videoId} may still finish: call get_status with that id later.`,

@@ -40,7 +40,8 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const text = (result: CallToolResult) => result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+const text = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
 
 describe("generation-mcp over stdio", () => {
   it("lists the six tools", async () => {
@@ -61,7 +62,10 @@ describe("generation-mcp over stdio", () => {
 
     const file = path.join(imagesDir, "ref.png");
     await writeFile(file, tinyPng(8, 8));
-    const upload = (await session.client.callTool({ name: "upload_image", arguments: { path: file } })) as CallToolResult;
+    const upload = (await session.client.callTool({
+      name: "upload_image",
+      arguments: { path: file },
+    })) as CallToolResult;
     const url = String(upload.structuredContent?.["url"]);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1/);
 
@@ -82,7 +86,10 @@ describe("generation-mcp over stdio", () => {
     })) as CallToolResult;
     expect(String(status.structuredContent?.["local_path"])).toContain(path.join(root, "out"));
 
-    const list = (await session.client.callTool({ name: "list_videos", arguments: { limit: 5 } })) as CallToolResult;
+    const list = (await session.client.callTool({
+      name: "list_videos",
+      arguments: { limit: 5 },
+    })) as CallToolResult;
     expect((list.structuredContent?.["items"] as unknown[]).length).toBe(1);
 
     const image = (await session.client.callTool({
@@ -91,7 +98,10 @@ describe("generation-mcp over stdio", () => {
     })) as CallToolResult;
     expect((image.structuredContent?.["image_urls"] as string[]).length).toBe(1);
 
-    const bad = (await session.client.callTool({ name: "list_videos", arguments: { limit: 51 } })) as CallToolResult;
+    const bad = (await session.client.callTool({
+      name: "list_videos",
+      arguments: { limit: 51 },
+    })) as CallToolResult;
     expect(bad.isError).toBe(true);
     expect(text(bad)).toMatch(/^validation_error: .*limit: must be from 1 to 50/);
   });
@@ -117,7 +127,8 @@ describe("the CLI", () => {
     const result = run([]);
     expect(result.status).not.toBe(0);
     expect(result.stdout).toBe("");
-    for (const word of ["GENERATION_API_KEY", "GENERATION_BASE_URL", "--sandbox"]) expect(result.stderr).toContain(word);
+    for (const word of ["GENERATION_API_KEY", "GENERATION_BASE_URL", "--sandbox"])
+      expect(result.stderr).toContain(word);
   });
 
   it("prints help and version on stderr, nothing on stdout", () => {
@@ -142,7 +153,10 @@ describe("the CLI", () => {
     try {
       const { tools } = await sandboxed.client.listTools();
       expect(tools).toHaveLength(6);
-      const credits = (await sandboxed.client.callTool({ name: "get_credits", arguments: {} })) as CallToolResult;
+      const credits = (await sandboxed.client.callTool({
+        name: "get_credits",
+        arguments: {},
+      })) as CallToolResult;
       expect(credits.isError).toBeFalsy();
       const started = (await sandboxed.client.callTool({
         name: "generate_video",
