@@ -6,7 +6,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** The package's bin (the bundle's launcher). */
-export const BIN = path.join(ROOT, "dist", "generation-mcp.mjs");
+export const BIN = path.join(ROOT, "dist", "bundle", "cli.js");
 /** The unbundled tsc output, for reference. */
 export const TSC_ENTRY = path.join(ROOT, "dist", "cli.js");
 

@@ -6,12 +6,12 @@
  *
  * Options (environment): BENCH_QUICK=1 runs fewer repetitions (a smoke test, not for publishing).
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startSandbox } from "../dist/sandbox/index.js";
 import { BARE_NODE_SCRIPT, measureColdStarts, pairedRatio } from "./cold-start.mjs";
-import { fmtMB, fmtNum, machineInfo, sleep, summary } from "./lib.mjs";
+import { fmtMB, fmtNum, machineInfo, summary } from "./lib.mjs";
 import { BIN, ROOT, TSC_ENTRY, connectServer, call } from "./mcp.mjs";
 import { connectInspector, inspectorUrl } from "./inspector.mjs";
 import { memoryRound } from "./memory.mjs";
@@ -70,18 +70,6 @@ try {
   const plainEnv = { PATH: process.env.PATH ?? "", HOME: dirs.home };
   const childEnv = { PATH: process.env.PATH ?? "", ...serverEnv };
 
-  // The bin keeps V8's code cache under $HOME/.cache (a fresh HOME here): a server that has been up for 3 s
-  // writes it, as any real session does. "first start" below runs with the cache turned off.
-  log("warming the code cache (one server kept up 3.5 s)");
-  {
-    const session = await connectServer(serverEnv);
-    await session.client.listTools();
-    await sleep(3500);
-    await session.close();
-  }
-  const cacheDir = path.join(dirs.home, ".cache", "generation-mcp");
-  const cacheWritten = existsSync(cacheDir) && readdirSync(cacheDir).some((f) => f.endsWith(".cache"));
-
   const targets = [
     {
       name: "bare node -e (floor)",
@@ -90,12 +78,6 @@ try {
       env: plainEnv,
     },
     { name: "generation-mcp", command: process.execPath, args: [BIN], env: childEnv },
-    {
-      name: "generation-mcp, first start (no code cache)",
-      command: process.execPath,
-      args: [BIN],
-      env: { ...childEnv, NODE_DISABLE_COMPILE_CACHE: "1" },
-    },
     {
       name: "generation-mcp, unbundled tsc output",
       command: process.execPath,
@@ -120,7 +102,6 @@ try {
     measured: "spawn -> initialize answered -> tools/list answered (raw JSON-RPC over stdio), ms",
     floor:
       "bare `node -e` process speaking the same exchange at its floor: reads the JSON-RPC lines, answers initialize and tools/list (one tool)",
-    codeCacheWritten: cacheWritten,
     targets: Object.fromEntries(
       targets.map((t) => [
         t.name,
@@ -134,10 +115,6 @@ try {
     ),
     ratios: {
       [`${oursName} / bare node`]: pairedRatio(cold[oursName].raw, cold[bare].raw),
-      [`${oursName} first start / bare node`]: pairedRatio(
-        cold["generation-mcp, first start (no code cache)"].raw,
-        cold[bare].raw,
-      ),
       [`${oursName} unbundled / bare node`]: pairedRatio(
         cold["generation-mcp, unbundled tsc output"].raw,
         cold[bare].raw,
@@ -146,14 +123,6 @@ try {
         targets
           .filter((t) => t.peer)
           .map((t) => [`${oursName} / ${t.name}`, pairedRatio(cold[oursName].raw, cold[t.name].raw)]),
-      ),
-      ...Object.fromEntries(
-        targets
-          .filter((t) => t.peer)
-          .map((t) => [
-            `${oursName} first start / ${t.name}`,
-            pairedRatio(cold["generation-mcp, first start (no code cache)"].raw, cold[t.name].raw),
-          ]),
       ),
     },
   };
@@ -341,12 +310,6 @@ row(
 );
 row(
   "cold start ratio",
-  "generation-mcp first start / bare node",
-  cs.ratios["generation-mcp first start / bare node"],
-  x2,
-);
-row(
-  "cold start ratio",
   "generation-mcp unbundled / bare node",
   cs.ratios["generation-mcp unbundled / bare node"],
   x2,
@@ -354,17 +317,6 @@ row(
 for (const n of peerNames) {
   const ratio = cs.ratios[`generation-mcp / ${n}`];
   row("cold start ratio", `generation-mcp / ${n}`, ratio, x2, "< 1x", ratio.median < 1 ? "yes" : "NO");
-}
-for (const n of peerNames) {
-  const ratio = cs.ratios[`generation-mcp first start / ${n}`];
-  row(
-    "cold start ratio",
-    `generation-mcp first start / ${n}`,
-    ratio,
-    x2,
-    "< 1x",
-    ratio.median < 1 ? "yes" : "NO",
-  );
 }
 
 const co = r.callOverhead;
@@ -473,7 +425,7 @@ const table = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}
 const elapsedS = (Date.now() - started) / 1000;
 const notes = [
   `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memory_gb} GB, ${machine.platform}, Node ${machine.node}; load average at start ${machine.loadavg_at_start.join(" ")}`,
-  `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${cs.floor}. generation-mcp = the package bin (dist/generation-mcp.mjs, esbuild bundle run with V8's code cache; code cache written: ${cs.codeCacheWritten}); "first start" = the same with NODE_DISABLE_COMPILE_CACHE=1.`,
+  `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${cs.floor}. generation-mcp = the package bin (dist/bundle/cli.js, the esbuild bundle).`,
   `per-call: ${N.overheadRounds} rounds; each ${N.overheadCalls} interleaved pairs for latency, ${N.throughputCalls} calls per throughput figure.`,
   `waiting: ${r.waiting.setup}. ours = ${r.waiting.ours}; naive = ${r.waiting.naive}. Ours and naive run simultaneously, each on its own sandbox. ${N.waitRounds} rounds.`,
   `upload: peak measured with ${up.peakMethod}; ${N.uploadRounds} uploads after one warm-up.`,

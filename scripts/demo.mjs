@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
+const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/bundle/cli.js");
 const prompt = process.argv.slice(2).join(" ") || "a paper boat drifting on a rainy street, cinematic";
 const out = (line = "") => process.stdout.write(`${line}\n`);
 

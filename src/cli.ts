@@ -10,8 +10,12 @@ import { ConfigError, FLAG_TO_ENV, loadConfig } from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 
-const require = createRequire(import.meta.url);
-const VERSION = (require("../package.json") as { version: string }).version;
+/** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
+declare const __GENERATION_MCP_VERSION__: string | undefined;
+const VERSION =
+  typeof __GENERATION_MCP_VERSION__ === "string"
+    ? __GENERATION_MCP_VERSION__
+    : (createRequire(import.meta.url)("../package.json") as { version: string }).version;
 
 const HELP = `generation-mcp ${VERSION} — MCP server for AI video and image generation
 

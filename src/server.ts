@@ -20,6 +20,12 @@ import { TOOLS } from "./tools/index.js";
 
 export const SERVER_NAME = "generation-mcp";
 
+/**
+ * The bundler inlines `describeTools()` as computed at build time from these same schemas (the JSON Schema
+ * conversion is a third of the start-up work); unbundled runs compute it.
+ */
+declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
+
 const INSTRUCTIONS =
   "Generates videos and images through a credit-based service. generate_video waits up to a window " +
   "(about 45 s) and then returns video_id with the current status; the task keeps running, so call " +
@@ -69,7 +75,7 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     return roots;
   };
   const deps = makeDeps({ server, clientRoots });
-  const listed = describeTools();
+  const listed = typeof __GENERATION_MCP_TOOLS__ === "object" ? __GENERATION_MCP_TOOLS__ : describeTools();
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));

@@ -1,6 +1,5 @@
 /** The typed client of the generation service: one method per endpoint, the envelope unwrapped. */
 import { PassThrough } from "node:stream";
-import FormData from "form-data";
 import type { Dispatcher } from "undici";
 import { HttpTransport } from "./http.js";
 import {
@@ -93,6 +92,8 @@ export class GenerationClient implements GenerationApi {
 
   /** POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried. */
   async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
+    // Loaded on first use: most sessions never upload, and the server starts faster without it.
+    const { default: FormData } = await import("form-data");
     const multipart = () => {
       const form = new FormData();
       form.append("image", source.open(), {

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
-import { Agent, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
+import { loadUndici } from "./load-undici.js";
 import { cleanText } from "../redact.js";
 import {
   AbortedError,
@@ -16,7 +17,14 @@ import {
   errorFromResponse,
 } from "./errors.js";
 import type { HeaderBag, RateBudget } from "./rate-budget.js";
-import { DEFAULT_MAX_WAIT_MS, headerValue, parseResetHeader, parseRetryAfter } from "./rate-budget.js";
+import {
+  DEFAULT_MAX_WAIT_MS,
+  MAX_FOREGROUND_429_WAIT_MS,
+  headerValue,
+  parseResetHeader,
+  parseRetryAfter,
+  tooLongToWait,
+} from "./rate-budget.js";
 import type { RequestPriority } from "./types.js";
 
 export interface HttpOptions {
@@ -65,14 +73,12 @@ const NOT_SENT_UNDICI = new Set(["UND_ERR_CONNECT_TIMEOUT"]);
 
 export class HttpTransport {
   private readonly base: URL;
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
+  /** Created on the first request: undici is loaded only once something is sent (a faster cold start). */
+  private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {
     this.base = new URL(options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`);
-    this.ownsDispatcher = options.dispatcher === undefined;
-    this.dispatcher =
-      options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 10_000 } });
+    if (options.dispatcher !== undefined) this.dispatcher = Promise.resolve(options.dispatcher);
   }
 
   async call(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
@@ -82,13 +88,26 @@ export class HttpTransport {
         return await this.attempt(method, path, call);
       } catch (error) {
         if (!(error instanceof GenerationError) || !error.transient || attempt >= maxRetries) throw error;
-        await this.sleep(this.retryDelay(error, attempt), call.signal);
+        const delay = this.retryDelay(error, attempt);
+        const background = call.priority === "background";
+        if (error.code === "rate_limit_exceeded" && !background && delay > MAX_FOREGROUND_429_WAIT_MS) {
+          throw tooLongToWait(error, delay);
+        }
+        await this.sleep(delay, call.signal);
       }
     }
   }
 
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (this.options.dispatcher === undefined && this.dispatcher !== undefined)
+      await (await this.dispatcher).close();
+  }
+
+  private getDispatcher(): Promise<Dispatcher> {
+    this.dispatcher ??= loadUndici().then(
+      ({ Agent }) => new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 10_000 } }),
+    );
+    return this.dispatcher;
   }
 
   private async attempt(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
@@ -124,7 +143,8 @@ export class HttpTransport {
     let response: Dispatcher.ResponseData | undefined;
     let text: string;
     try {
-      response = await this.dispatcher.request({
+      const dispatcher = await this.getDispatcher();
+      response = await dispatcher.request({
         origin: this.base.origin,
         path: fullPath,
         method,
@@ -173,7 +193,10 @@ export class HttpTransport {
         { maybeProcessed: context.charging, cause: error },
       );
     }
-    const notSent = (code !== undefined && (NOT_SENT_CODES.has(code) || NOT_SENT_UNDICI.has(code))) || false;
+    // Only failures of the connection are network errors; anything else is a bug and stays itself.
+    if (code === undefined && !(error instanceof Error && error.name === "SocketError"))
+      return asError(error);
+    const notSent = code !== undefined && (NOT_SENT_CODES.has(code) || NOT_SENT_UNDICI.has(code));
     return new NetworkError(
       notSent
         ? `Could not connect to the generation service (${code}).`
@@ -272,6 +295,10 @@ function errorCode(error: unknown): string | undefined {
     current = current["cause"];
   }
   return undefined;
+}
+
+function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
 }
 
 function throwing(error: Error): never {

@@ -4,7 +4,7 @@
  * kept for the user's own calls, so waiting on many tasks never starves generate or credits.
  */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
-import { AbortedError } from "./errors.js";
+import { AbortedError, RateLimitError, type GenerationError } from "./errors.js";
 import type { RequestPriority } from "./types.js";
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
@@ -31,6 +31,11 @@ export class UnlimitedBudget implements RateBudget {
 
 /** Longest any wait derived from the service's headers may last: a minute's window plus slack. */
 export const DEFAULT_MAX_WAIT_MS = 65_000;
+/**
+ * The longest a call made by the user (not a background poll) waits out a 429 before answering
+ * rate_limit_exceeded instead: most MCP clients cut a tool call at about 60 s.
+ */
+export const MAX_FOREGROUND_429_WAIT_MS = 15_000;
 export const MIN_RETRY_DELAY_MS = 250;
 const WINDOW_MS = 60_000;
 const HINTLESS_429_BASE_MS = 1000;
@@ -370,4 +375,15 @@ function clampLimit(limit: number): number {
   return Number.isFinite(limit)
     ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit)))
     : DEFAULT_RATE_LIMIT_PER_MINUTE;
+}
+
+/** The 429 to give the user when waiting out the window would outlast a tool call; nothing was processed. */
+export function tooLongToWait(error: GenerationError, delayMs: number): GenerationError {
+  const seconds = Math.ceil(delayMs / 1000);
+  return new RateLimitError(`${error.message} The window resets in about ${seconds} s.`, {
+    status: error.status,
+    retryAtMs: Date.now() + delayMs,
+    requestId: error.requestId,
+    nextStep: `Nothing was charged. Wait about ${seconds} s for the service's rate limit to reset, then call again.`,
+  });
 }

@@ -3,8 +3,8 @@ import { constants, createWriteStream } from "node:fs";
 import { copyFile, link, mkdir, open, unlink } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { Agent, request } from "undici";
-import type { Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
+import { loadUndici } from "../api/load-undici.js";
 
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
 import type { MediaExtension } from "./sniff.js";
@@ -68,6 +68,7 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
   const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
   opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
   // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
+  const { Agent } = await loadUndici();
   const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   const name = sanitizeBaseName(opts.baseName);
   let tempPath: string | undefined;
@@ -166,9 +167,10 @@ async function requestFollowingRedirects(
   let url = start;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     // Only these headers: no Authorization, no cookies, nothing of the API client's.
-    const response = await request(url, {
+    const response = await agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
       method: "GET",
-      dispatcher: agent,
       signal,
       headers: { accept: "*/*", "user-agent": "generation-mcp" },
     });

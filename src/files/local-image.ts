@@ -117,7 +117,11 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
     if (contentType === undefined) throw notAnImage(param, shown);
 
     const hash = createHash("sha256");
-    for await (const chunk of readExactly(handle, size, () => changedError(param, shown))) hash.update(chunk);
+    // One reused buffer: the hash keeps nothing, so this pass allocates 64 KiB whatever the file's size.
+    const scratch = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size));
+    for await (const chunk of readExactly(handle, size, () => changedError(param, shown), scratch)) {
+      hash.update(chunk);
+    }
     const sha256 = hash.digest("hex");
 
     let closed = false;
@@ -251,16 +255,20 @@ function checkPathText(input: unknown, param: string, home: string): string {
   return expanded;
 }
 
-/** Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. */
+/**
+ * Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. With
+ * `scratch`, every chunk is a view of that one buffer, valid only until the next one is read.
+ */
 async function* readExactly(
   handle: FileHandle,
   size: number,
   changed: () => Error,
+  scratch?: Buffer,
 ): AsyncGenerator<Buffer, void, undefined> {
   let position = 0;
   while (position < size) {
     const length = Math.min(CHUNK_BYTES, size - position);
-    const buffer = Buffer.allocUnsafe(length);
+    const buffer = scratch ?? Buffer.allocUnsafe(length);
     const { bytesRead } = await handle.read(buffer, 0, length, position);
     if (bytesRead === 0) throw changed();
     position += bytesRead;

@@ -7,7 +7,12 @@
 import { randomUUID } from "node:crypto";
 import { AbortedError, GenerationError } from "../api/errors.js";
 import type { RateBudget } from "../api/rate-budget.js";
-import { MIN_RETRY_DELAY_MS, DEFAULT_MAX_WAIT_MS } from "../api/rate-budget.js";
+import {
+  DEFAULT_MAX_WAIT_MS,
+  MAX_FOREGROUND_429_WAIT_MS,
+  MIN_RETRY_DELAY_MS,
+  tooLongToWait,
+} from "../api/rate-budget.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -235,6 +240,7 @@ export class TaskStarter {
         throw error;
       }
       const delay = this.retryDelay(error);
+      if (delay > MAX_FOREGROUND_429_WAIT_MS) throw tooLongToWait(error, delay);
       this.logger("info", "The start was refused by the rate limit; retrying once after the reset.", {
         delay_ms: delay,
       });

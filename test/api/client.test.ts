@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { GenerationClient, encodePathSegment } from "../../src/api/client.js";
 import { GenerationError } from "../../src/api/errors.js";
@@ -21,9 +22,11 @@ type Reply = (request: Seen, response: ServerResponse) => void;
 
 let server: Server | undefined;
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  const running = server;
   server = undefined;
+  if (running === undefined) return;
+  running.closeAllConnections();
+  await new Promise((resolve) => running.close(resolve));
 });
 
 async function serve(replies: Reply[]): Promise<{ client: GenerationClient; seen: Seen[] }> {
@@ -61,6 +64,12 @@ const json =
   (_request, response) => {
     response.writeHead(status, { "content-type": "application/json", ...headers });
     response.end(JSON.stringify(body));
+  };
+const withHeaders =
+  (reply: Reply, headers: Record<string, string>): Reply =>
+  (request, response) => {
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    reply(request, response);
   };
 const ok = (data: unknown) => json(200, { data, error: null });
 const fail = (status: number, code: string, message = code) =>
@@ -150,6 +159,31 @@ describe("retries", () => {
     const notSent = await failure(refused.generateVideo({ prompt: "p" }));
     expect(notSent.code).toBe("network_error");
     expect(notSent.maybeProcessed).toBe(false);
+  });
+
+  it("does not disguise a bug as a network error", async () => {
+    const broken = new GenerationClient({
+      baseUrl: "http://127.0.0.1:9/api/v1",
+      apiKey: "k",
+      budget: new UnlimitedBudget(),
+      maxRetries: 0,
+      dispatcher: {
+        request: () => Promise.reject(new TypeError("x is not a constructor")),
+      } as unknown as Dispatcher,
+    });
+    await expect(broken.getCredits()).rejects.toThrow(TypeError);
+  });
+
+  it("answers a 429 at once when its reset is further away than a tool call can wait", async () => {
+    const { client, seen } = await serve(
+      [fail(429, "rate_limit_exceeded"), ok({ credits: 1 })].map((reply, index) =>
+        index === 0 ? withHeaders(reply, { "retry-after": "3600" }) : reply,
+      ),
+    );
+    const error = await failure(client.getCredits());
+    expect(error.code).toBe("rate_limit_exceeded");
+    expect(error.nextStep).toMatch(/Nothing was charged/);
+    expect(seen).toHaveLength(1);
   });
 
   it("does not retry permanent errors", async () => {

@@ -9,6 +9,7 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
+import { describeTools } from "../../src/server.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tinyPng } from "../helpers/harness.js";
 import { CLI, connectStdio, type StdioSession } from "../helpers/stdio.js";
@@ -44,8 +45,9 @@ const text = (result: CallToolResult) =>
   result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
 
 describe("generation-mcp over stdio", () => {
-  it("lists the six tools", async () => {
+  it("lists the six tools, exactly as the schemas describe them", async () => {
     const { tools } = await session.client.listTools();
+    expect(tools).toEqual(describeTools());
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       "generate_image",
       "generate_video",

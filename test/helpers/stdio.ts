@@ -4,7 +4,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
-export const CLI = path.resolve(import.meta.dirname, "../../dist/generation-mcp.mjs");
+export const CLI = path.resolve(import.meta.dirname, "../../dist/bundle/cli.js");
 
 export interface StdioSession {
   client: Client;

@@ -74,7 +74,8 @@ describe("a hostile session over stdio never emits the API key", () => {
     const seen: string[] = [];
     const faults = sandbox.faults;
 
-    expect((await call("get_credits", {})).isError).toBeFalsy();
+    const first = await call("get_credits", {});
+    expect(first.isError, textOf(first)).toBeFalsy();
 
     // Forced errors whose messages carry the key, bare and as an Authorization header.
     faults.failNext("credits", { status: 401, code: "unauthorized", message: `Invalid API key ${KEY}` });
@@ -152,6 +153,27 @@ describe("a hostile session over stdio never emits the API key", () => {
     // The sandbox really received the key, so the scan above is meaningful.
     expect(sandbox.requests.some((request) => request.key === KEY)).toBe(true);
   }, 60_000);
+});
+
+describe("no network listener but the sandbox on loopback, when asked", () => {
+  it("--sandbox serves on 127.0.0.1 only, and its service refuses requests without a key", async () => {
+    const state = await mkdtemp(path.join(tmpdir(), "generation-mcp-loopback-"));
+    const sandboxed = await connectStdio(["--sandbox"], { HOME: state, GENERATION_STATE_DIR: state });
+    try {
+      await sandboxed.client.listTools();
+      const deadline = Date.now() + 5000;
+      while (!/http:\/\/[^\s]+\/api\/v1/.test(sandboxed.stderr()) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const baseUrl = /(http:\/\/[^\s]+\/api\/v1)/.exec(sandboxed.stderr())?.[1] ?? "";
+      expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+      const anonymous = await fetch(`${baseUrl}/credits`);
+      expect(anonymous.status).toBe(401);
+    } finally {
+      await sandboxed.close();
+      await rm(state, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("the CLI's own outputs never carry the key from the environment", () => {

@@ -136,21 +136,25 @@ describe("TaskStarter", () => {
   });
 
   it("retries a 429 once, after the reset, with the same idempotency key", async () => {
-    api.generateFailures.push(new RateLimitError("slow down", { retryAtMs: clock + 30_000 }));
+    api.generateFailures.push(new RateLimitError("slow down", { retryAtMs: clock + 10_000 }));
     const outcome = await starter.startVideo(body, { fingerprint, allowDuplicate: false });
     expect(outcome.reused).toBe(false);
-    expect(sleeps).toEqual([30_000]);
+    expect(sleeps).toEqual([10_000]);
     const [first, second] = api.generateCalls;
     expect(api.generateCalls).toHaveLength(2);
     expect(second!.options?.idempotencyKey).toBe(first!.options?.idempotencyKey);
   });
 
-  it("clamps the 429 wait, and asks the budget when the error names no reset", async () => {
+  it("answers at once when the reset is further than a tool call can wait, and asks the budget when the error names no reset", async () => {
     api.generateFailures.push(new RateLimitError("slow down", { retryAtMs: clock + 3_600_000 }));
-    await starter.startVideo(body, { fingerprint, allowDuplicate: true });
+    await expect(starter.startVideo(body, { fingerprint, allowDuplicate: true })).rejects.toMatchObject({
+      code: "rate_limit_exceeded",
+      maybeProcessed: false,
+    });
+    expect(api.generateCalls).toHaveLength(1);
     api.generateFailures.push(new RateLimitError("slow down"));
     await starter.startVideo(body, { fingerprint, allowDuplicate: true });
-    expect(sleeps).toEqual([65_000, 1000]);
+    expect(sleeps).toEqual([1000]);
   });
 
   it("gives up after the second 429, nothing charged and nothing journaled", async () => {

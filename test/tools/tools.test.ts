@@ -263,6 +263,20 @@ describe("service errors become isError results that start with the code", () =>
     expect(exhausted.text).toMatch(/^rate_limit_exceeded: /);
   });
 
+  it("a start refused by a 429 whose reset is an hour away answers at once, charging nothing", async () => {
+    h = await startHarness();
+    const before = credits(h);
+    h.sandbox.faults.headersNext("generate", { "Retry-After": "3600" });
+    h.sandbox.faults.failNext("generate", { status: 429, code: "rate_limit_exceeded" });
+    const mark = h.sandbox.requests.length;
+    const started = Date.now();
+    const { text } = await h.call("generate_video", { prompt: "later", wait: false });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(text).toMatch(/^rate_limit_exceeded: .*resets in about \d+ s/);
+    expect(h.requestsSince(mark).filter((request) => request.route === "generate")).toHaveLength(1);
+    expect(credits(h)).toBe(before);
+  });
+
   it("internal_error and upstream_error on reads after retries", async () => {
     h = await startHarness({ client: { maxRetries: 0 } });
     h.sandbox.faults.failNext("videos", { status: 500, code: "internal_error" });
