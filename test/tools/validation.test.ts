@@ -2,168 +2,31 @@
  * Every input rule of CONTRACT.md is refused with `validation_error` before any request leaves: the
  * sandbox's request log proves that nothing was sent (so no credits and no rate budget were spent).
  */
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, tinyPng, type Harness } from "../helpers/harness.js";
+import { VALIDATION_CASES, fileCases, fixturePaths, prepareFileFixtures } from "../helpers/contract-cases.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
 
+// Known before the tests are collected, so the cases can name the files.
+const root = mkdtempSync(path.join(tmpdir(), "generation-mcp-validation-"));
+const files = fixturePaths(path.join(root, "images"));
 let h: Harness;
-let png: string;
-let outside: string;
-let textAsPng: string;
 
 beforeAll(async () => {
-  h = await startHarness();
-  png = path.join(h.imagesDir, "ok.png");
-  await writeFile(png, tinyPng());
-  textAsPng = path.join(h.imagesDir, "notes.png");
-  await writeFile(textAsPng, "this is text, not an image");
-  const evil = `${h.imagesDir}-evil`;
-  await mkdir(evil, { recursive: true });
-  outside = path.join(evil, "cat.png");
-  await writeFile(outside, tinyPng());
-  await symlink(outside, path.join(h.imagesDir, "link-out.png"));
+  mkdirSync(files.imagesDir);
+  await prepareFileFixtures(files);
+  h = await startHarness({ config: { allowedDirs: [files.imagesDir] } });
 });
 
 afterAll(async () => {
   await h.close();
+  rmSync(root, { recursive: true, force: true });
 });
 
-type Case = [string, string, Record<string, unknown>, RegExp];
-
-const cases: Case[] = [
-  ["generate_video", "missing prompt", {}, /prompt/],
-  ["generate_video", "blank prompt", { prompt: "   " }, /prompt: must not be empty/],
-  ["generate_video", "prompt too long", { prompt: "x".repeat(2001) }, /prompt: must be at most 2000/],
-  ["generate_video", "prompt not a string", { prompt: 42 }, /prompt/],
-  ["generate_video", "unknown model", { prompt: "a", model: "vendor-video-9" }, /model/],
-  ["generate_video", "image model for video", { prompt: "a", model: "image-2" }, /model/],
-  [
-    "generate_video",
-    "unknown generation_type",
-    { prompt: "a", generation_type: "video_to_video" },
-    /generation_type/,
-  ],
-  [
-    "generate_video",
-    "image_to_video without image",
-    { prompt: "a", generation_type: "image_to_video" },
-    /image_url: image_to_video needs/,
-  ],
-  [
-    "generate_video",
-    "text_to_video with image",
-    { prompt: "a", generation_type: "text_to_video", image_url: "https://x.test/a.png" },
-    /generation_type/,
-  ],
-  [
-    "generate_video",
-    "image_url not http",
-    { prompt: "a", image_url: "file:///etc/passwd" },
-    /image_url: must be an http\(s\) URL/,
-  ],
-  ["generate_video", "image_url javascript", { prompt: "a", image_url: "javascript:alert(1)" }, /image_url/],
-  [
-    "generate_video",
-    "both image_url and image_path",
-    { prompt: "a", image_url: "https://x.test/a.png", image_path: "/tmp/a.png" },
-    /image_path: give image_url or image_path/,
-  ],
-  [
-    "generate_video",
-    "aspect ratio with x",
-    { prompt: "a", aspect_ratio: "16x9" },
-    /aspect_ratio: must be W:H/,
-  ],
-  ["generate_video", "aspect ratio zero", { prompt: "a", aspect_ratio: "0:9" }, /aspect_ratio/],
-  ["generate_video", "aspect ratio three terms", { prompt: "a", aspect_ratio: "16:9:1" }, /aspect_ratio/],
-  ["generate_video", "duration zero", { prompt: "a", duration: 0 }, /duration: must be more than 0/],
-  ["generate_video", "duration negative", { prompt: "a", duration: -5 }, /duration/],
-  ["generate_video", "duration over max", { prompt: "a", duration: 21 }, /duration: must be at most 20/],
-  ["generate_video", "duration as string", { prompt: "a", duration: "5" }, /duration/],
-  ["generate_video", "duration huge", { prompt: "a", duration: 1e308 }, /duration/],
-  [
-    "generate_video",
-    "unknown resolution",
-    { prompt: "a", model: "vendor-video-2-0", resolution: "4k" },
-    /resolution/,
-  ],
-  [
-    "generate_video",
-    "resolution with lite model",
-    { prompt: "a", resolution: "720p" },
-    /resolution: is only accepted with model vendor-video-2-0/,
-  ],
-  [
-    "generate_video",
-    "resolution with fast model",
-    { prompt: "a", model: "vendor-video-2-0-fast", resolution: "720p" },
-    /resolution/,
-  ],
-  ["generate_video", "timeout negative", { prompt: "a", timeout_seconds: -1 }, /timeout_seconds/],
-  ["generate_video", "timeout too long", { prompt: "a", timeout_seconds: 3601 }, /timeout_seconds/],
-  ["generate_video", "wait not boolean", { prompt: "a", wait: "yes" }, /wait/],
-  ["generate_video", "unknown parameter", { prompt: "a", durration: 5 }, /unknown parameter\(s\) durration/],
-  ["generate_image", "missing prompt", {}, /prompt/],
-  ["generate_image", "video model for image", { prompt: "a", model: "vendor-video-2-0" }, /model/],
-  ["generate_image", "unknown resolution", { prompt: "a", resolution: "8k" }, /resolution/],
-  ["generate_image", "unknown output_format", { prompt: "a", output_format: "gif" }, /output_format/],
-  [
-    "generate_image",
-    "images not URLs",
-    { prompt: "a", images: ["not a url"] },
-    /images\.0: must be an http\(s\) URL/,
-  ],
-  ["generate_image", "images not an array", { prompt: "a", images: "https://x.test/a.png" }, /images/],
-  ["generate_image", "empty image_paths", { prompt: "a", image_paths: [] }, /image_paths: must not be empty/],
-  [
-    "generate_image",
-    "too many references",
-    { prompt: "a", images: Array.from({ length: 11 }, (_, i) => `https://x.test/${i}.png`) },
-    /images: must hold at most 10/,
-  ],
-  ["generate_image", "bad aspect ratio", { prompt: "a", aspect_ratio: "wide" }, /aspect_ratio/],
-  ["upload_image", "nothing given", {}, /path: give exactly one of path or data_base64/],
-  [
-    "upload_image",
-    "both given",
-    { path: "/tmp/a.png", data_base64: "AAAA", filename: "a.png" },
-    /give exactly one/,
-  ],
-  [
-    "upload_image",
-    "base64 without filename",
-    { data_base64: "AAAA" },
-    /filename: is required with data_base64/,
-  ],
-  ["upload_image", "invalid base64", { data_base64: "!!!not base64!!!", filename: "a.png" }, /data_base64/],
-  [
-    "upload_image",
-    "base64 of text",
-    { data_base64: Buffer.from("hello world, plain text").toString("base64"), filename: "a.png" },
-    /data_base64.*(JPG|PNG|WebP|image)/i,
-  ],
-  ["get_status", "missing video_id", {}, /video_id/],
-  ["get_status", "empty video_id", { video_id: "" }, /video_id: must not be empty/],
-  ["get_status", "dot-dot video_id", { video_id: ".." }, /video_id: is not a task id/],
-  [
-    "get_status",
-    "control characters in id",
-    { video_id: "a\u0000b" },
-    /video_id: must not contain control characters/,
-  ],
-  ["get_status", "id too long", { video_id: "x".repeat(257) }, /video_id/],
-  ["list_videos", "page zero", { page: 0 }, /page: must be 1 or more/],
-  ["list_videos", "page fractional", { page: 1.5 }, /page: must be a whole number/],
-  ["list_videos", "limit zero", { limit: 0 }, /limit: must be from 1 to 50/],
-  ["list_videos", "limit 51", { limit: 51 }, /limit: must be from 1 to 50/],
-  ["list_videos", "limit as string", { limit: "10" }, /limit/],
-  ["get_credits", "unexpected parameter", { verbose: true }, /unknown parameter/],
-  ["no_such_tool", "unknown tool", {}, /Unknown tool/],
-];
-
 describe("input rules are enforced before any request", () => {
-  it.each(cases)("%s: %s", async (tool, _title, args, pattern) => {
+  it.each(VALIDATION_CASES)("%s: %s", async (tool, _title, args, pattern) => {
     const mark = h.sandbox.requests.length;
     const { result, text } = await h.call(tool, args);
     expect(result.isError).toBe(true);
@@ -174,38 +37,9 @@ describe("input rules are enforced before any request", () => {
 });
 
 describe("local files are checked before any request", () => {
-  const fileCases: [string, () => Record<string, unknown>, RegExp][] = [
-    [
-      "a file outside the allowed folders (sibling prefix)",
-      () => ({ prompt: "a", image_path: outside }),
-      /image_path: .*outside the allowed folders/,
-    ],
-    [
-      "a symlink escaping the allowed folder",
-      () => ({ prompt: "a", image_path: path.join(h.imagesDir, "link-out.png") }),
-      /image_path/,
-    ],
-    [
-      "a path that does not exist",
-      () => ({ prompt: "a", image_path: path.join(h.imagesDir, "missing.png") }),
-      /image_path/,
-    ],
-    [
-      "a text file named .png",
-      () => ({ prompt: "a", image_path: textAsPng }),
-      /image_path: .*(JPG, PNG or WebP|not an? .*image)/i,
-    ],
-    ["a relative path", () => ({ prompt: "a", image_path: "images/ok.png" }), /image_path/],
-    ["a directory", () => ({ prompt: "a", image_path: h.imagesDir }), /image_path/],
-    [
-      "a traversal out of the folder",
-      () => ({ prompt: "a", image_path: `${h.imagesDir}/../../etc/passwd` }),
-      /image_path/,
-    ],
-  ];
-  it.each(fileCases)("generate_video refuses %s", async (_title, args, pattern) => {
+  it.each(fileCases(files))("generate_video refuses %s", async (_title, args, pattern) => {
     const mark = h.sandbox.requests.length;
-    const { result, text } = await h.call("generate_video", args());
+    const { result, text } = await h.call("generate_video", args);
     expect(result.isError).toBe(true);
     expect(text.startsWith("validation_error: ")).toBe(true);
     expect(text).toMatch(pattern);
@@ -214,8 +48,8 @@ describe("local files are checked before any request", () => {
 
   it("upload_image and generate_image apply the same checks", async () => {
     const mark = h.sandbox.requests.length;
-    const upload = await h.call("upload_image", { path: outside });
-    const image = await h.call("generate_image", { prompt: "a", image_paths: [png, textAsPng] });
+    const upload = await h.call("upload_image", { path: files.outside });
+    const image = await h.call("generate_image", { prompt: "a", image_paths: [files.png, files.textAsPng] });
     expect(upload.text).toMatch(/^validation_error: path: /);
     expect(image.text).toMatch(/^validation_error: image_paths\[1\]: /);
     expect(h.requestsSince(mark)).toEqual([]);
@@ -225,7 +59,7 @@ describe("local files are checked before any request", () => {
     const mark = h.sandbox.requests.length;
     const { result, structured } = await h.call("generate_video", {
       prompt: "a cat",
-      image_path: png,
+      image_path: files.png,
       dry_run: true,
     });
     expect(result.isError).toBeFalsy();
