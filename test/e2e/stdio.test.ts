@@ -47,15 +47,10 @@ const text = (result: CallToolResult) =>
 describe("generation-mcp over stdio", () => {
   it("lists the six tools, exactly as the schemas describe them", async () => {
     const { tools } = await session.client.listTools();
+    // The bundle answers from a list computed at build time; it must be the schemas' own (pinned in
+    // test/tools/schema.test.ts).
+    expect(tools).toHaveLength(6);
     expect(tools).toEqual(describeTools());
-    expect(tools.map((tool) => tool.name).sort()).toEqual([
-      "generate_image",
-      "generate_video",
-      "get_credits",
-      "get_status",
-      "list_videos",
-      "upload_image",
-    ]);
   });
 
   it("runs every tool end to end", async () => {
