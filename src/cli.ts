@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, FLAG_TO_ENV, loadConfig } from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
+import type { ServiceTarget } from "./runtime.js";
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
 declare const __GENERATION_MCP_VERSION__: string | undefined;
@@ -76,13 +77,13 @@ async function main(argv: string[]): Promise<number> {
   const logger = new Logger();
 
   let closeSandbox = async () => {};
-  let target: { baseUrl: string; apiKey: string };
+  let target: ServiceTarget;
   if (config.sandbox) {
     const { startSandbox } = await import("./sandbox/index.js");
     const sandbox = await startSandbox({ port: 0 });
     registerSecret(sandbox.keys.paid);
     closeSandbox = () => sandbox.close();
-    target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid };
+    target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid, ephemeral: true };
     logger.info(
       `sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`,
     );

@@ -2,7 +2,10 @@
  * Wires the parts together for one server process: rate budget -> API client -> poll engine, journal and
  * task starter. Used by the CLI (stdio) and by the in-process tests, so both run the same assembly.
  */
+import { createHash } from "node:crypto";
+import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
+import path from "node:path";
 import { GenerationClient, type ClientOptions } from "./api/client.js";
 import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config.js";
@@ -16,6 +19,20 @@ import { TaskStarter } from "./tasks/starter.js";
 export interface ServiceTarget {
   baseUrl: string;
   apiKey: string;
+  /** The embedded sandbox: its tasks end with the process, so its journal starts empty every run. */
+  ephemeral?: boolean;
+}
+
+/**
+ * Each service and key gets its own journal folder under the state folder, so a task started on one (the
+ * sandbox, another account) is never returned as a "duplicate" or adopted as "ours" on another. The name
+ * shows the host and hides the key behind a hash.
+ */
+export function journalDir(stateDir: string, target: ServiceTarget): string {
+  if (target.ephemeral) return path.join(stateDir, "sandbox");
+  const host = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).host : "service";
+  const digest = createHash("sha256").update(`${target.baseUrl}\n${target.apiKey}`).digest("hex");
+  return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest.slice(0, 12)}`);
 }
 
 export interface Runtime {
@@ -40,7 +57,9 @@ export async function createRuntime(
     userAgent: `generation-mcp/${version}`,
     ...clientOverrides,
   });
-  const journal = await Journal.open(config.stateDir);
+  const journalFolder = journalDir(config.stateDir, target);
+  if (target.ephemeral) await rm(journalFolder, { recursive: true, force: true });
+  const journal = await Journal.open(journalFolder);
   const log = (level: "debug" | "info" | "warning" | "error", message: string, data?: object) =>
     logger.log(level, message, data as Record<string, unknown> | undefined);
   const poller = new PollEngine({ api: client, intervalMs: config.pollIntervalMs, logger: log });

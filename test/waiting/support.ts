@@ -1,5 +1,5 @@
 /** Small helpers shared by the waiting end-to-end tests. */
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Harness } from "../helpers/harness.js";
@@ -20,13 +20,23 @@ export function statusPolls(requests: readonly RequestRecord[], videoId?: string
 export const byRoute = (requests: readonly RequestRecord[], route: RequestRecord["route"]) =>
   requests.filter((request) => request.route === route);
 
-/** The journal's text, read synchronously (empty when the file does not exist yet). */
+/** The journals' text under a state folder (one folder per service), read synchronously; "" when none yet. */
 export function journalText(stateDir: string): string {
+  let folders: string[];
   try {
-    return readFileSync(path.join(stateDir, "tasks.jsonl"), "utf8");
+    folders = readdirSync(stateDir);
   } catch {
     return "";
   }
+  return folders
+    .map((folder) => {
+      try {
+        return readFileSync(path.join(stateDir, folder, "tasks.jsonl"), "utf8");
+      } catch {
+        return "";
+      }
+    })
+    .join("");
 }
 
 /** Collects the MCP logging notifications the server sends to the client. */

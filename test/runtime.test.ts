@@ -1,0 +1,71 @@
+/** The runtime keeps one journal per service and key, so tasks of one never pass for tasks of another. */
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Config } from "../src/config.js";
+import { Logger } from "../src/logger.js";
+import { createRuntime, journalDir } from "../src/runtime.js";
+import { startHarness, type Harness } from "./helpers/harness.js";
+
+const harnesses: Harness[] = [];
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((h) => h.close()));
+});
+
+describe("journal per service", () => {
+  it("names a folder per base URL and key, without showing the key", () => {
+    const a = journalDir("/s", { baseUrl: "https://api.example.com/api/v1", apiKey: "sk-one-123456" });
+    const b = journalDir("/s", { baseUrl: "https://api.example.com/api/v1", apiKey: "sk-two-123456" });
+    const c = journalDir("/s", { baseUrl: "http://127.0.0.1:8787/api/v1", apiKey: "sk-one-123456" });
+    expect(new Set([a, b, c]).size).toBe(3);
+    expect(a).toMatch(/^\/s\/api\.example\.com-[0-9a-f]{12}$/);
+    expect(a).not.toContain("sk-one");
+    expect(journalDir("/s", { baseUrl: "https://api.example.com/api/v1", apiKey: "sk-one-123456" })).toBe(a);
+    expect(journalDir("/s", { baseUrl: "x", apiKey: "y", ephemeral: true })).toBe("/s/sandbox");
+  });
+
+  it("does not return a task of another service as a duplicate", async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), "generation-mcp-state-"));
+    try {
+      const first = await startHarness({ config: { stateDir } });
+      harnesses.push(first);
+      const second = await startHarness({ config: { stateDir } });
+      harnesses.push(second);
+      const one = await first.call("generate_video", { prompt: "same words", wait: false });
+      const two = await second.call("generate_video", { prompt: "same words", wait: false });
+      expect(two.structured?.["reused"]).toBeUndefined();
+      expect(two.structured?.["video_id"]).toEqual(expect.any(String));
+      expect(second.sandbox.requests.some((request) => request.route === "generate")).toBe(true);
+      expect(one.structured?.["video_id"]).toEqual(expect.any(String));
+      expect((await readdir(stateDir)).length).toBe(2);
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it("starts the embedded sandbox's journal empty", async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), "generation-mcp-state-"));
+    try {
+      await mkdir(path.join(stateDir, "sandbox"));
+      await writeFile(path.join(stateDir, "sandbox", "tasks.jsonl"), '{"kind":"video","id":"old"}\n');
+      const config: Config = {
+        apiKey: undefined,
+        baseUrl: undefined,
+        sandbox: true,
+        pollIntervalMs: 1000,
+        waitTimeoutS: 1,
+        outputDir: path.join(stateDir, "out"),
+        allowedDirs: [],
+        stateDir,
+      };
+      const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
+      const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");
+      await runtime.close();
+      const text = await readFile(path.join(stateDir, "sandbox", "tasks.jsonl"), "utf8").catch(() => "");
+      expect(text).not.toContain('"old"');
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+});
