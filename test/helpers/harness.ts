@@ -5,10 +5,15 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { crc32, deflateSync } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ListRootsRequestSchema,
+  type CallToolResult,
+  type Progress,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../../src/config.js";
 import { Logger } from "../../src/logger.js";
 import { createRuntime } from "../../src/runtime.js";
@@ -27,6 +32,8 @@ export interface Harness {
   call(name: string, args?: Record<string, unknown>, options?: CallOptions): Promise<ToolCall>;
   /** Requests the sandbox received since the harness started (or since `mark`). */
   requestsSince(mark: number): SandboxHandle["requests"];
+  /** Changes the client's roots and notifies the server (needs `roots` in the options). */
+  setRoots(folders: string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -43,6 +50,8 @@ export interface ToolCall {
 
 export interface HarnessOptions {
   sandbox?: SandboxOptions;
+  /** Folders the client offers as MCP roots; the client declares the roots capability when given. */
+  roots?: string[];
   /**
    * Reuse a running sandbox instead of starting one (a "restarted server" against the same service). The
    * harness does not close it; its owner does.
@@ -83,7 +92,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { timeoutMs: 2000, maxRetries: 1, ...options.client },
   );
   const server = createServer("test", runtime.depsFactory);
-  const client = new Client({ name: "harness", version: "1.0.0" });
+  const client = new Client(
+    { name: "harness", version: "1.0.0" },
+    { capabilities: options.roots ? { roots: { listChanged: true } } : {} },
+  );
+  let roots = options.roots ?? [];
+  if (options.roots) {
+    client.setRequestHandler(ListRootsRequestSchema, () => ({
+      roots: roots.map((folder) => ({ uri: pathToFileURL(folder).href })),
+    }));
+  }
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   await server.connect(serverTransport);
   await client.connect(clientTransport);
@@ -104,6 +122,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { result, text, structured: result.structuredContent };
     },
     requestsSince: (mark) => sandbox.requests.slice(mark),
+    async setRoots(folders) {
+      roots = folders;
+      await client.sendRootsListChanged();
+    },
     async close() {
       await client.close();
       await server.close();

@@ -1,5 +1,6 @@
 /** The six tools through a real MCP client (in-process transport) against the sandbox. */
-import { readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
@@ -214,6 +215,33 @@ describe("get_status, list_videos, get_credits, upload_image, generate_image", (
     expect(saved).toMatch(/\.webp$/);
     expect((await readFile(String(saved))).subarray(8, 12).toString("ascii")).toBe("WEBP");
     expect(structured?.["estimated_credits"]).toBe(5);
+  });
+});
+
+describe("MCP roots", () => {
+  it("lets files inside the client's roots be uploaded, and follows the roots when they change", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-roots-"));
+    const [first, second] = [path.join(root, "first"), path.join(root, "second")];
+    await mkdir(first);
+    await mkdir(second);
+    try {
+      h = await startHarness({ roots: [first], config: { allowedDirs: [] } });
+      const inRoot = path.join(first, "a.png");
+      await writeFile(inRoot, tinyPng());
+      const outsideRoots = path.join(h.imagesDir, "b.png");
+      await writeFile(outsideRoots, tinyPng());
+
+      expect((await h.call("upload_image", { path: inRoot })).result.isError).toBeFalsy();
+      expect((await h.call("upload_image", { path: outsideRoots })).text).toMatch(
+        /^validation_error: path: /,
+      );
+
+      await h.setRoots([second]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await h.call("upload_image", { path: inRoot })).text).toMatch(/^validation_error: path: /);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 
