@@ -17,6 +17,7 @@ import { connectInspector, inspectorUrl } from "./inspector.mjs";
 import { memoryRound } from "./memory.mjs";
 import { directGetter, overheadRound } from "./overhead.mjs";
 import { ensurePeers } from "./peers.mjs";
+import { buildMinimalSdkServer } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
@@ -55,6 +56,7 @@ let sandbox;
 try {
   // --- cold start ---------------------------------------------------------------------------------------
   const peers = ensurePeers(path.join(ROOT, "bench", ".peers"), log);
+  const minimalSdk = await buildMinimalSdkServer(ROOT, path.join(ROOT, "bench", ".peers", "minimal"));
   sandbox = await startSandbox({
     rateLimit: { limit: 100_000, windowMs: 60_000 },
     timings: { queuedMs: 200, processingMs: 800 },
@@ -75,6 +77,12 @@ try {
       name: "bare node -e (floor)",
       command: process.execPath,
       args: ["-e", BARE_NODE_SCRIPT],
+      env: plainEnv,
+    },
+    {
+      name: "minimal MCP SDK server, bundled (reference)",
+      command: process.execPath,
+      args: [minimalSdk],
       env: plainEnv,
     },
     { name: "generation-mcp", command: process.execPath, args: [BIN], env: childEnv },
@@ -115,6 +123,14 @@ try {
     ),
     ratios: {
       [`${oursName} / bare node`]: pairedRatio(cold[oursName].raw, cold[bare].raw),
+      [`minimal SDK server / bare node`]: pairedRatio(
+        cold["minimal MCP SDK server, bundled (reference)"].raw,
+        cold[bare].raw,
+      ),
+      [`${oursName} / minimal SDK server`]: pairedRatio(
+        cold[oursName].raw,
+        cold["minimal MCP SDK server, bundled (reference)"].raw,
+      ),
       [`${oursName} unbundled / bare node`]: pairedRatio(
         cold["generation-mcp, unbundled tsc output"].raw,
         cold[bare].raw,
@@ -307,6 +323,13 @@ row(
   x2,
   "<= 2x",
   bareRatio.median <= 2 ? "yes" : "NO",
+);
+row("cold start ratio", "minimal SDK server / bare node", cs.ratios["minimal SDK server / bare node"], x2);
+row(
+  "cold start ratio",
+  "generation-mcp / minimal SDK server",
+  cs.ratios["generation-mcp / minimal SDK server"],
+  x2,
 );
 row(
   "cold start ratio",

@@ -4,7 +4,7 @@
  */
 import { homedir } from "node:os";
 import path from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { defaultStateDir } from "./tasks/journal.js";
 
 export interface Config {

@@ -1,5 +1,5 @@
 /** Schema pieces and helpers shared by several tools. */
-import { z } from "zod";
+import * as z from "zod";
 import { isHttpUrl } from "../api/normalize.js";
 import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 

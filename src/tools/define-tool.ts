@@ -3,7 +3,7 @@
  * annotations, a handler returning structured output, and a one-line text mirror of it.
  */
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";

@@ -1,6 +1,6 @@
 /** Turns any failure into an `isError` tool result whose text starts with the error code and a next step. */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import type * as z from "zod";
 import { AbortedError, GenerationError } from "../api/errors.js";
 import { cleanText, redact } from "../redact.js";
 

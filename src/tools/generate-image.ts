@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { GenerateImageBody } from "../api/types.js";
 import { downloadMedia } from "../files/download.js";
 import {

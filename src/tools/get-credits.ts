@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { sanitizeValue } from "../redact.js";
 import { defineTool } from "./define-tool.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { downloadField, timeoutField, videoIdField, videoResultFields } from "./common.js";
 import { defineTool } from "./define-tool.js";
 import { summarizeVideo } from "./generate-video.js";

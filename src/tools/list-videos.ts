@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import { defineTool } from "./define-tool.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import { localPathField } from "./common.js";
