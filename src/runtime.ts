@@ -13,6 +13,7 @@ import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import type { ServerDepsFactory } from "./server.js";
 import { Journal } from "./tasks/journal.js";
+import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
 
@@ -60,8 +61,7 @@ export async function createRuntime(
   const journalFolder = journalDir(config.stateDir, target);
   if (target.ephemeral) await rm(journalFolder, { recursive: true, force: true });
   const journal = await Journal.open(journalFolder);
-  const log = (level: "debug" | "info" | "warning" | "error", message: string, data?: object) =>
-    logger.log(level, message, data as Record<string, unknown> | undefined);
+  const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const poller = new PollEngine({ api: client, intervalMs: config.pollIntervalMs, logger: log });
   const starter = new TaskStarter({ api: client, journal, budget, logger: log });
 
