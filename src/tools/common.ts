@@ -26,9 +26,12 @@ export const aspectRatioField = (fallback: string) =>
     )
     .describe(`Width:height of the output, e.g. 16:9, 9:16, 1:1 (default ${fallback}).`);
 
-export const downloadField = z
-  .boolean()
-  .describe("Also save the finished file into GENERATION_OUTPUT_DIR and return local_path (default false).");
+export const downloadField = (returned: string) =>
+  z
+    .boolean()
+    .describe(
+      `Also save the finished file into GENERATION_OUTPUT_DIR and return ${returned} (default false).`,
+    );
 
 export const dryRunField = z
   .boolean()

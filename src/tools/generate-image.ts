@@ -53,7 +53,7 @@ const input = z
         "Reference images as absolute local paths (JPG, PNG or WebP, at most 10 MB each, inside an allowed folder); uploaded first.",
       )
       .optional(),
-    download: downloadField.optional(),
+    download: downloadField("local_paths").optional(),
     dry_run: dryRunField.optional(),
     allow_duplicate: allowDuplicateField.optional(),
   })

@@ -66,7 +66,7 @@ const input = z
       .optional(),
     wait: z.boolean().describe("Wait for the finished video in this call (default true).").optional(),
     timeout_seconds: timeoutField.optional(),
-    download: downloadField.optional(),
+    download: downloadField("local_path").optional(),
     dry_run: dryRunField.optional(),
     allow_duplicate: allowDuplicateField.optional(),
   })

@@ -11,7 +11,7 @@ const input = z.strictObject({
     .describe("Keep polling until the task is completed or failed, or the wait window ends (default false).")
     .optional(),
   timeout_seconds: timeoutField.optional(),
-  download: downloadField.optional(),
+  download: downloadField("local_path").optional(),
 });
 
 export const getStatus = defineTool({
