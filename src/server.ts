@@ -4,11 +4,15 @@
  * with our `validation_error` text, and so that no failure can escape as a crash.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  CallToolRequestSchema,
+  ErrorCode,
   ListToolsRequestSchema,
+  McpError,
   RootsListChangedNotificationSchema,
   type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
@@ -19,6 +23,8 @@ import { errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
 
 export const SERVER_NAME = "generation-mcp";
+
+type RequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /**
  * The bundler inlines `describeTools()` as computed at build time from these same schemas (the JSON Schema
@@ -79,16 +85,16 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const tool = byName.get(request.params.name);
+  const callTool = async (name: string, args: unknown, extra: RequestExtra): Promise<CallToolResult> => {
+    const tool = byName.get(name);
     if (tool === undefined) {
       return errorResult(
-        new ValidationError(`Unknown tool "${cleanText(request.params.name, 80)}".`, {
+        new ValidationError(`Unknown tool "${cleanText(name, 80)}".`, {
           nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
         }),
       );
     }
-    const parsed = tool.input.safeParse(request.params.arguments ?? {});
+    const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) {
       return errorResult(new ValidationError(validationMessage(tool.name, parsed.error)));
     }
@@ -127,7 +133,19 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       }
       return errorResult(error);
     }
-  });
+  };
+
+  // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK checks the request
+  // shape first there and answers a JSON-RPC error (e.g. for `arguments` that is not an object), where the
+  // contract wants a validation_error tool result.
+  server.fallbackRequestHandler = async (request, extra): Promise<CallToolResult> => {
+    if (request.method !== "tools/call") {
+      throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${cleanText(request.method, 80)}`);
+    }
+    const params: Record<string, unknown> = isRecord(request.params) ? request.params : {};
+    const name = typeof params["name"] === "string" ? params["name"] : "";
+    return callTool(name, params["arguments"], extra);
+  };
 
   server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
     roots = undefined;
@@ -139,4 +157,8 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       .catch(() => undefined);
   });
   return server;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

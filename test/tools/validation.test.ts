@@ -5,6 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VALIDATION_CASES, fileCases, fixturePaths, prepareFileFixtures } from "../helpers/contract-cases.js";
 import { startHarness, type Harness } from "../helpers/harness.js";
@@ -65,5 +66,27 @@ describe("local files are checked before any request", () => {
     expect(result.isError).toBeFalsy();
     expect(structured?.["request"]).toMatchObject({ generation_type: "image_to_video" });
     expect(h.requestsSince(mark)).toEqual([]);
+  });
+});
+
+describe("malformed tools/call requests still get a validation_error result", () => {
+  it.each([
+    ["arguments as an array", { name: "get_credits", arguments: [1, 2] }, /arguments: /],
+    ["arguments as a string", { name: "list_videos", arguments: "page=1" }, /arguments: /],
+    ["a name that is not a string", { name: 42, arguments: {} }, /Unknown tool/],
+  ])("%s", async (_title, params, pattern) => {
+    const mark = h.sandbox.requests.length;
+    const result = await h.client.request({ method: "tools/call", params } as never, CallToolResultSchema);
+    const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+    expect(result.isError).toBe(true);
+    expect(text).toMatch(/^validation_error: /);
+    expect(text).toMatch(pattern);
+    expect(h.requestsSince(mark)).toEqual([]);
+  });
+
+  it("an unknown method is still a JSON-RPC error", async () => {
+    await expect(h.client.request({ method: "tools/nope" } as never, CallToolResultSchema)).rejects.toThrow(
+      /Method not found/,
+    );
   });
 });
