@@ -110,8 +110,8 @@ export function loadConfig({
   };
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {
     throw new ConfigError(
-      "generation-mcp needs GENERATION_API_KEY and GENERATION_BASE_URL (the service address ending in /api/v1) " +
-        "to reach the real service, or --sandbox (GENERATION_SANDBOX=1) to try every tool against the built-in " +
+      "set GENERATION_API_KEY and GENERATION_BASE_URL (the service address ending in /api/v1) to reach the " +
+        "real service, or pass --sandbox (GENERATION_SANDBOX=1) to try every tool against the built-in " +
         "sandbox with no account.",
     );
   }
