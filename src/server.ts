@@ -17,6 +17,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
 import { ValidationError } from "./api/errors.js";
+import { isObject } from "./api/normalize.js";
 import { cleanText, redact } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { errorResult, validationMessage } from "./tools/format.js";
@@ -142,7 +143,7 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     if (request.method !== "tools/call") {
       throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${cleanText(request.method, 80)}`);
     }
-    const params: Record<string, unknown> = isRecord(request.params) ? request.params : {};
+    const params: Record<string, unknown> = isObject(request.params) ? request.params : {};
     const name = typeof params["name"] === "string" ? params["name"] : "";
     return callTool(name, params["arguments"], extra);
   };
@@ -157,8 +158,4 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       .catch(() => undefined);
   });
   return server;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -8,6 +8,7 @@ import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { loadUndici } from "./load-undici.js";
 import { cleanText } from "../redact.js";
+import { sleep } from "../sleep.js";
 import {
   AbortedError,
   GenerationError,
@@ -16,15 +17,16 @@ import {
   TimeoutError,
   errorFromResponse,
 } from "./errors.js";
-import type { HeaderBag, RateBudget } from "./rate-budget.js";
+import { headerValue, type HeaderBag } from "./headers.js";
+import type { RateBudget } from "./rate-budget.js";
 import {
   DEFAULT_MAX_WAIT_MS,
   MAX_FOREGROUND_429_WAIT_MS,
-  headerValue,
   parseResetHeader,
   parseRetryAfter,
   tooLongToWait,
 } from "./rate-budget.js";
+import { isObject } from "./normalize.js";
 import type { RequestPriority } from "./types.js";
 
 export interface HttpOptions {
@@ -216,7 +218,7 @@ export class HttpTransport {
   }
 
   private sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return (this.options.sleep ?? abortableSleep)(ms, signal);
+    return (this.options.sleep ?? sleep)(ms, signal);
   }
 }
 
@@ -309,25 +311,6 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortedError();
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, Number.isFinite(value) ? value : min));
-}
-
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError());
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortedError());
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -5,9 +5,8 @@
  */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { AbortedError, RateLimitError, type GenerationError } from "./errors.js";
+import { headerValue, type HeaderBag } from "./headers.js";
 import type { RequestPriority } from "./types.js";
-
-export type HeaderBag = Record<string, string | string[] | undefined>;
 
 export interface RateBudget {
   /** Resolves when a request of this priority may be sent; rejects with AbortedError when the signal aborts. */
@@ -286,17 +285,6 @@ export class TokenBucketBudget implements RateBudget {
       if (index >= 0) queue.splice(index, 1);
     }
   }
-}
-
-/** Case-insensitive header lookup; the first value when the header came more than once. */
-export function headerValue(headers: HeaderBag, name: string): string | undefined {
-  const wanted = name.toLowerCase();
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== wanted || value === undefined) continue;
-    const first = Array.isArray(value) ? value[0] : value;
-    if (first !== undefined) return first;
-  }
-  return undefined;
 }
 
 type HeaderInput = string | readonly string[] | number | undefined;

@@ -74,8 +74,6 @@ export interface UploadResult {
   raw: JsonObject;
 }
 
-export const FINAL_STATUSES = ["completed", "failed"] as const;
-
 export function isFinalStatus(status: string): boolean {
   return status === "completed" || status === "failed";
 }

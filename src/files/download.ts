@@ -4,6 +4,7 @@ import { copyFile, link, mkdir, open, unlink } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Agent, Dispatcher } from "undici";
+import { headerValue } from "../api/headers.js";
 import { loadUndici } from "../api/load-undici.js";
 
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
@@ -337,12 +338,6 @@ function fallbackExtension(expected: DownloadMediaOptions["expected"]): MediaExt
 function discard(body: Dispatcher.ResponseData["body"]): void {
   body.on("error", () => {});
   body.destroy();
-}
-
-function headerValue(headers: Dispatcher.ResponseData["headers"], name: string): string | undefined {
-  const value = headers[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return first === undefined ? undefined : first.trim();
 }
 
 // Signed CDN addresses carry tokens in the query; messages and logs get origin and path only.

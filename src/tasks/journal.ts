@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { isObject } from "../api/normalize.js";
 import type { JsonObject } from "../api/types.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
@@ -234,10 +235,6 @@ function parseEntry(line: string): JournalEntry | undefined {
   if (isObject(result)) entry.result = result;
   if (typeof status === "string") entry.status = status;
   return entry;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { GenerationApi, VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
-import { sleep } from "./sleep.js";
+import { sleep } from "../sleep.js";
 
 export interface PollUpdate {
   video_id: string;

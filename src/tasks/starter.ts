@@ -25,8 +25,8 @@ import { normalizePrompt } from "./fingerprint.js";
 import type { Journal, JournalEntry } from "./journal.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
-import type { Sleep } from "./sleep.js";
-import { sleep as defaultSleep } from "./sleep.js";
+import type { Sleep } from "../sleep.js";
+import { sleep as defaultSleep } from "../sleep.js";
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
 /** Clock difference tolerated between us and the service when matching a history item to our request. */
@@ -167,21 +167,7 @@ export class TaskStarter {
       const started = await this.sendOnce(options.signal, (idempotencyKey) =>
         this.api.generateVideo(body, { priority: "foreground", idempotencyKey }),
       );
-      await this.record({
-        kind: "video",
-        id: started.video_id,
-        fingerprint: options.fingerprint,
-        started_at: sentAt,
-        request: { ...body },
-        ...(started.status === undefined ? {} : { status: started.status }),
-      });
-      return {
-        video_id: started.video_id,
-        status: started.status,
-        reused: false,
-        reconciled: false,
-        raw: started.raw,
-      };
+      return await this.recordVideo(started, { body, options, sentAt, reconciled: false });
     } catch (error) {
       if (!isAmbiguous(error)) throw error;
       this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
@@ -190,16 +176,25 @@ export class TaskStarter {
       const found = await this.reconcile(body, sentAt);
       if (!found) throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
       this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
-      await this.record({
-        kind: "video",
-        id: found.video_id,
-        fingerprint: options.fingerprint,
-        started_at: sentAt,
-        request: { ...body },
-        ...(found.status === undefined ? {} : { status: found.status }),
-      });
-      return { ...found, reused: false, reconciled: true };
+      return await this.recordVideo(found, { body, options, sentAt, reconciled: true });
     }
+  }
+
+  /** Journals a started (or adopted) video task before anyone hears of it. */
+  private async recordVideo(
+    task: { video_id: string; status: string | undefined; raw: JsonObject },
+    context: { body: GenerateVideoBody; options: StartOptions; sentAt: number; reconciled: boolean },
+  ): Promise<StartOutcome> {
+    await this.record({
+      kind: "video",
+      id: task.video_id,
+      fingerprint: context.options.fingerprint,
+      started_at: context.sentAt,
+      request: { ...context.body },
+      ...(task.status === undefined ? {} : { status: task.status }),
+    });
+    const { video_id, status, raw } = task;
+    return { video_id, status, raw, reused: false, reconciled: context.reconciled };
   }
 
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {

@@ -6,7 +6,7 @@ import { downloadMedia } from "../files/download.js";
 import { sanitizeValue } from "../redact.js";
 import type { ServerDeps, ToolContext } from "./define-tool.js";
 
-export const MAX_VIDEO_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024;
+const MAX_VIDEO_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024;
 
 export interface VideoOutcome {
   video_id: string;

@@ -1,12 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AbortedError } from "../../src/api/errors.js";
-import type { HeaderBag } from "../../src/api/rate-budget.js";
-import {
-  TokenBucketBudget,
-  headerValue,
-  parseResetHeader,
-  parseRetryAfter,
-} from "../../src/api/rate-budget.js";
+import { headerValue, type HeaderBag } from "../../src/api/headers.js";
+import { TokenBucketBudget, parseResetHeader, parseRetryAfter } from "../../src/api/rate-budget.js";
 import type { RequestPriority } from "../../src/api/types.js";
 
 const NOW = Date.parse("2026-11-22T10:00:00Z");
