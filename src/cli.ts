@@ -18,6 +18,9 @@ const VERSION =
     ? __GENERATION_MCP_VERSION__
     : (createRequire(import.meta.url)("../package.json") as { version: string }).version;
 
+/** The longest a shutdown may take: running calls get a few seconds to answer, then everything closes. */
+const SHUTDOWN_LIMIT_MS = 6000;
+
 const HELP = `generation-mcp ${VERSION} — MCP server for AI video and image generation
 
 Usage:
@@ -40,6 +43,8 @@ The API key is read only from GENERATION_API_KEY (never from a flag, so it stays
 `;
 
 async function main(argv: string[]): Promise<number> {
+  // A client that went away closes our stderr too: a failed log write must not take the process down.
+  process.stderr.on("error", () => undefined);
   if (argv[0] === "sandbox") {
     const { runSandboxCommand } = await import("./sandbox/cli.js");
     await runSandboxCommand(argv.slice(1));
@@ -72,6 +77,8 @@ async function main(argv: string[]): Promise<number> {
     if (typeof value === "string") flags[`--${name}`] = value;
     else if (value === true) flags[`--${name}`] = true;
   }
+  // Registered before the configuration is checked: a refusal may quote a value the key was pasted into.
+  registerSecret(process.env["GENERATION_API_KEY"]?.trim());
   const config = loadConfig({ env: process.env, flags });
   registerSecret(config.apiKey);
   const logger = new Logger();
@@ -103,7 +110,11 @@ async function main(argv: string[]): Promise<number> {
   const shutdown = async () => {
     if (closing) return;
     closing = true;
-    await Promise.allSettled([runtime.close(), closeSandbox(), server.close()]);
+    // Whatever happens below, the process ends: a stuck close must not keep a client's server alive.
+    setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
+    // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
+    await runtime.close().catch(() => undefined);
+    await Promise.allSettled([server.close(), closeSandbox()]);
     process.exit(0);
   };
   server.onclose = () => void shutdown();
@@ -121,6 +132,11 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
+    if (error instanceof Error && error.name === "SandboxStartError") {
+      // Not a usage mistake: one line that says what is wrong and what to do.
+      process.stderr.write(redact(`generation-mcp sandbox: ${error.message}\n`));
+      process.exit(1);
+    }
     const expected = error instanceof ConfigError || isArgError(error) || isUsageError(error);
     const message = expected
       ? error.message

@@ -48,12 +48,7 @@ const numberText = (schema: z.ZodNumber) =>
 
 const schema = z.object({
   GENERATION_API_KEY: optionalText,
-  GENERATION_BASE_URL: optionalText.pipe(
-    z
-      .url({ protocol: /^https?$/, error: "must be an http(s) URL ending in /api/v1" })
-      .transform((value) => value.replace(/\/+$/, ""))
-      .optional(),
-  ),
+  GENERATION_BASE_URL: optionalText,
   GENERATION_SANDBOX: optionalText.pipe(z.enum(["0", "1", "true", "false"]).optional()),
   GENERATION_POLL_INTERVAL_MS: optionalText.pipe(
     numberText(z.number().int("must be a whole number of milliseconds").min(100).max(600_000)).optional(),
@@ -97,7 +92,7 @@ export function loadConfig({
     path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
   const config: Config = {
     apiKey: values.GENERATION_API_KEY,
-    baseUrl: values.GENERATION_BASE_URL,
+    baseUrl: values.GENERATION_BASE_URL === undefined ? undefined : checkBaseUrl(values.GENERATION_BASE_URL),
     sandbox,
     pollIntervalMs: values.GENERATION_POLL_INTERVAL_MS ?? 5000,
     waitTimeoutS: values.GENERATION_WAIT_TIMEOUT_S ?? 45,
@@ -116,4 +111,57 @@ export function loadConfig({
     );
   }
   return config;
+}
+
+const BASE_URL_RULE = "the service address up to and including /api/v1, e.g. https://<service>/api/v1";
+const VERSION_PATH = /\/api\/v1$/;
+
+/**
+ * The spec's `{base_url}`: an http(s) address whose path ends in the version segment `/api/v1`, without
+ * credentials, query or fragment. Anything else is refused at start with the value we think was meant, since
+ * every call against a wrong base URL would fail with advice about ids instead of addresses.
+ */
+export function checkBaseUrl(value: string): string {
+  const refuse = (problem: string, suggestion?: string): never => {
+    const hint = suggestion === undefined ? "" : ` Did you mean ${suggestion}?`;
+    throw new ConfigError(
+      `GENERATION_BASE_URL (or --base-url): ${problem}; it must be ${BASE_URL_RULE}.${hint}`,
+    );
+  };
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return refuse(`${showValue(value)} is not a URL`);
+  }
+  const shown = showValue(`${url.protocol}//${url.host}${url.pathname}`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return refuse(`${shown} does not start with http:// or https://`);
+  }
+  const path = url.pathname.replace(/\/+$/, "");
+  const intended = `${url.origin}${intendedPath(path)}`;
+  if (url.username !== "" || url.password !== "") {
+    return refuse(
+      "the address carries a user name or password (the API key goes in GENERATION_API_KEY)",
+      intended,
+    );
+  }
+  if (url.search !== "" || url.hash !== "") return refuse(`${shown} has a query or fragment`, intended);
+  if (!VERSION_PATH.test(path)) return refuse(`${shown} does not end in /api/v1`, intended);
+  return `${url.origin}${path}`;
+}
+
+function intendedPath(path: string): string {
+  const inside = path.indexOf("/api/v1/");
+  if (inside >= 0) return path.slice(0, inside + "/api/v1".length);
+  if (VERSION_PATH.test(path)) return path;
+  if (path.endsWith("/api")) return `${path}/v1`;
+  if (path.endsWith("/v1")) return `${path.slice(0, -"/v1".length)}/api/v1`;
+  return `${path}/api/v1`;
+}
+
+function showValue(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  const printable = value.replace(/[\u0000-\u001F\u007F-\u009F]/g, "");
+  return JSON.stringify(printable.length > 200 ? `${printable.slice(0, 200)}…` : printable);
 }

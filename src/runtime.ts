@@ -3,7 +3,6 @@
  * task starter. Used by the CLI (stdio) and by the in-process tests, so both run the same assembly.
  */
 import { createHash } from "node:crypto";
-import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { GenerationClient, type ClientOptions } from "./api/client.js";
@@ -20,17 +19,19 @@ import { TaskStarter } from "./tasks/starter.js";
 export interface ServiceTarget {
   baseUrl: string;
   apiKey: string;
-  /** The embedded sandbox: its tasks end with the process, so its journal starts empty every run. */
+  /**
+   * The embedded sandbox: its tasks end with the process, so its journal lives in memory only. Two sandbox
+   * servers at once (a demo and a desktop client, two sessions) can then never see each other's tasks.
+   */
   ephemeral?: boolean;
 }
 
 /**
- * Each service and key gets its own journal folder under the state folder, so a task started on one (the
- * sandbox, another account) is never returned as a "duplicate" or adopted as "ours" on another. The name
+ * Each service and key gets its own journal folder under the state folder, so a task started on one (another
+ * account, another service) is never returned as a "duplicate" or adopted as "ours" on another. The name
  * shows the host and hides the key behind a hash.
  */
 export function journalDir(stateDir: string, target: ServiceTarget): string {
-  if (target.ephemeral) return path.join(stateDir, "sandbox");
   const host = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).host : "service";
   const digest = createHash("sha256").update(`${target.baseUrl}\n${target.apiKey}`).digest("hex");
   return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest.slice(0, 12)}`);
@@ -39,8 +40,15 @@ export function journalDir(stateDir: string, target: ServiceTarget): string {
 export interface Runtime {
   depsFactory: ServerDepsFactory;
   client: GenerationClient;
-  close(): Promise<void>;
+  /**
+   * Stops the process's work: every call still running answers at once with what it has (a started task
+   * with its video_id and "still processing"), waited for at most `graceMs`, then everything is closed.
+   */
+  close(graceMs?: number): Promise<void>;
 }
+
+/** How long a shutdown waits for running calls to answer before closing. */
+export const SHUTDOWN_GRACE_MS = 3000;
 
 export async function createRuntime(
   config: Config,
@@ -58,19 +66,27 @@ export async function createRuntime(
     userAgent: `generation-mcp/${version}`,
     ...clientOverrides,
   });
-  const journalFolder = journalDir(config.stateDir, target);
-  if (target.ephemeral) await rm(journalFolder, { recursive: true, force: true });
-  const journal = await Journal.open(journalFolder);
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
+  const journal = target.ephemeral
+    ? Journal.inMemory({ logger: log })
+    : await Journal.open(journalDir(config.stateDir, target), { logger: log });
   const poller = new PollEngine({ api: client, intervalMs: config.pollIntervalMs, logger: log });
   const starter = new TaskStarter({ api: client, journal, budget, logger: log });
 
+  const stopping = new AbortController();
+  const running = new Set<Promise<unknown>>();
   const depsFactory: ServerDepsFactory = ({ clientRoots }) => ({
     api: client,
     poller,
     starter,
     config,
     logger,
+    stopping: stopping.signal,
+    track: (call) => {
+      running.add(call);
+      const done = () => running.delete(call);
+      call.then(done, done);
+    },
     allowedDirs: async () =>
       resolveAllowedDirs({
         configured: config.allowedDirs,
@@ -82,8 +98,17 @@ export async function createRuntime(
   return {
     depsFactory,
     client,
-    async close() {
+    async close(graceMs = SHUTDOWN_GRACE_MS) {
+      stopping.abort();
       poller.close();
+      if (running.size > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const grace = new Promise((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        });
+        await Promise.race([Promise.allSettled([...running]), grace]);
+        clearTimeout(timer);
+      }
       await client.close();
       // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.
       await journal.close();

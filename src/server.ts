@@ -16,11 +16,11 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
-import { ValidationError } from "./api/errors.js";
+import { AbortedError, ValidationError } from "./api/errors.js";
 import { isObject } from "./api/normalize.js";
 import { cleanText, redact } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
-import { errorResult, validationMessage } from "./tools/format.js";
+import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
 
 export const SERVER_NAME = "generation-mcp";
@@ -102,7 +102,8 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     const context: ToolContext = {
-      signal: extra.signal,
+      signal: AbortSignal.any([extra.signal, deps.stopping]),
+      startedAt: Date.now(),
       logger: deps.logger,
       progress: async (message) => {
         if (progressToken === undefined || extra.signal.aborted) return;
@@ -117,17 +118,19 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
         }
       },
     };
+    const running = tool.handler(parsed.data, deps, context);
+    deps.track?.(running);
     try {
-      const result = tool.output.parse(await tool.handler(parsed.data, deps, context)) as Record<
-        string,
-        unknown
-      >;
+      const result = tool.output.parse(await running) as Record<string, unknown>;
       return {
         content: [{ type: "text", text: redact(tool.summarize(result)) }],
         structuredContent: JSON.parse(redact(JSON.stringify(result))) as Record<string, unknown>,
       };
     } catch (error) {
-      if (!(error instanceof Error && "code" in error)) {
+      if (error instanceof AbortedError && deps.stopping.aborted && !extra.signal.aborted) {
+        return errorResult(new StoppingError());
+      }
+      if (!(error instanceof Error && "code" in error) && !(error instanceof AbortedError)) {
         deps.logger.error(`${tool.name} failed unexpectedly`, {
           error: String(error instanceof Error ? error.stack : error),
         });

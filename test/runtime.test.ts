@@ -1,11 +1,12 @@
 /** The runtime keeps one journal per service and key, so tasks of one never pass for tasks of another. */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Config } from "../src/config.js";
 import { Logger } from "../src/logger.js";
 import { createRuntime, journalDir } from "../src/runtime.js";
+import { startSandbox } from "../src/sandbox/index.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 const harnesses: Harness[] = [];
@@ -22,7 +23,6 @@ describe("journal per service", () => {
     expect(a).toMatch(/^\/s\/api\.example\.com-[0-9a-f]{12}$/);
     expect(a).not.toContain("sk-one");
     expect(journalDir("/s", { baseUrl: "https://api.example.com/api/v1", apiKey: "sk-one-123456" })).toBe(a);
-    expect(journalDir("/s", { baseUrl: "x", apiKey: "y", ephemeral: true })).toBe("/s/sandbox");
   });
 
   it("does not return a task of another service as a duplicate", async () => {
@@ -44,11 +44,9 @@ describe("journal per service", () => {
     }
   });
 
-  it("starts the embedded sandbox's journal empty", async () => {
+  it("keeps the embedded sandbox's journal in memory: nothing is read from or written to the state folder", async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), "generation-mcp-state-"));
     try {
-      await mkdir(path.join(stateDir, "sandbox"));
-      await writeFile(path.join(stateDir, "sandbox", "tasks.jsonl"), '{"kind":"video","id":"old"}\n');
       const config: Config = {
         apiKey: undefined,
         baseUrl: undefined,
@@ -62,8 +60,39 @@ describe("journal per service", () => {
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");
       await runtime.close();
-      const text = await readFile(path.join(stateDir, "sandbox", "tasks.jsonl"), "utf8").catch(() => "");
-      expect(text).not.toContain('"old"');
+      expect(await readdir(stateDir)).toEqual([]);
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it("never hands back a journaled task that the service no longer knows (a restarted sandbox on the same port)", async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), "generation-mcp-state-"));
+    try {
+      const first = await startHarness({ config: { stateDir } });
+      const port = Number(new URL(first.sandbox.baseUrl).port);
+      const one = await first.call("generate_video", { prompt: "the same words", wait: false });
+      await first.close();
+      // A new service instance at the same address: the journal folder (per base URL and key) is shared.
+      const restarted = await startSandbox({ port, timings: { queuedMs: 40, processingMs: 160 } });
+      const second = await startHarness({ config: { stateDir }, reuseSandbox: restarted });
+      harnesses.push(second);
+      try {
+        const two = await second.call("generate_video", { prompt: "the same words", wait: false });
+        expect(two.result.isError, two.text).toBeFalsy();
+        expect(two.structured?.["reused"]).toBeUndefined();
+        expect(two.structured?.["video_id"]).not.toBe(one.structured?.["video_id"]);
+        const status = await second.call("get_status", { video_id: two.structured?.["video_id"] });
+        expect(status.result.isError, status.text).toBeFalsy();
+        // And the stale one is not offered again either.
+        const three = await second.call("generate_video", { prompt: "the same words", wait: false });
+        expect(three.structured?.["video_id"]).toBe(two.structured?.["video_id"]);
+        expect(three.structured?.["reused"]).toBe(true);
+      } finally {
+        await second.close();
+        harnesses.splice(harnesses.indexOf(second), 1);
+        await restarted.close();
+      }
     } finally {
       await rm(stateDir, { recursive: true, force: true });
     }

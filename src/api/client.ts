@@ -85,6 +85,7 @@ export class GenerationClient implements GenerationApi {
     // Background polls are not retried here: the poll engine backs off and keeps the budget fair itself.
     const { data } = await this.http.call("GET", `videos/${encodePathSegment(videoId)}`, {
       retry: options.priority !== "background",
+      idRoute: true,
       ...options,
     });
     return toVideoStatus(data, videoId);

@@ -26,6 +26,8 @@ export interface GenerationErrorInit {
   /** For 429: when the window resets, as an absolute epoch in milliseconds. */
   retryAtMs?: number | undefined;
   requestId?: string | undefined;
+  /** Overrides the code's default: false for failures that a retry cannot cure (a TLS mismatch, no such host). */
+  transient?: boolean | undefined;
   cause?: unknown;
 }
 
@@ -37,6 +39,7 @@ export class GenerationError extends Error {
   readonly maybeProcessed: boolean;
   readonly retryAtMs: number | undefined;
   readonly requestId: string | undefined;
+  private readonly transientOverride: boolean | undefined;
 
   constructor(code: string, message: string, init: GenerationErrorInit = {}) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -46,10 +49,12 @@ export class GenerationError extends Error {
     this.maybeProcessed = init.maybeProcessed ?? false;
     this.retryAtMs = init.retryAtMs;
     this.requestId = init.requestId;
+    this.transientOverride = init.transient;
   }
 
   /** Worth trying the same read again later: the service or the network failed, not the request. */
   get transient(): boolean {
+    if (this.transientOverride !== undefined) return this.transientOverride;
     return (
       this.code === "network_error" ||
       this.code === "timeout" ||
@@ -141,27 +146,46 @@ export class AbortedError extends Error {
   }
 }
 
+/** Said when only the user can fix it: the assistant cannot edit the server's configuration or restart it. */
+export const ASK_USER = "Ask the user to";
+
 const NEXT_STEPS: Record<string, string> = {
-  unauthorized:
-    "Check GENERATION_API_KEY: it is missing, mistyped or revoked. Create a key on the service's API keys page, then restart the server.",
+  unauthorized: `${ASK_USER} check GENERATION_API_KEY in this server's entry of their MCP client configuration: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself; the client must restart the server after the change.`,
   insufficient_credits:
-    "Nothing was charged. Call get_credits to see the balance, then choose a cheaper model or a shorter duration, or top up the account.",
-  paid_access_required:
-    "This model or the image endpoint needs a paid plan. Use vendor-video-1-5-pro for video, or upgrade the account.",
+    "Nothing was charged. Call get_credits to see the balance, then choose a cheaper model or a shorter duration; otherwise ask the user to top up the account.",
+  paid_access_required: `Nothing was charged. Use vendor-video-1-5-pro for video (no paid plan needed), or ${ASK_USER.toLowerCase()} upgrade the account's plan.`,
   validation_error:
     "Fix the named parameter and call again; nothing was sent to the service and nothing was charged.",
   rate_limit_exceeded:
-    "The service's request limit is reached. Wait until the window resets, then call again.",
+    "Nothing was charged. The service's request limit is reached: wait until the window resets, then call again.",
   not_found: "No task has that video_id for this API key. Call list_videos to find the right id.",
   internal_error:
     "The service failed internally. Try again in a minute; if it persists, the service may be down.",
   upstream_error:
     "The generation provider behind the service is failing right now. Try again in a minute; a started task keeps running.",
   network_error:
-    "The service could not be reached. Check GENERATION_BASE_URL and the network, then try again.",
+    "The connection to the service failed. Try again in a moment; if it keeps failing, ask the user to check GENERATION_BASE_URL and their network.",
   timeout:
     "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
+
+/** A 400 the service sent: the request did reach it, so "nothing was sent" would be false. */
+export const SERVICE_VALIDATION_STEP =
+  "The service refused the request as invalid, so nothing was charged. Fix what its message names and call again.";
+
+/** A 413, usually from a proxy in front of the service with a body limit lower than the service's own. */
+export const TOO_LARGE_STEP =
+  "The service (or a proxy in front of it) refused the request body as too large (HTTP 413), so nothing was charged. For an image, send a smaller file (resize or recompress it) and call again.";
+
+/** Only the user can fix the base URL: its rule, and who must act. */
+export const FIX_BASE_URL =
+  "fix GENERATION_BASE_URL in this server's MCP client configuration: it must be the service address up to and " +
+  "including /api/v1 (for example https://<service>/api/v1). You cannot change it yourself.";
+
+/** A route the service does not have: the base URL is wrong, not the id. */
+export function unknownRouteStep(origin: string): string {
+  return `${origin} answered, but not as the generation service's API (no such route). ${ASK_USER} ${FIX_BASE_URL}`;
+}
 
 export function defaultNextStep(code: string): string {
   return NEXT_STEPS[code] ?? "Try again later; if the problem persists, check the service's status.";
@@ -175,6 +199,7 @@ export function errorFromResponse(
   init: GenerationErrorInit = {},
 ): GenerationError {
   const withStatus = { ...init, status };
+  if (status === 413) return new ValidationError(message, { nextStep: TOO_LARGE_STEP, ...withStatus });
   switch (code) {
     case "unauthorized":
       return new UnauthorizedError(message, withStatus);
@@ -183,7 +208,7 @@ export function errorFromResponse(
     case "paid_access_required":
       return new PaidAccessRequiredError(message, withStatus);
     case "validation_error":
-      return new ValidationError(message, withStatus);
+      return new ValidationError(message, { nextStep: SERVICE_VALIDATION_STEP, ...withStatus });
     case "rate_limit_exceeded":
       return new RateLimitError(message, withStatus);
     case "not_found":
@@ -196,7 +221,9 @@ export function errorFromResponse(
   if (status === 401) return new UnauthorizedError(message, withStatus);
   if (status === 404) return new NotFoundError(message, withStatus);
   if (status === 429) return new RateLimitError(message, withStatus);
-  if (status === 400 || status === 422) return new ValidationError(message, withStatus);
+  if (status === 400 || status === 422) {
+    return new ValidationError(message, { nextStep: SERVICE_VALIDATION_STEP, ...withStatus });
+  }
   if (status === 408 || status === 504) return new TimeoutError(message, withStatus);
   if (status === 502 || status === 503) return new UpstreamError(message, withStatus);
   if (status === 403 && code !== undefined && /^[a-z_]{1,40}$/.test(code)) {

@@ -10,12 +10,17 @@ import { loadUndici } from "./load-undici.js";
 import { cleanText } from "../redact.js";
 import { sleep } from "../sleep.js";
 import {
+  ASK_USER,
   AbortedError,
   GenerationError,
   InternalServiceError,
   NetworkError,
+  NotFoundError,
+  RateLimitError,
   TimeoutError,
+  FIX_BASE_URL,
   errorFromResponse,
+  unknownRouteStep,
 } from "./errors.js";
 import { headerValue, type HeaderBag } from "./headers.js";
 import type { RateBudget } from "./rate-budget.js";
@@ -56,6 +61,13 @@ export interface CallOptions {
   priority?: RequestPriority | undefined;
   idempotencyKey?: string | undefined;
   timeoutMs?: number;
+  /**
+   * Epoch ms by which the whole call (every attempt, retry and wait for the rate budget) must be over, so a
+   * tool answers inside the client's patience whatever the service does.
+   */
+  deadline?: number | undefined;
+  /** The path names one task (GET /videos/:id): only there does an enveloped 404 mean "no such id". */
+  idRoute?: boolean;
 }
 
 export interface HttpResult {
@@ -65,13 +77,33 @@ export interface HttpResult {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** A call without a deadline of its own still ends: every attempt, retry and budget wait included. */
+export const DEFAULT_CALL_DEADLINE_MS = 45_000;
+/** Below this much time left, another attempt could not get an answer in: stop and report. */
+const MIN_ATTEMPT_MS = 1000;
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 const RETRY_BASE_MS = 500;
 const RETRY_CAP_MS = 10_000;
 const RETRY_AFTER_CAP_MS = 60_000;
-/** Failures that happen before a single byte of the request left: safe to say nothing was processed. */
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
-const NOT_SENT_UNDICI = new Set(["UND_ERR_CONNECT_TIMEOUT"]);
+/**
+ * Failures of the connection phase: no byte of the request can have reached the service, so nothing was
+ * processed or charged. Those that a retry cannot cure are answered at once.
+ */
+const CONNECT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+const PERMANENT_CONNECT_CODES = new Set(["ENOTFOUND", "EAI_NONAME"]);
+/** TLS handshake failures (e.g. https against a plain-http port, a bad certificate): before any request byte. */
+const TLS_CODE =
+  /^(ERR_SSL_|ERR_TLS_|EPROTO$|CERT_|DEPTH_ZERO_|SELF_SIGNED_|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH)/;
 
 export class HttpTransport {
   private readonly base: URL;
@@ -85,15 +117,20 @@ export class HttpTransport {
 
   async call(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
     const maxRetries = call.retry ? (this.options.maxRetries ?? 3) : 0;
+    const deadline = call.deadline ?? Date.now() + DEFAULT_CALL_DEADLINE_MS;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.attempt(method, path, call);
+        return await this.attempt(method, path, call, deadline);
       } catch (error) {
         if (!(error instanceof GenerationError) || !error.transient || attempt >= maxRetries) throw error;
         const delay = this.retryDelay(error, attempt);
         const background = call.priority === "background";
         if (error.code === "rate_limit_exceeded" && !background && delay > MAX_FOREGROUND_429_WAIT_MS) {
           throw tooLongToWait(error, delay);
+        }
+        // Another try could not finish before the caller's deadline: the failure in hand is the answer.
+        if (Date.now() + delay + MIN_ATTEMPT_MS > deadline) {
+          throw error.code === "rate_limit_exceeded" ? tooLongToWait(error, delay) : error;
         }
         await this.sleep(delay, call.signal);
       }
@@ -112,9 +149,14 @@ export class HttpTransport {
     return this.dispatcher;
   }
 
-  private async attempt(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
+  private async attempt(
+    method: "GET" | "POST",
+    path: string,
+    call: CallOptions,
+    deadline: number,
+  ): Promise<HttpResult> {
     throwIfAborted(call.signal);
-    await this.options.budget.acquire(call.priority ?? "foreground", call.signal);
+    await this.acquireBefore(call, deadline);
 
     // The path is handed to the dispatcher as is: a WHATWG URL would resolve an id like %2E%2E as "..".
     const query = new URLSearchParams();
@@ -139,7 +181,8 @@ export class HttpTransport {
       body = streamed.body;
     }
 
-    const timeout = AbortSignal.timeout(call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const perAttempt = call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(Math.max(1, Math.min(perAttempt, deadline - Date.now())));
     const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
     const charging = method === "POST" && !call.retry;
     let response: Dispatcher.ResponseData | undefined;
@@ -169,10 +212,34 @@ export class HttpTransport {
     }
     const { statusCode: status, headers: responseHeaders } = response;
     return {
-      data: unwrapEnvelope(status, responseHeaders, text, charging),
+      data: unwrapEnvelope(status, responseHeaders, text, charging, {
+        idRoute: call.idRoute === true,
+        origin: this.base.origin,
+      }),
       status,
       headers: responseHeaders,
     };
+  }
+
+  /**
+   * Waits for the rate budget, but never past the deadline: when the budget already knows the wait would be
+   * longer than a call of the user's can afford, it answers rate_limit_exceeded at once (nothing was sent).
+   */
+  private async acquireBefore(call: CallOptions, deadline: number): Promise<void> {
+    const priority = call.priority ?? "foreground";
+    const left = deadline - Date.now();
+    const expected = this.options.budget.expectedWaitMs?.(priority) ?? 0;
+    if (priority === "foreground" && expected > Math.min(MAX_FOREGROUND_429_WAIT_MS, left - MIN_ATTEMPT_MS)) {
+      throw budgetSpent(expected);
+    }
+    const timer = AbortSignal.timeout(Math.max(1, left - MIN_ATTEMPT_MS));
+    const signal = call.signal ? AbortSignal.any([call.signal, timer]) : timer;
+    try {
+      await this.options.budget.acquire(priority, signal);
+    } catch (error) {
+      if (call.signal?.aborted || !timer.aborted) throw error;
+      throw budgetSpent(Math.max(0, expected));
+    }
   }
 
   private transportError(
@@ -187,6 +254,19 @@ export class HttpTransport {
     if (error instanceof GenerationError) return error;
     if (context.callerSignal?.aborted) return new AbortedError();
     const code = errorCode(error);
+    if (!context.gotHeaders && code !== undefined && TLS_CODE.test(code)) {
+      return new NetworkError(
+        `The TLS handshake with ${this.base.origin} failed (${code}); no request was sent, so nothing was charged.`,
+        {
+          transient: false,
+          cause: error,
+          nextStep:
+            `${ASK_USER} check GENERATION_BASE_URL in this server's MCP client configuration: https was used ` +
+            "against a server that does not speak TLS there (should it start with http://?), or the server's " +
+            "certificate is not valid. You cannot change it yourself.",
+        },
+      );
+    }
     if (context.timeout.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
       return new TimeoutError(
         context.gotHeaders
@@ -198,12 +278,23 @@ export class HttpTransport {
     // Only failures of the connection are network errors; anything else is a bug and stays itself.
     if (code === undefined && !(error instanceof Error && error.name === "SocketError"))
       return asError(error);
-    const notSent = code !== undefined && (NOT_SENT_CODES.has(code) || NOT_SENT_UNDICI.has(code));
+    const notSent = !context.gotHeaders && code !== undefined && CONNECT_CODES.has(code);
+    if (notSent) {
+      const permanent = PERMANENT_CONNECT_CODES.has(code);
+      return new NetworkError(
+        `Could not connect to the generation service at ${this.base.origin} (${code}); no request was sent, so nothing was charged.`,
+        {
+          cause: error,
+          ...(permanent && { transient: false }),
+          nextStep: permanent
+            ? `${ASK_USER} check GENERATION_BASE_URL in this server's MCP client configuration: its host name does not resolve. You cannot change it yourself.`
+            : `Try again in a moment. If it keeps failing, the service is down or ${ASK_USER.toLowerCase()} check GENERATION_BASE_URL (host and port) in this server's MCP client configuration.`,
+        },
+      );
+    }
     return new NetworkError(
-      notSent
-        ? `Could not connect to the generation service (${code}).`
-        : `The connection to the generation service broke (${code ?? "connection closed"}).`,
-      { maybeProcessed: context.charging && !notSent, cause: error },
+      `The connection to the generation service broke (${code ?? "connection closed"}).`,
+      { maybeProcessed: context.charging, cause: error },
     );
   }
 
@@ -222,8 +313,21 @@ export class HttpTransport {
   }
 }
 
+export interface AnswerContext {
+  /** The request named one task (GET /videos/:id). */
+  idRoute: boolean;
+  /** The service origin, named when the answer shows the base URL is wrong. */
+  origin: string;
+}
+
 /** Turns one answer into the `data` payload or a typed error; never relays raw HTML or huge text. */
-export function unwrapEnvelope(status: number, headers: HeaderBag, text: string, charging: boolean): unknown {
+export function unwrapEnvelope(
+  status: number,
+  headers: HeaderBag,
+  text: string,
+  charging: boolean,
+  context: AnswerContext = { idRoute: false, origin: "the service" },
+): unknown {
   const requestId = headerValue(headers, "x-request-id");
   const retryAtMs = retryAt(status, headers);
   let body: unknown;
@@ -241,8 +345,25 @@ export function unwrapEnvelope(status: number, headers: HeaderBag, text: string,
       isObject(errorField) && typeof errorField["code"] === "string" ? errorField["code"] : undefined;
     const message =
       isObject(errorField) && errorField["message"] !== undefined
-        ? cleanText(errorField["message"])
+        ? `The service answered HTTP ${status}: ${quoteServiceText(errorField["message"])}`
         : describeBadAnswer(status, headers, text, envelope !== undefined);
+    // A 404 or 405 that is not the service's enveloped "no such task" means the request went to the wrong
+    // place (a wrong GENERATION_BASE_URL), which only the user can fix.
+    if (status === 405 || (status === 404 && !(context.idRoute && isObject(errorField)))) {
+      const unsure = status === 404 && context.idRoute;
+      return throwing(
+        new NotFoundError(message, {
+          status,
+          requestId,
+          transient: false,
+          nextStep: unsure
+            ? "No task with that video_id was found, or the base URL is wrong (the answer was not the service's " +
+              "JSON). If the other tools work, the id is wrong: call list_videos to find the right one. If they " +
+              `fail the same way, ${ASK_USER.toLowerCase()} ${FIX_BASE_URL}`
+            : unknownRouteStep(context.origin),
+        }),
+      );
+    }
     return throwing(
       errorFromResponse(status, code, message, { requestId, retryAtMs, maybeProcessed: ambiguous }),
     );
@@ -266,6 +387,25 @@ function describeBadAnswer(status: number, headers: HeaderBag, text: string, was
   const kind =
     /html/i.test(type) || /^\s*</.test(text) ? "an HTML page" : `a body that is not JSON (${type})`;
   return `The service answered HTTP ${status} with ${cleanText(kind, 80)}.`;
+}
+
+/**
+ * Service text relayed as data, never as instructions: one cleaned, bounded line in quotes, so a message such
+ * as "ignore all previous instructions" reads as what the service said, not as our own words.
+ */
+export function quoteServiceText(value: unknown, maxChars = 300): string {
+  return `"${cleanText(value, maxChars).replace(/"/g, "'")}"`;
+}
+
+function budgetSpent(waitMs: number): RateLimitError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new RateLimitError(
+    `The API key's request budget is spent for about ${seconds} s (the service's rate limit); no request was sent.`,
+    {
+      retryAtMs: Date.now() + waitMs,
+      nextStep: `Nothing was charged. Wait about ${seconds} s for the service's rate limit to reset, then call again.`,
+    },
+  );
 }
 
 function retryAt(status: number, headers: HeaderBag): number | undefined {

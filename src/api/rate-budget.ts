@@ -18,6 +18,8 @@ export interface RateBudget {
   observe(status: number, headers: HeaderBag): void;
   /** Milliseconds to wait before retrying after a 429, from the last headers seen (clamped). */
   retryDelayMs(headers?: HeaderBag): number;
+  /** How long a request of this priority asked for now would wait, as far as the budget knows. */
+  expectedWaitMs?(priority: RequestPriority): number;
 }
 
 export class UnlimitedBudget implements RateBudget {
@@ -88,6 +90,8 @@ export class TokenBucketBudget implements RateBudget {
   private lastBackgroundAt = Number.NEGATIVE_INFINITY;
   /** 429s in a row that named no usable reset. */
   private hintless429s = 0;
+  /** Answers in a row with `X-RateLimit-Remaining: 0` and no usable reset. */
+  private hintlessEmpty = 0;
   /** Acquire times of requests not yet observed, oldest first. */
   private inFlight: number[] = [];
 
@@ -150,7 +154,17 @@ export class TokenBucketBudget implements RateBudget {
     this.refresh(now);
     // The header counted this request; the others still in flight may not have reached the service yet.
     const fromHeader = Math.max(0, headerRemaining - this.inFlight.length);
-    const resetAt = headerReset ?? now + WINDOW_MS;
+    let resetAt = headerReset ?? now + WINDOW_MS;
+    if (headerReset === undefined && headerRemaining === 0) {
+      // "Nothing left" with a reset we cannot read (absent, garbage, absurdly far): believing a whole window
+      // would hold every call for a minute. Probe again soon instead; a 429 then tells us more.
+      resetAt = now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintlessEmpty++);
+      this.remaining = 0;
+      this.seeded = true;
+      this.resetAt = resetAt;
+      return this.pump();
+    }
+    this.hintlessEmpty = 0;
     if (!this.seeded || resetAt > this.resetAt + 1000) {
       // First reading, or the service has started a window we had not modelled yet.
       this.remaining = Math.min(fromHeader, this.limit);
@@ -176,6 +190,12 @@ export class TokenBucketBudget implements RateBudget {
     delay ??= 1000;
     const jitter = this.random() * 250;
     return Math.round(Math.min(this.maxWaitMs, Math.max(MIN_RETRY_DELAY_MS, delay) + jitter));
+  }
+
+  expectedWaitMs(priority: RequestPriority): number {
+    const now = this.now();
+    this.refresh(now);
+    return Math.max(0, this.grantTime(priority, now) - now);
   }
 
   /** What the budget believes now; for logs and tests. */

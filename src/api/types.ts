@@ -11,6 +11,8 @@ export interface RequestOptions {
   priority?: RequestPriority | undefined;
   /** Sent as `Idempotency-Key` on POSTs (harmless where the service ignores it). */
   idempotencyKey?: string | undefined;
+  /** Epoch ms by which the request (retries and rate-budget waits included) must be over. */
+  deadline?: number | undefined;
 }
 
 export type GenerateVideoBody = {

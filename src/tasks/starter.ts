@@ -1,8 +1,10 @@
 /**
- * Starts paid tasks without ever paying twice by accident. A start is sent once (one Idempotency-Key per
- * logical start), retried only after a 429 — which the service answers before doing anything — and an
- * ambiguous failure is settled by looking at the history before anyone is told to try again. Every
- * started task is in the journal before the caller hears of it.
+ * Starts paid tasks without ever paying twice by accident, even across a crash. Each start writes its intent
+ * (fingerprint, Idempotency-Key, time) to the journal and syncs it BEFORE the POST leaves; the outcome follows
+ * it. A start is sent once, retried only after a 429 (which the service answers before doing anything), and
+ * an ambiguous failure is settled by looking at the history before anyone is told to try again. An intent
+ * left without an outcome (a crash, a timeout that said "a charge is possible") is settled the same way
+ * before an identical request may pay again, and if it must be re-sent it keeps its Idempotency-Key.
  */
 import { randomUUID } from "node:crypto";
 import { AbortedError, GenerationError } from "../api/errors.js";
@@ -34,9 +36,15 @@ export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
 const RECONCILE_PAGE_LIMIT = 50;
 const RECONCILE_ATTEMPTS = 2;
 const RECONCILE_PAUSE_MS = 2000;
+/** Time kept for the history lookup when a start's own deadline is near. */
+const RECONCILE_RESERVE_MS = 5000;
+/** The least time a start request is given, however little of the call's deadline is left. */
+const MIN_START_MS = 10_000;
+/** An unsettled intent older than this cannot be a duplicate any more, and the history page would not show it. */
+const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
 
 export const VIDEO_CHARGE_POSSIBLE =
-  "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos to check for a task with this prompt (or get_credits) before starting again.";
+  "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos to check for a task with this prompt (or get_credits) before starting again. An identical generate_video call is safe: it looks in the history first and does not pay twice.";
 export const IMAGE_CHARGE_POSSIBLE =
   "The request may have reached the service and a charge is possible. Do not retry blindly: call get_credits to see whether credits were spent before starting again.";
 
@@ -50,14 +58,16 @@ export interface StartOptions {
    * and its bookkeeping (journal, reconciliation) finish, so a paid task is never lost to a cancellation.
    */
   signal?: AbortSignal | undefined;
+  /** Epoch ms by which the start (and any settling) must be over. */
+  deadline?: number | undefined;
 }
 
 export interface StartOutcome {
   video_id: string;
   status: string | undefined;
-  /** An earlier identical task was returned; nothing was sent. */
+  /** An earlier identical task was returned; nothing new was charged. */
   reused: boolean;
-  /** The start failed ambiguously and this task was found in the history. */
+  /** The start's answer was lost (a failure, a crash) and this task was found in the history. */
   reconciled: boolean;
   raw: JsonObject;
 }
@@ -71,7 +81,7 @@ export interface ImageStartOutcome {
 }
 
 export interface TaskStarterOptions {
-  api: Pick<GenerationApi, "generateVideo" | "generateImage" | "listVideos">;
+  api: Pick<GenerationApi, "generateVideo" | "generateImage" | "listVideos" | "getVideo">;
   journal: Journal;
   budget: RateBudget;
   now?: () => number;
@@ -81,6 +91,7 @@ export interface TaskStarterOptions {
 }
 
 type Attempt<T> = (idempotencyKey: string) => Promise<T>;
+type Found = Pick<StartOutcome, "video_id" | "status" | "raw">;
 
 export class TaskStarter {
   private readonly api: TaskStarterOptions["api"];
@@ -92,6 +103,10 @@ export class TaskStarter {
   private readonly duplicateWindowMs: number;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<StartOutcome | ImageStartOutcome>>();
+  /** Intents this process wrote: they are not an earlier run's lost answers. */
+  private readonly ownKeys = new Set<string>();
+  /** Whether the intents an earlier run left behind have been looked up. */
+  private leftoversSettled = false;
 
   constructor(options: TaskStarterOptions) {
     this.api = options.api;
@@ -105,8 +120,9 @@ export class TaskStarter {
 
   /**
    * Starts a video task, or returns the identical one started within the duplicate window (or still being
-   * started by another call) unless `allowDuplicate`. Throws the service's error when nothing was charged,
-   * and a `maybeProcessed` error that says a charge is possible when the outcome stays unknown.
+   * started by another call, or whose answer an earlier attempt lost) unless `allowDuplicate`. Throws the
+   * service's error when nothing was charged, and a `maybeProcessed` error that says a charge is possible
+   * when the outcome stays unknown.
    */
   startVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
     const key = `video:${options.fingerprint}`;
@@ -115,17 +131,13 @@ export class TaskStarter {
       : (this.pending.get(key) as Promise<StartOutcome> | undefined);
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true, reconciled: false }));
     return this.track(key, async () => {
-      if (!options.allowDuplicate) {
-        await this.refreshJournal();
-        const earlier = this.journal.findDuplicate(options.fingerprint, this.duplicateWindowMs);
-        if (earlier?.kind === "video" && earlier.id !== undefined) {
-          this.logger("info", "Returning the identical video task started earlier.", {
-            video_id: earlier.id,
-          });
-          const raw = earlier.result ?? {};
-          return { video_id: earlier.id, status: earlier.status, reused: true, reconciled: false, raw };
-        }
-      }
+      await this.refreshJournal();
+      await this.settleLeftovers(options.deadline);
+      if (options.allowDuplicate) return this.sendVideo(body, options);
+      const earlier = await this.liveDuplicate(options);
+      if (earlier) return earlier;
+      const lost = this.journal.pendingIntent(options.fingerprint);
+      if (lost?.kind === "video" && lost.key !== undefined) return this.settleAndResend(lost, body, options);
       return this.sendVideo(body, options);
     });
   }
@@ -148,48 +160,177 @@ export class TaskStarter {
       : (this.pending.get(key) as Promise<ImageStartOutcome> | undefined);
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true }));
     return this.track(key, async () => {
+      await this.refreshJournal();
       if (!options.allowDuplicate) {
-        await this.refreshJournal();
         const earlier = this.journal.findDuplicate(options.fingerprint, this.duplicateWindowMs);
         if (earlier?.kind === "image") {
           this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
           const raw = earlier.result ?? {};
           return { result: undefined, image_urls: stringArray(raw["image_urls"]), reused: true, raw };
         }
+        const lost = this.journal.pendingIntent(options.fingerprint);
+        if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
+          // The service keeps no image history to settle this with: only the user can say.
+          throw unsettledImage(lost, this.now());
+        }
       }
       return this.sendImage(body, options);
     });
   }
 
-  private async sendVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
-    const sentAt = this.now();
+  /** The identical task of the duplicate window, checked to still exist on this service. */
+  private async liveDuplicate(options: StartOptions): Promise<StartOutcome | undefined> {
+    const earlier = this.journal.findDuplicate(options.fingerprint, this.duplicateWindowMs);
+    if (earlier?.kind !== "video" || earlier.id === undefined) return undefined;
+    let status = earlier.status;
+    let raw = earlier.result ?? {};
     try {
-      const started = await this.sendOnce(options.signal, (idempotencyKey) =>
-        this.api.generateVideo(body, { priority: "foreground", idempotencyKey }),
-      );
-      return await this.recordVideo(started, { body, options, sentAt, reconciled: false });
-    } catch (error) {
-      if (!isAmbiguous(error)) throw error;
-      this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
-        code: error.code,
+      const seen = await this.api.getVideo(earlier.id, {
+        priority: "foreground",
+        deadline: options.deadline,
       });
-      const found = await this.reconcile(body, sentAt);
-      if (!found) throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
-      this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
-      return await this.recordVideo(found, { body, options, sentAt, reconciled: true });
+      status = seen.status;
+      raw = seen.raw;
+    } catch (error) {
+      if (error instanceof GenerationError && isUnknownTask(error)) {
+        // Another service instance's task (a restarted sandbox on the same port, say): never hand it back.
+        this.logger(
+          "warning",
+          "The journal's identical task is unknown to the service; starting a new one.",
+          {
+            video_id: earlier.id,
+          },
+        );
+        await this.record({ ...voidOf(earlier), id: earlier.id, started_at: this.now() });
+        return undefined;
+      }
+      // The service could not say; the task was paid for and is most likely fine.
+    }
+    this.logger("info", "Returning the identical video task started earlier.", { video_id: earlier.id });
+    return { video_id: earlier.id, status, reused: true, reconciled: false, raw };
+  }
+
+  /**
+   * An identical start whose answer was lost: find it in the history first; only when the history does not
+   * have it is it sent again, with the same Idempotency-Key.
+   */
+  private async settleAndResend(
+    lost: JournalEntry,
+    body: GenerateVideoBody,
+    options: StartOptions,
+  ): Promise<StartOutcome> {
+    const request = lost.request as GenerateVideoBody;
+    this.logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
+    const found = await this.reconcile(request, lost.started_at, options.deadline);
+    if (found) {
+      await this.recordVideo(found, { entry: lost, body: request, reconciled: true });
+      this.logger("info", "Found the earlier start in the history.", { video_id: found.video_id });
+      return { ...found, reused: true, reconciled: true };
+    }
+    this.logger("info", "The history does not have the earlier start; sending it again with its key.", {});
+    return this.sendVideo(body, options, lost.key);
+  }
+
+  /**
+   * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
+   * once, before this process starts anything: a found task is journaled (so its id is never lost and the
+   * duplicate guard sees it), an old one that the history does not have is settled as never processed.
+   */
+  private async settleLeftovers(deadline: number | undefined): Promise<void> {
+    if (this.leftoversSettled) return;
+    const now = this.now();
+    const leftovers = this.journal
+      .pendingIntents()
+      .filter((entry) => entry.key !== undefined && !this.ownKeys.has(entry.key));
+    const fresh = leftovers.filter((entry) => now - entry.started_at <= SETTLE_MAX_AGE_MS);
+    for (const stale of leftovers.filter((entry) => !fresh.includes(entry))) {
+      await this.record({ ...voidOf(stale), started_at: now });
+    }
+    // Images have no history to look in: an identical request is refused while one is open (startImage).
+    const videos = fresh.filter((entry) => entry.kind === "video");
+    if (videos.length === 0) {
+      this.leftoversSettled = true;
+      return;
+    }
+    let items: JsonObject[];
+    try {
+      items = (
+        await this.api.listVideos(
+          { page: 1, limit: RECONCILE_PAGE_LIMIT },
+          { priority: "foreground", deadline: deadline },
+        )
+      ).items;
+    } catch (error) {
+      this.logger("warning", "Could not read the history to settle earlier starts; will try again.", {
+        code: error instanceof GenerationError ? error.code : undefined,
+      });
+      return;
+    }
+    this.leftoversSettled = true;
+    for (const intent of videos) {
+      const request = intent.request as GenerateVideoBody;
+      const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, (id) =>
+        this.journal.has(id),
+      );
+      if (found) {
+        this.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
+          video_id: found.video_id,
+        });
+        await this.recordVideo(found, { entry: intent, body: request, reconciled: true });
+      } else if (now - intent.started_at > RECONCILE_SKEW_MS) {
+        await this.record({ ...voidOf(intent), started_at: now });
+      }
+      // A younger one stays open: an identical request settles it again (the history may lag behind).
     }
   }
 
-  /** Journals a started (or adopted) video task before anyone hears of it. */
+  private async sendVideo(
+    body: GenerateVideoBody,
+    options: StartOptions,
+    reuseKey?: string,
+  ): Promise<StartOutcome> {
+    const intent = await this.writeIntent("video", body, options, reuseKey);
+    try {
+      const started = await this.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
+        this.api.generateVideo(body, {
+          priority: "foreground",
+          idempotencyKey,
+          ...(options.deadline !== undefined && {
+            // Room is kept for the history lookup an ambiguous failure needs, but a start always gets a fair try.
+            deadline: Math.max(this.now() + MIN_START_MS, options.deadline - RECONCILE_RESERVE_MS),
+          }),
+        }),
+      );
+      return await this.recordVideo(started, { entry: intent, body, reconciled: false });
+    } catch (error) {
+      if (!isAmbiguous(error)) {
+        // The service said it did nothing (or nothing could reach it): the intent is settled.
+        await this.record({ ...voidOf(intent), started_at: this.now() });
+        throw error;
+      }
+      this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
+        code: error.code,
+      });
+      const found = await this.reconcile(body, intent.started_at, options.deadline);
+      // Not found: the intent stays open, so an identical request settles it before paying again.
+      if (!found) throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
+      this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
+      return await this.recordVideo(found, { entry: intent, body, reconciled: true });
+    }
+  }
+
+  /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
   private async recordVideo(
-    task: { video_id: string; status: string | undefined; raw: JsonObject },
-    context: { body: GenerateVideoBody; options: StartOptions; sentAt: number; reconciled: boolean },
+    task: Found,
+    context: { entry: JournalEntry; body: GenerateVideoBody; reconciled: boolean },
   ): Promise<StartOutcome> {
     await this.record({
       kind: "video",
+      phase: "started",
+      ...(context.entry.key !== undefined && { key: context.entry.key }),
       id: task.video_id,
-      fingerprint: context.options.fingerprint,
-      started_at: context.sentAt,
+      fingerprint: context.entry.fingerprint,
+      started_at: context.entry.started_at,
       request: { ...context.body },
       ...(task.status === undefined ? {} : { status: task.status }),
     });
@@ -198,34 +339,63 @@ export class TaskStarter {
   }
 
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
-    const sentAt = this.now();
+    const intent = await this.writeIntent("image", body, options);
     let result: ImageResult;
     try {
-      result = await this.sendOnce(options.signal, (idempotencyKey) =>
-        this.api.generateImage(body, { priority: "foreground", idempotencyKey }),
+      result = await this.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
+        this.api.generateImage(body, {
+          priority: "foreground",
+          idempotencyKey,
+          ...(options.deadline !== undefined && {
+            deadline: Math.max(this.now() + MIN_START_MS, options.deadline),
+          }),
+        }),
       );
     } catch (error) {
       // The service keeps no image history to look in: say plainly what may have happened.
       if (isAmbiguous(error)) throw chargePossible(error, IMAGE_CHARGE_POSSIBLE);
+      await this.record({ ...voidOf(intent), started_at: this.now() });
       throw error;
     }
     await this.record({
       kind: "image",
+      phase: "started",
+      ...(intent.key !== undefined && { key: intent.key }),
       id: firstString(result.raw, ["image_id", "id", "task_id"]),
       fingerprint: options.fingerprint,
-      started_at: sentAt,
+      started_at: intent.started_at,
       request: { ...body },
       result: { image_urls: result.image_urls },
     });
     return { result, image_urls: result.image_urls, reused: false, raw: result.raw };
   }
 
+  /** Syncs the intent to disk before the start may leave; the journal line is the proof it was ours. */
+  private async writeIntent(
+    kind: "video" | "image",
+    body: GenerateVideoBody | GenerateImageBody,
+    options: StartOptions,
+    reuseKey?: string,
+  ): Promise<JournalEntry> {
+    const intent: JournalEntry = {
+      kind,
+      phase: "intent",
+      key: reuseKey ?? randomUUID(),
+      id: undefined,
+      fingerprint: options.fingerprint,
+      started_at: this.now(),
+      request: { ...body },
+    };
+    this.ownKeys.add(intent.key ?? "");
+    await this.record(intent);
+    return intent;
+  }
+
   /** One logical start: one key, sent again only after a 429 (which the service refused before acting). */
-  private async sendOnce<T>(signal: AbortSignal | undefined, attempt: Attempt<T>): Promise<T> {
-    if (signal?.aborted) throw new AbortedError();
-    const idempotencyKey = randomUUID();
+  private async sendOnce<T>(options: StartOptions, key: string, attempt: Attempt<T>): Promise<T> {
+    if (options.signal?.aborted) throw new AbortedError();
     try {
-      return await attempt(idempotencyKey);
+      return await attempt(key);
     } catch (error) {
       if (
         !(error instanceof GenerationError) ||
@@ -235,12 +405,15 @@ export class TaskStarter {
         throw error;
       }
       const delay = this.retryDelay(error);
-      if (delay > MAX_FOREGROUND_429_WAIT_MS) throw tooLongToWait(error, delay);
+      const left = options.deadline === undefined ? Infinity : options.deadline - this.now();
+      if (delay > Math.min(MAX_FOREGROUND_429_WAIT_MS, left - RECONCILE_RESERVE_MS)) {
+        throw tooLongToWait(error, delay);
+      }
       this.logger("info", "The start was refused by the rate limit; retrying once after the reset.", {
         delay_ms: delay,
       });
-      await this.sleep(delay, signal);
-      return await attempt(idempotencyKey);
+      await this.sleep(delay, options.signal);
+      return await attempt(key);
     }
   }
 
@@ -252,17 +425,18 @@ export class TaskStarter {
   /**
    * Looks for our task in the newest page of the history: same prompt, same model when the item names one,
    * created no earlier than the send (less clock skew) when it carries a time, and not a task we already
-   * know. A failing history call counts as "not found".
+   * know. A failing history call counts as "not found". Bounded by the deadline.
    */
   private async reconcile(
     body: GenerateVideoBody,
     sentAt: number,
-  ): Promise<Pick<StartOutcome, "video_id" | "status" | "raw"> | undefined> {
+    deadline: number | undefined,
+  ): Promise<Found | undefined> {
     for (let attempt = 1; attempt <= RECONCILE_ATTEMPTS; attempt++) {
       try {
         const page = await this.api.listVideos(
           { page: 1, limit: RECONCILE_PAGE_LIMIT },
-          { priority: "foreground" },
+          { priority: "foreground", ...(deadline !== undefined && { deadline }) },
         );
         const match = pickMatch(page.items, body, sentAt - RECONCILE_SKEW_MS, (id) => this.journal.has(id));
         if (match) return match;
@@ -272,7 +446,9 @@ export class TaskStarter {
         });
       }
       // The service may list a new task a moment after creating it.
-      if (attempt < RECONCILE_ATTEMPTS) await this.sleep(RECONCILE_PAUSE_MS);
+      if (attempt >= RECONCILE_ATTEMPTS) break;
+      if (deadline !== undefined && this.now() + RECONCILE_PAUSE_MS + 1000 > deadline) break;
+      await this.sleep(RECONCILE_PAUSE_MS);
     }
     return undefined;
   }
@@ -281,8 +457,8 @@ export class TaskStarter {
     try {
       await this.journal.append(entry);
     } catch (error) {
-      // The task exists and is paid for: answering with its id beats failing the call.
-      this.logger("error", "Could not write the task journal; the task id is only in this answer.", {
+      // A start is not refused for it: the task id still reaches the caller in the answer.
+      this.logger("error", "Could not write the task journal; this start is not protected against a crash.", {
         id: entry.id,
         path: this.journal.path,
         error: String(error),
@@ -307,6 +483,37 @@ export class TaskStarter {
     promise.then(clear, clear);
     return promise;
   }
+}
+
+/** The line that settles an intent (or declares a task stale) without a task of its own. */
+function voidOf(entry: JournalEntry): JournalEntry {
+  return {
+    kind: entry.kind,
+    phase: "void",
+    ...(entry.key !== undefined && { key: entry.key }),
+    id: undefined,
+    fingerprint: entry.fingerprint,
+    started_at: entry.started_at,
+    request: {},
+  };
+}
+
+/** The service does not know the id: 404, or the 400 some services give for an unknown id. */
+function isUnknownTask(error: GenerationError): boolean {
+  return error.code === "not_found" || (error.code === "validation_error" && error.status === 400);
+}
+
+function unsettledImage(intent: JournalEntry, now: number): GenerationError {
+  const seconds = Math.max(1, Math.round((now - intent.started_at) / 1000));
+  return new GenerationError(
+    "timeout",
+    `An identical generate_image request was sent ${seconds} s ago and its answer never arrived (the call timed out or the server stopped), so it may have been charged.`,
+    {
+      maybeProcessed: true,
+      nextStep:
+        "Call get_credits to see whether credits were spent. To generate the image anyway, call generate_image again with allow_duplicate: true.",
+    },
+  );
 }
 
 const AMBIGUOUS_CODES = new Set(["timeout", "internal_error", "upstream_error"]);

@@ -79,3 +79,10 @@ export const videoResultFields = {
   elapsed_seconds: z.number().optional().describe("How long this call waited."),
   next_step: z.string().optional().describe("What to do next when the task is not finished yet."),
 };
+
+/** What the call cost: a reused task cost nothing new, whatever the earlier one was estimated at. */
+export function costLine(estimated: number, reused: boolean | undefined): string {
+  return reused
+    ? `No new credits were charged (the earlier identical request was estimated at ${estimated} credits).`
+    : `Estimated cost ${estimated} credits.`;
+}

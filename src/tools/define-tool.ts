@@ -18,13 +18,20 @@ export interface ServerDeps {
   logger: Logger;
   /** The folders local files may be read from, including the client's MCP roots when it offers them. */
   allowedDirs(): Promise<string[]>;
+  /** Aborts when the server is shutting down: every call then answers at once with what it has. */
+  stopping: AbortSignal;
+  /** Registers a running call, so a shutdown can wait for its answer to go out. */
+  track?(call: Promise<unknown>): void;
 }
 
 export interface ToolContext {
+  /** Aborts when the client cancels the call or the server is shutting down. */
   signal: AbortSignal;
   /** Sends an MCP progress notification when the client asked for them; strictly increasing. */
   progress(message: string): Promise<void>;
   logger: Logger;
+  /** Epoch ms at which the call arrived: its wait window and deadlines count from here. */
+  startedAt: number;
 }
 
 export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {

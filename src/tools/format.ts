@@ -4,6 +4,15 @@ import type * as z from "zod";
 import { AbortedError, GenerationError } from "../api/errors.js";
 import { cleanText, redact } from "../redact.js";
 
+/** A call cut short because the server is shutting down (SIGTERM, the client closed stdin). */
+export class StoppingError extends AbortedError {
+  constructor() {
+    super(
+      "the server is shutting down, so this call stopped before it started anything new. Call it again once the server is back.",
+    );
+  }
+}
+
 export function errorResult(error: unknown): CallToolResult {
   return { isError: true, content: [{ type: "text", text: redact(describeError(error)) }] };
 }
@@ -16,7 +25,11 @@ export function describeError(error: unknown): string {
     const reference = error.requestId ? ` (request id ${cleanText(error.requestId, 80)})` : "";
     return `${error.code}: ${error.message}${reference}${charge}\nNext step: ${error.nextStep}`;
   }
-  if (error instanceof AbortedError) return "cancelled: the call was cancelled by the client.";
+  if (error instanceof AbortedError) {
+    return error instanceof StoppingError
+      ? `cancelled: ${error.message}`
+      : "cancelled: the call was cancelled by the client.";
+  }
   const message = error instanceof Error ? error.message : String(error);
   return (
     `internal_error: generation-mcp hit an unexpected problem (${cleanText(message, 200)}).` +

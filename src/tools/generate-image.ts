@@ -16,12 +16,14 @@ import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
   allowDuplicateField,
   aspectRatioField,
+  costLine,
   downloadField,
   dryRunField,
   httpUrlField,
   localPathField,
   promptField,
 } from "./common.js";
+import { downloadTimeoutMs, requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
 
@@ -111,6 +113,7 @@ export const generateImage = defineTool({
       ...(args.images !== undefined && { images: [...args.images] }),
     };
     const estimated_credits = imageCredits(1);
+    const windowMs = waitWindowMs(deps);
     const locals =
       args.image_paths === undefined ? [] : await openLocalImages(args.image_paths, "image_paths", deps);
     try {
@@ -133,6 +136,7 @@ export const generateImage = defineTool({
         fingerprint,
         allowDuplicate,
         signal: context.signal,
+        deadline: requestDeadline(context, windowMs),
       });
       const image_urls = started.image_urls;
       const result = {
@@ -151,6 +155,7 @@ export const generateImage = defineTool({
           baseName: image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName,
           maxBytes: MAX_IMAGE_DOWNLOAD_BYTES,
           signal: context.signal,
+          timeoutMs: downloadTimeoutMs(context, windowMs),
           expected: "image",
         });
         local_paths.push(saved.path);
@@ -164,9 +169,7 @@ export const generateImage = defineTool({
     if (result.dry_run) {
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
     }
-    const reused = result.reused
-      ? " (reused an identical request from the last 10 minutes; nothing new was charged)"
-      : "";
+    const reused = result.reused ? " (an identical request from the last 10 minutes, reused)" : "";
     const lines =
       result.image_urls.length > 0
         ? [`Generated ${result.image_urls.length} image(s)${reused}:`, ...result.image_urls]
@@ -174,7 +177,7 @@ export const generateImage = defineTool({
             `The service accepted the request but returned no image URL yet${reused}. Its answer: ${JSON.stringify(result.result)}`,
           ];
     if (result.local_paths) lines.push(`Saved to: ${result.local_paths.join(", ")}`);
-    lines.push(`Estimated cost ${result.estimated_credits} credits.`);
+    lines.push(costLine(result.estimated_credits, result.reused));
     return lines.join("\n");
   },
 });

@@ -18,6 +18,7 @@ import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
   allowDuplicateField,
   aspectRatioField,
+  costLine,
   downloadField,
   dryRunField,
   httpUrlField,
@@ -26,6 +27,7 @@ import {
   timeoutField,
   videoResultFields,
 } from "./common.js";
+import { requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
 import { keepWaitingStep, waitForVideo } from "./video-wait.js";
@@ -142,6 +144,7 @@ export const generateVideo = defineTool({
       ...(args.resolution !== undefined && { resolution: args.resolution }),
     };
     const estimated_credits = videoCredits(model, duration, args.resolution);
+    const windowMs = waitWindowMs(deps, args.timeout_seconds);
     const images =
       args.image_path === undefined ? [] : await openLocalImages([args.image_path], "image_path", deps);
     try {
@@ -164,6 +167,7 @@ export const generateVideo = defineTool({
         fingerprint,
         allowDuplicate,
         signal: context.signal,
+        deadline: requestDeadline(context, windowMs),
       });
       const videoId = started.video_id;
       deps.logger.info(`video task ${started.reused ? "reused" : "started"}: video_id ${videoId}`, {
@@ -190,11 +194,10 @@ export const generateVideo = defineTool({
           ...common,
         };
       }
-      const timeoutS = args.timeout_seconds ?? deps.config.waitTimeoutS;
       const outcome = await waitForVideo(
         videoId,
         {
-          timeoutS,
+          windowMs,
           download: args.download ?? false,
           knownStatus: started.reused ? undefined : started.status,
         },
@@ -211,7 +214,7 @@ export const generateVideo = defineTool({
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
     }
     const warning = result.warning ? ` Warning: ${result.warning}` : "";
-    return summarizeVideo(result, `Estimated cost ${result.estimated_credits} credits.${warning}`);
+    return summarizeVideo(result, `${costLine(result.estimated_credits, result.reused)}${warning}`);
   },
 });
 
@@ -228,9 +231,7 @@ export function summarizeVideo(
   extra = "",
 ): string {
   const id = result.video_id ?? "(unknown)";
-  const reused = result.reused
-    ? " (reused an identical task from the last 10 minutes; nothing new was charged)"
-    : "";
+  const reused = result.reused ? " (an identical task from the last 10 minutes, reused)" : "";
   const lines: string[] = [];
   if (result.status === "completed") {
     lines.push(`Video ${id} is completed${reused}: ${result.video_url ?? "(no URL given)"}`);

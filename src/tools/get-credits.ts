@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { sanitizeValue } from "../redact.js";
+import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 
 export const getCredits = defineTool({
@@ -12,7 +13,11 @@ export const getCredits = defineTool({
   output: z.record(z.string(), z.unknown()).describe("The service's credits fields as received."),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(_args, deps, context) {
-    const data = await deps.api.getCredits({ signal: context.signal, priority: "foreground" });
+    const data = await deps.api.getCredits({
+      signal: context.signal,
+      priority: "foreground",
+      deadline: readDeadline(context, deps),
+    });
     return sanitizeValue(data) as Record<string, unknown>;
   },
   summarize(result) {

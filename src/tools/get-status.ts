@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { downloadField, timeoutField, videoIdField, videoResultFields } from "./common.js";
+import { readDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 import { summarizeVideo } from "./generate-video.js";
 import { describeVideo, saveVideo, waitForVideo } from "./video-wait.js";
@@ -23,19 +24,26 @@ export const getStatus = defineTool({
     "which is the way to resume waiting after generate_video answered 'still processing'.",
   input,
   output: z.object(videoResultFields),
-  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  // Not read-only: with download: true it writes a file. Idempotent all the same: saving the same video again
+  // returns the file already saved with those bytes instead of writing a copy. Never destructive: nothing is
+  // overwritten.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   async handler(args, deps, context) {
     const download = args.download ?? false;
+    const windowMs = waitWindowMs(deps, args.timeout_seconds);
     if (args.wait) {
-      const timeoutS = args.timeout_seconds ?? deps.config.waitTimeoutS;
       // At once, as generate_video does: the first poll may sit in the rate budget's queue for a while.
       await context.progress(`video_id ${args.video_id}: waiting`);
-      return waitForVideo(args.video_id, { timeoutS, download }, deps, context);
+      return waitForVideo(args.video_id, { windowMs, download }, deps, context);
     }
-    const video = await deps.api.getVideo(args.video_id, { signal: context.signal, priority: "foreground" });
+    const video = await deps.api.getVideo(args.video_id, {
+      signal: context.signal,
+      priority: "foreground",
+      deadline: readDeadline(context, deps),
+    });
     const outcome = describeVideo(video);
     if (download && video.status === "completed" && video.video_url !== undefined) {
-      outcome.local_path = await saveVideo(video, deps, context);
+      outcome.local_path = await saveVideo(video, deps, context, windowMs);
     }
     return outcome;
   },

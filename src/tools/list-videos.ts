@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
+import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 
 const input = z.strictObject({
@@ -43,20 +44,59 @@ export const listVideos = defineTool({
   async handler(args, deps, context) {
     const page = await deps.api.listVideos(
       { page: args.page ?? 1, limit: args.limit ?? PAGE_LIMIT_DEFAULT },
-      { signal: context.signal, priority: "foreground" },
+      {
+        signal: context.signal,
+        priority: "foreground",
+        deadline: readDeadline(context, deps),
+      },
     );
     const totals = sanitizeValue(page.totals) as Record<string, unknown>;
     const items = page.items.map((item) => sanitizeValue(item) as Record<string, unknown>);
     return { ...totals, items, page: page.page, limit: page.limit };
   },
   summarize(result) {
-    const total = typeof result["total"] === "number" ? ` of ${result["total"]}` : "";
+    const page = result.page;
+    const total = numberOf(result["total"]);
+    const pages =
+      numberOf(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined);
+    const last = isLastPage(result, pages);
+    const of = total !== undefined ? ` of ${total}` : "";
+    if (result.items.length === 0) {
+      if (page === 1) return "No videos yet for this API key.";
+      const where =
+        pages !== undefined ? ` (the history has ${total ?? "its"} video(s) on ${pages} page(s))` : "";
+      return `Page ${page} is empty: it is past the last page${where}.`;
+    }
     const lines = result.items.map((item) => {
       const id = String(item["video_id"] ?? item["id"] ?? "?");
       const status = String(item["status"] ?? "?");
       const url = typeof item["video_url"] === "string" ? ` ${item["video_url"]}` : "";
       return `- ${id} ${status}${url}`;
     });
-    return [`Page ${result.page}, ${result.items.length} item(s)${total}:`, ...lines].join("\n");
+    const pageOf = pages !== undefined ? ` of ${pages}` : "";
+    const next =
+      last === true
+        ? "This is the last page."
+        : last === false
+          ? `More: call list_videos with page ${page + 1}.`
+          : `There may be more: call list_videos with page ${page + 1} to see.`;
+    return [`Page ${page}${pageOf}, ${result.items.length} item(s)${of}:`, ...lines, next].join("\n");
   },
 });
+
+function numberOf(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+/** Whether this page is the last, from whatever the service says; undefined when it says nothing usable. */
+function isLastPage(
+  result: { page: number; limit: number; items: unknown[] } & Record<string, unknown>,
+  pages: number | undefined,
+): boolean | undefined {
+  const hasMore = result["has_more"] ?? result["hasMore"];
+  if (typeof hasMore === "boolean") return !hasMore;
+  if (pages !== undefined) return result.page >= pages;
+  if ("next_page" in result) return result["next_page"] === null;
+  // A short page is the last one; a full page without totals may or may not be.
+  return result.items.length < result.limit ? true : undefined;
+}

@@ -4,6 +4,7 @@ import type { VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
 import { downloadMedia } from "../files/download.js";
 import { sanitizeValue } from "../redact.js";
+import { downloadTimeoutMs } from "./deadline.js";
 import type { ServerDeps, ToolContext } from "./define-tool.js";
 
 const MAX_VIDEO_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024;
@@ -28,15 +29,18 @@ export function keepWaitingStep(videoId: string): string {
  */
 export async function waitForVideo(
   videoId: string,
-  /** `knownStatus`: what the start answered, reported until a poll succeeds. */
-  options: { timeoutS: number; download: boolean; knownStatus?: string | undefined },
+  /**
+   * `windowMs`: the call's wait window, counted from `context.startedAt` (time spent starting the task
+   * counts too). `knownStatus`: what the start answered, reported until a poll succeeds.
+   */
+  options: { windowMs: number; download: boolean; knownStatus?: string | undefined },
   deps: ServerDeps,
   context: ToolContext,
 ): Promise<VideoOutcome> {
   let result;
   try {
     result = await deps.poller.wait(videoId, {
-      timeoutMs: options.timeoutS * 1000,
+      timeoutMs: Math.max(0, context.startedAt + options.windowMs - Date.now()),
       signal: context.signal,
       onUpdate: (update) => {
         const seconds = Math.round(update.elapsedMs / 1000);
@@ -66,7 +70,7 @@ export async function waitForVideo(
   const outcome = describeVideo(video);
   outcome.elapsed_seconds = elapsed;
   if (options.download && video.status === "completed" && video.video_url !== undefined) {
-    outcome.local_path = await saveVideo(video, deps, context);
+    outcome.local_path = await saveVideo(video, deps, context, options.windowMs);
   }
   return outcome;
 }
@@ -87,7 +91,12 @@ function describeTaskError(error: unknown): unknown {
   return sanitizeValue(error);
 }
 
-export async function saveVideo(video: VideoStatus, deps: ServerDeps, context: ToolContext): Promise<string> {
+export async function saveVideo(
+  video: VideoStatus,
+  deps: ServerDeps,
+  context: ToolContext,
+  windowMs: number,
+): Promise<string> {
   try {
     const saved = await downloadMedia({
       url: video.video_url ?? "",
@@ -95,6 +104,7 @@ export async function saveVideo(video: VideoStatus, deps: ServerDeps, context: T
       baseName: video.video_id,
       maxBytes: MAX_VIDEO_DOWNLOAD_BYTES,
       signal: context.signal,
+      timeoutMs: downloadTimeoutMs(context, windowMs),
       expected: "video",
     });
     deps.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });

@@ -261,6 +261,7 @@ describe("odd answers become typed errors", () => {
     const error = await failure(client.getCredits());
     expect(error.code).toBe("validation_error");
     expect(error.requestId).toBe("req-9");
-    expect(error.message).toBe("bad field prompt");
+    // Relayed as the service's words, in quotes: data, never instructions of ours.
+    expect(error.message).toBe('The service answered HTTP 400: "bad field prompt"');
   });
 });

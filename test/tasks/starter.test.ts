@@ -77,10 +77,15 @@ describe("TaskStarter", () => {
     expect(api.generateCalls[0]!.options?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
     // Once sent, a start is not aborted by the caller: a paid task must never be lost to a cancel.
     expect(api.generateCalls[0]!.options?.signal).toBeUndefined();
+    // The intent is on disk before the POST (with the key it carries), the task after the answer.
+    const key = api.generateCalls[0]!.options?.idempotencyKey;
     const lines = await journalOnDisk();
     expect(lines).toEqual([
+      { kind: "video", phase: "intent", key, fingerprint, started_at: clock, request: body },
       {
         kind: "video",
+        phase: "started",
+        key,
         id: "vid_1",
         fingerprint,
         started_at: clock,
@@ -189,7 +194,10 @@ describe("TaskStarter", () => {
     expect(outcome).toMatchObject({ video_id: "vid_1", reused: false, reconciled: true });
     expect(api.generateCalls).toHaveLength(1);
     expect(api.listCalls).toHaveLength(1);
-    expect(await journalOnDisk()).toMatchObject([{ id: "vid_1", fingerprint }]);
+    expect(await journalOnDisk()).toMatchObject([
+      { phase: "intent", fingerprint },
+      { phase: "started", id: "vid_1", fingerprint },
+    ]);
     // The next identical call gets it back instead of paying again.
     expect(await starter.startVideo(body, { fingerprint, allowDuplicate: false })).toMatchObject({
       video_id: "vid_1",
@@ -316,7 +324,13 @@ describe("TaskStarter", () => {
       expect(outcome.image_urls).toEqual(["https://cdn.example/img_1.png"]);
       expect(outcome.result?.raw).toMatchObject({ image_id: "img_1" });
       expect(await journalOnDisk()).toMatchObject([
-        { kind: "image", id: "img_1", result: { image_urls: ["https://cdn.example/img_1.png"] } },
+        { kind: "image", phase: "intent" },
+        {
+          kind: "image",
+          phase: "started",
+          id: "img_1",
+          result: { image_urls: ["https://cdn.example/img_1.png"] },
+        },
       ]);
     });
 

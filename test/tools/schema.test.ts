@@ -18,8 +18,13 @@ describe("tool list", () => {
 
   it("declares honest annotations", () => {
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool.annotations]));
-    for (const name of ["get_status", "list_videos", "get_credits"])
-      expect(byName[name]?.readOnlyHint).toBe(true);
+    for (const name of ["list_videos", "get_credits"]) expect(byName[name]?.readOnlyHint).toBe(true);
+    // get_status writes a file with download: true; saving the same video again returns the same file.
+    expect(byName["get_status"]).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+    });
     for (const name of ["generate_video", "generate_image"]) {
       expect(byName[name]).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true });
     }

@@ -107,7 +107,7 @@ describe("cancellation", () => {
     expect(await call).toBe("rejected");
     // The start's answer comes in after the cancellation; its bookkeeping still finishes.
     await until(
-      () => journalText(harness.config.stateDir).includes('"kind":"video"'),
+      () => journalText(harness.config.stateDir).includes('"phase":"started"'),
       5000,
       "the journal entry",
     );
@@ -116,9 +116,11 @@ describe("cancellation", () => {
     const entries = journalText(harness.config.stateDir)
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line) as { id: string });
-    expect(entries).toHaveLength(1);
-    const videoId = entries[0]!.id;
+      .map((line) => JSON.parse(line) as { id: string; phase: string; key: string });
+    // The intent went to disk before the start was sent; the task after its answer, under the same key.
+    expect(entries.map((entry) => entry.phase)).toEqual(["intent", "started"]);
+    expect(entries[1]!.key).toBe(entries[0]!.key);
+    const videoId = entries[1]!.id;
     expect(before - credits(harness)).toBe(10);
     expect(statusPolls(harness.sandbox.requests, videoId)).toEqual([]);
     const listed = await harness.call("list_videos", {});

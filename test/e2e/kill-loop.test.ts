@@ -1,0 +1,184 @@
+/**
+ * kill -9 at random points around a start never charges twice. Each round runs the built bin, asks it for a
+ * video, kills it (SIGKILL: no cleanup of any kind) somewhere around the start, starts it again on the same
+ * state folder and asks for the same video. The service (the sandbox, which ignores Idempotency-Key: the
+ * worst case) must hold exactly one task for the prompt, and the journal must name it. Each round has its
+ * own account key and state folder, so rounds run a few at a time without seeing each other.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { CLI, connectStdio } from "../helpers/stdio.js";
+
+const ROUNDS = 32;
+const PARALLEL = 4;
+/**
+ * Where the kill lands: some rounds at a random point after the call is written (mostly before the POST
+ * leaves; the intent may or may not be on disk yet), the rest at a random point from the moment the service
+ * received the POST (it answers after a 25 ms latency) to a little after its answer went out.
+ */
+const EARLY_SHARE = 0.25;
+const EARLY_KILL_MS = 40;
+const LATE_KILL_MS = 45;
+
+const keyOf = (round: number) => `sk-kill-round-${String(round).padStart(3, "0")}`;
+
+let sandbox: SandboxHandle;
+let root: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({
+    timings: { queuedMs: 5000, processingMs: 5000 },
+    accounts: Array.from({ length: ROUNDS }, (_, round) => ({
+      key: keyOf(round),
+      name: `round-${round}`,
+      credits: 1000,
+      paidAccess: true,
+      subscription: "pro",
+    })),
+  });
+  sandbox.faults.latency("generate", 25);
+  root = await mkdtemp(path.join(tmpdir(), "generation-mcp-kill-"));
+});
+
+afterAll(async () => {
+  await sandbox?.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A small deterministic generator, so a failing round can be replayed. */
+function lcg(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function envFor(stateDir: string, key: string): Record<string, string> {
+  return {
+    PATH: process.env["PATH"] ?? "",
+    HOME: stateDir,
+    GENERATION_API_KEY: key,
+    GENERATION_BASE_URL: sandbox.baseUrl,
+    GENERATION_STATE_DIR: path.join(stateDir, "state"),
+    GENERATION_ALLOWED_DIRS: stateDir,
+    GENERATION_OUTPUT_DIR: path.join(stateDir, "out"),
+  };
+}
+
+type KillPoint = { after: "call" | "post"; ms: number };
+
+/** Starts the bin, initializes, sends generate_video, and kills it at the given point. */
+async function startAndKill(stateDir: string, key: string, prompt: string, kill: KillPoint): Promise<void> {
+  const child = spawn(process.execPath, [CLI], {
+    env: envFor(stateDir, key),
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
+  child.stdin.on("error", () => undefined);
+  let buffered = "";
+  const initialized = new Promise<void>((resolve) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("utf8");
+      if (buffered.includes('"id":1')) resolve();
+    });
+  });
+  send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "killer", version: "1" } },
+  });
+  await initialized;
+  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  send({
+    jsonrpc: "2.0",
+    id: 2,
+    method: "tools/call",
+    params: { name: "generate_video", arguments: { prompt, wait: false } },
+  });
+  if (kill.after === "post") {
+    const until = Date.now() + 10_000;
+    while (!sandbox.requests.some((request) => request.route === "generate" && request.key === key)) {
+      if (Date.now() > until || child.exitCode !== null) break;
+      await sleep(1);
+    }
+  }
+  await sleep(kill.ms);
+  child.kill("SIGKILL");
+  await exited;
+}
+
+/** The tasks the service holds for one key, read straight from it. */
+async function tasksOf(key: string): Promise<string[]> {
+  const response = await fetch(`${sandbox.baseUrl}/videos?limit=50`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const body = (await response.json()) as { data: { items: { video_id: string }[] } };
+  return body.data.items.map((item) => item.video_id);
+}
+
+async function journalOf(stateDir: string): Promise<string> {
+  const state = path.join(stateDir, "state");
+  const folders = await readdir(state).catch(() => [] as string[]);
+  const texts = await Promise.all(
+    folders.map((folder) => readFile(path.join(state, folder, "tasks.jsonl"), "utf8").catch(() => "")),
+  );
+  return texts.join("");
+}
+
+async function round(index: number, kill: KillPoint): Promise<{ chargedBeforeRestart: boolean }> {
+  const stateDir = await mkdtemp(path.join(root, `round-${index}-`));
+  const key = keyOf(index);
+  const prompt = `kill round ${index}: a kite over the dunes`;
+  const where = `round ${index} (kill ${kill.ms} ms after the ${kill.after})`;
+  await startAndKill(stateDir, key, prompt, kill);
+  // A POST the dead process sent finishes on the service's side (its latency), as it would for real.
+  await sleep(60);
+  const chargedBeforeRestart = (await tasksOf(key)).length > 0;
+
+  const session = await connectStdio([], envFor(stateDir, key));
+  try {
+    const result = (await session.client.callTool(
+      { name: "generate_video", arguments: { prompt, wait: false } },
+      undefined,
+      { timeout: 30_000 },
+    )) as CallToolResult;
+    const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
+    expect(result.isError, `${where}: ${text}`).toBeFalsy();
+    const videoId = (result.structuredContent as { video_id: string }).video_id;
+    expect(await tasksOf(key), `${where}: the service's tasks`).toEqual([videoId]);
+    expect(await journalOf(stateDir), `${where}: the journal`).toContain(`"id":"${videoId}"`);
+  } finally {
+    await session.close();
+  }
+  return { chargedBeforeRestart };
+}
+
+describe("kill -9 around a start", () => {
+  it(`never charges twice in ${ROUNDS} rounds with random kill points`, async () => {
+    const random = lcg(20261123);
+    const kills: KillPoint[] = Array.from({ length: ROUNDS }, () =>
+      random() < EARLY_SHARE
+        ? { after: "call", ms: Math.floor(random() * EARLY_KILL_MS) }
+        : { after: "post", ms: Math.floor(random() * LATE_KILL_MS) },
+    );
+    const outcomes: { chargedBeforeRestart: boolean }[] = [];
+    for (let start = 0; start < ROUNDS; start += PARALLEL) {
+      const batch = kills.slice(start, start + PARALLEL).map((kill, offset) => round(start + offset, kill));
+      outcomes.push(...(await Promise.all(batch)));
+    }
+    // The rounds only prove something if many kills landed after the service had charged.
+    const hit = outcomes.filter((outcome) => outcome.chargedBeforeRestart).length;
+    expect(hit, `kills after the charge: ${hit} of ${ROUNDS}`).toBeGreaterThanOrEqual(ROUNDS / 2);
+  }, 240_000);
+});
