@@ -311,3 +311,31 @@ describe("TokenBucketBudget", () => {
     });
   });
 });
+
+describe("X-RateLimit-Remaining: 0 with a reset nobody can read", () => {
+  it.each([
+    ["absent", undefined],
+    ["unparsable", "soon"],
+    ["absurdly far", "99999999999999999"],
+  ])("a %s reset holds calls for a short, growing back-off instead of a whole window", (_name, reset) => {
+    let now = NOW;
+    const budget = new TokenBucketBudget({ now: () => now, random: () => 0 });
+    const headers = (): HeaderBag => ({
+      "x-ratelimit-limit": "60",
+      "x-ratelimit-remaining": "0",
+      ...(reset === undefined ? {} : { "x-ratelimit-reset": reset }),
+    });
+    budget.observe(200, headers());
+    expect(budget.expectedWaitMs("foreground")).toBe(1000);
+    now += 1000;
+    budget.observe(200, headers());
+    expect(budget.expectedWaitMs("foreground")).toBe(2000);
+    // A readable reset is believed again, and the back-off starts over.
+    now += 2000;
+    budget.observe(200, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(nowS + 3 + 20) });
+    expect(budget.expectedWaitMs("foreground")).toBe(20_000);
+    now += 20_000;
+    budget.observe(200, headers());
+    expect(budget.expectedWaitMs("foreground")).toBe(1000);
+  });
+});
