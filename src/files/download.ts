@@ -1,13 +1,14 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { constants, createWriteStream } from "node:fs";
-import { copyFile, link, mkdir, open, unlink } from "node:fs/promises";
+import { copyFile, link, mkdir, open, readdir, unlink } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Agent, Dispatcher } from "undici";
-import { headerValue } from "../api/headers.js";
-import { loadUndici } from "../api/load-undici.js";
 
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { headerValue } from "../api/headers.js";
+import { NonPublicAddressError, checkPublicUrl, createPublicAgent } from "./public-address.js";
 import type { MediaExtension } from "./sniff.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
 
@@ -24,18 +25,30 @@ export interface DownloadMediaOptions {
   timeoutMs?: number | undefined;
   /** Picks the extension when the bytes match no known media type: mp4 for video, png for image. */
   expected?: "video" | "image" | undefined;
+  /**
+   * Hosts that may be fetched even on a loopback, private or link-local address: pass the configured
+   * service's own host (the sandbox serves media on 127.0.0.1, like its API). Host names or IP literals,
+   * no scheme or port; case-insensitive; IPv6 with or without brackets. Absent or empty: public addresses
+   * only (see `public-address.ts`).
+   */
+  allowHosts?: readonly string[] | undefined;
 }
 
 export interface DownloadedMedia {
-  /** Absolute path of the new file. */
+  /** Absolute path of the file holding the media: a new file, or an identical earlier one (`reused`). */
   path: string;
   bytes: number;
+  /** SHA-256 of the bytes, lowercase hex. */
+  sha256: string;
+  /** True when `path` already held exactly these bytes and nothing new was written. */
+  reused: boolean;
   /** The Content-Type header as received (informational; the extension comes from the bytes). */
   contentType: string | undefined;
 }
 
 const MAX_REDIRECTS = 3;
 const MAX_NAME_SUFFIX = 100;
+const HASH_CHUNK_BYTES = 1 << 20;
 const MAX_BASE_NAME_CHARS = 100;
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMER_MS = 2_147_483_647;
@@ -46,19 +59,25 @@ const RETRY_DOWNLOAD =
 
 /**
  * Downloads finished media to `dir` and returns where it landed. The request carries no credentials
- * (media may live on a third-party CDN); at most 3 redirects are followed, to http(s) only; the size is
- * capped from Content-Length and again while streaming. The file is named `sanitizeBaseName(baseName)`
- * plus an extension sniffed from the first bytes, written to a temporary file and linked into place
- * without ever replacing an existing file (`name-1.ext`, `name-2.ext` ... on collision). Any failure
- * leaves no file behind.
+ * (media may live on a third-party CDN) and reaches public addresses only, unless the host is in
+ * `allowHosts` (checked on the URL and on every redirect hop, and again on each address DNS returns at
+ * connect time); at most 3 redirects are followed, to http(s) only; the size is capped from
+ * Content-Length and again while streaming. The file is named `sanitizeBaseName(baseName)` plus an
+ * extension sniffed from the first bytes, written to a temporary file and linked into place without ever
+ * replacing an existing file (`name-1.ext`, `name-2.ext` ... on collision). Saving is idempotent by
+ * content: when `name.ext` or a numbered sibling already holds the same bytes, that path is returned with
+ * `reused: true` and no new file is left. Any failure leaves no file behind.
  *
- * Errors: `AbortedError` when `signal` aborts, `TimeoutError`, `NetworkError`, and `GenerationError`
- * with code `internal_error` for non-2xx answers (with `status`), refused addresses or redirects,
- * oversize media and local write failures.
+ * Errors: `AbortedError` when `signal` aborts, `TimeoutError`, `NetworkError`, `NonPublicAddressError`
+ * (code `internal_error`) for a refused private target, and `GenerationError` with code `internal_error`
+ * for non-2xx answers (with `status`), other refused addresses or redirects, oversize media and local
+ * write failures.
  */
 export async function downloadMedia(opts: DownloadMediaOptions): Promise<DownloadedMedia> {
   if (opts.signal?.aborted) throw new AbortedError();
   const startUrl = checkMediaUrl(opts.url, "The media address");
+  const allowHosts = opts.allowHosts ?? [];
+  checkPublicUrl(startUrl, allowHosts);
   const timeoutMs = clampTimeout(opts.timeoutMs);
   const controller = new AbortController();
   let timedOut = false;
@@ -69,13 +88,12 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
   const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
   opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
   // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
-  const { Agent } = await loadUndici();
-  const agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const agent = await createPublicAgent({ allowHosts, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   const name = sanitizeBaseName(opts.baseName);
   let tempPath: string | undefined;
 
   try {
-    const { url, response } = await requestFollowingRedirects(startUrl, agent, controller.signal);
+    const { url, response } = await requestFollowingRedirects(startUrl, agent, allowHosts, controller.signal);
     const shown = showUrl(url);
     if (response.statusCode < 200 || response.statusCode > 299) {
       discard(response.body);
@@ -98,6 +116,7 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
     tempPath = temp;
 
     let bytes = 0;
+    const hash = createHash("sha256");
     const head: Buffer[] = [];
     let headLength = 0;
     await pipeline(
@@ -106,6 +125,7 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
         for await (const chunk of source) {
           bytes += chunk.length;
           if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+          hash.update(chunk);
           if (headLength < SNIFF_LENGTH) {
             head.push(chunk);
             headLength += chunk.length;
@@ -122,14 +142,19 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
     }
 
     const extension = sniffMediaExtension(Buffer.concat(head)) ?? fallbackExtension(opts.expected);
-    const finalPath = await localStep(opts.dir, () => placeWithoutOverwrite(temp, opts.dir, name, extension));
+    const sha256 = hash.digest("hex");
+    const placed = await localStep(opts.dir, () =>
+      placeIdempotently(temp, { dir: opts.dir, name, extension, bytes, sha256 }),
+    );
     tempPath = undefined;
     await unlink(temp).catch(() => {
       // The media is safely in place; a leftover hidden .part link is harmless and not worth failing for.
     });
     return {
-      path: path.resolve(finalPath),
+      path: path.resolve(placed.path),
       bytes,
+      sha256,
+      reused: placed.reused,
       contentType: headerValue(response.headers, "content-type"),
     };
   } catch (error) {
@@ -163,18 +188,24 @@ export function sanitizeBaseName(baseName: string): string {
 async function requestFollowingRedirects(
   start: URL,
   agent: Agent,
+  allowHosts: readonly string[],
   signal: AbortSignal,
 ): Promise<{ url: URL; response: Dispatcher.ResponseData }> {
   let url = start;
+  let from: URL | undefined;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     // Only these headers: no Authorization, no cookies, nothing of the API client's.
-    const response = await agent.request({
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      method: "GET",
-      signal,
-      headers: { accept: "*/*", "user-agent": "generation-mcp" },
-    });
+    const response = await agent
+      .request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: "GET",
+        signal,
+        headers: { accept: "*/*", "user-agent": "generation-mcp" },
+      })
+      .catch((error: unknown) => {
+        throw inContext(error, url, from);
+      });
     if (!REDIRECT_STATUSES.has(response.statusCode)) return { url, response };
     const location = headerValue(response.headers, "location");
     discard(response.body);
@@ -185,13 +216,22 @@ async function requestFollowingRedirects(
         { status: response.statusCode, nextStep: RETRY_DOWNLOAD },
       );
     }
+    from = url;
     url = checkMediaUrl(location, `The redirect from ${showUrl(url)}`, url);
+    checkPublicUrl(url, allowHosts, `redirected from ${showUrl(from)}`);
   }
   throw new GenerationError(
     "internal_error",
     `Downloading ${showUrl(start)} was redirected more than ${MAX_REDIRECTS} times; nothing was saved.`,
     { nextStep: RETRY_DOWNLOAD },
   );
+}
+
+// The connect-time refusal knows only the host; the message should also say which URL, and which hop.
+function inContext(error: unknown, url: URL, from: URL | undefined): unknown {
+  if (!(error instanceof NonPublicAddressError)) return error;
+  const hop = from === undefined ? "" : ` (redirected from ${showUrl(from)})`;
+  return new NonPublicAddressError(`${showUrl(url)}${hop}`, error.detail, error.host, error.address);
 }
 
 function checkMediaUrl(raw: string, context: string, base?: URL): URL {
@@ -212,24 +252,77 @@ function checkMediaUrl(raw: string, context: string, base?: URL): URL {
   return url;
 }
 
-async function placeWithoutOverwrite(
+interface Placement {
+  dir: string;
+  name: string;
+  extension: string;
+  bytes: number;
+  sha256: string;
+}
+
+async function placeIdempotently(
   temp: string,
-  dir: string,
-  name: string,
-  extension: string,
-): Promise<string> {
+  target: Placement,
+): Promise<{ path: string; reused: boolean }> {
+  const { dir, name, extension } = target;
+  // Every numbered name is looked at first: the user may have deleted some, and an identical copy may sit
+  // after a gap.
+  const present = new Set(await readdir(dir));
   for (let suffix = 0; suffix <= MAX_NAME_SUFFIX; suffix++) {
-    const candidate = path.join(
-      dir,
-      suffix === 0 ? `${name}.${extension}` : `${name}-${suffix}.${extension}`,
-    );
-    if (await linkExclusive(temp, candidate)) return candidate;
+    const fileName = numberedName(name, extension, suffix);
+    const candidate = path.join(dir, fileName);
+    if (present.has(fileName) && (await holdsSameBytes(candidate, target))) {
+      return { path: candidate, reused: true };
+    }
+  }
+  for (let suffix = 0; suffix <= MAX_NAME_SUFFIX; suffix++) {
+    const fileName = numberedName(name, extension, suffix);
+    const candidate = path.join(dir, fileName);
+    if (await linkExclusive(temp, candidate)) return { path: candidate, reused: false };
+    // Taken since the listing, perhaps by a concurrent download of the same media.
+    if (!present.has(fileName) && (await holdsSameBytes(candidate, target))) {
+      return { path: candidate, reused: true };
+    }
   }
   throw new GenerationError(
     "internal_error",
     `${dir} already holds ${name}.${extension} and ${MAX_NAME_SUFFIX} numbered copies; nothing was saved.`,
     { nextStep: "Move or delete old downloads from GENERATION_OUTPUT_DIR, then download again." },
   );
+}
+
+function numberedName(name: string, extension: string, suffix: number): string {
+  return suffix === 0 ? `${name}.${extension}` : `${name}-${suffix}.${extension}`;
+}
+
+/**
+ * Whether `file` is a regular file (not a symlink, FIFO or folder) holding exactly the expected bytes;
+ * only a file of the same size is hashed. A file that cannot be read does not count as the same: the
+ * caller then moves on to another name, never overwriting it.
+ */
+async function holdsSameBytes(file: string, expected: Placement): Promise<boolean> {
+  let handle: FileHandle | undefined;
+  try {
+    // O_NONBLOCK: opening a FIFO planted under the name must not hang the download.
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stats = await handle.stat();
+    if (!stats.isFile() || stats.size !== expected.bytes) return false;
+    const hash = createHash("sha256");
+    const buffer = Buffer.allocUnsafe(Math.min(expected.bytes, HASH_CHUNK_BYTES));
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > expected.bytes) return false;
+      hash.update(buffer.subarray(0, bytesRead));
+    }
+    return total === expected.bytes && hash.digest("hex") === expected.sha256;
+  } catch {
+    return false;
+  } finally {
+    await handle?.close().catch(() => {});
+  }
 }
 
 // link() and COPYFILE_EXCL both fail with EEXIST instead of replacing, unlike rename().

@@ -1,4 +1,5 @@
-import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { IncomingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,11 +12,16 @@ import type { DownloadMediaOptions } from "../../src/files/download.js";
 import { PNG_BYTES, isoMedia, makeTempDir } from "./fixtures.js";
 
 const MP4_BYTES = Buffer.concat([isoMedia("isom"), Buffer.alloc(500, 7)]);
+// Same size and type as MP4_BYTES, different content: only the hash tells them apart.
+const OTHER_MP4_BYTES = Buffer.concat([isoMedia("isom"), Buffer.alloc(500, 8)]);
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 let server: Server;
 let origin: string;
 const seenHeaders: IncomingHttpHeaders[] = [];
 let onHang: ((response: ServerResponse) => void) | undefined;
+const RACERS = 6;
+const heldResponses: ServerResponse[] = [];
 
 function send(
   response: ServerResponse,
@@ -41,6 +47,16 @@ beforeAll(async () => {
     switch (url.pathname) {
       case "/video":
         return send(response, 200, MP4_BYTES, { "content-type": "video/mp4" });
+      case "/held-video":
+        // Answered all together once RACERS requests wait, so that their saves overlap.
+        heldResponses.push(response);
+        if (heldResponses.length === RACERS) {
+          for (const held of heldResponses.splice(0))
+            send(held, 200, MP4_BYTES, { "content-type": "video/mp4" });
+        }
+        return;
+      case "/other-video":
+        return send(response, 200, OTHER_MP4_BYTES, { "content-type": "video/mp4" });
       case "/image":
         return send(response, 200, PNG_BYTES, { "content-type": "image/png" });
       case "/named.mp4":
@@ -103,7 +119,13 @@ describe("downloadMedia", () => {
   afterEach(() => cleanup());
 
   const download = (overrides: Partial<DownloadMediaOptions> & { url: string }) =>
-    downloadMedia({ dir, baseName: "task_123", maxBytes: 1_000_000, ...overrides });
+    downloadMedia({
+      dir,
+      baseName: "task_123",
+      maxBytes: 1_000_000,
+      allowHosts: ["127.0.0.1"],
+      ...overrides,
+    });
 
   async function failure(promise: Promise<unknown>): Promise<Error> {
     const error = await promise.then(
@@ -119,6 +141,8 @@ describe("downloadMedia", () => {
     expect(result).toEqual({
       path: path.join(dir, "task_123.mp4"),
       bytes: MP4_BYTES.length,
+      sha256: sha256(MP4_BYTES),
+      reused: false,
       contentType: "video/mp4",
     });
     expect((await readFile(result.path)).equals(MP4_BYTES)).toBe(true);
@@ -192,11 +216,65 @@ describe("downloadMedia", () => {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, "task_123.mp4"), "precious");
     const first = await download({ url: `${origin}/video` });
-    const second = await download({ url: `${origin}/video` });
+    const second = await download({ url: `${origin}/other-video` });
     expect(path.basename(first.path)).toBe("task_123-1.mp4");
     expect(path.basename(second.path)).toBe("task_123-2.mp4");
     expect(await readFile(path.join(dir, "task_123.mp4"), "utf8")).toBe("precious");
+    expect((await readFile(first.path)).equals(MP4_BYTES)).toBe(true);
+    expect((await readFile(second.path)).equals(OTHER_MP4_BYTES)).toBe(true);
     expect((await readdir(dir)).sort()).toEqual(["task_123-1.mp4", "task_123-2.mp4", "task_123.mp4"]);
+  });
+
+  describe("saving the same media again", () => {
+    it("returns the earlier file and writes no new one", async () => {
+      const first = await download({ url: `${origin}/video` });
+      const second = await download({ url: `${origin}/video` });
+      expect(first.reused).toBe(false);
+      expect(second).toEqual({ ...first, reused: true });
+      expect(await readdir(dir)).toEqual(["task_123.mp4"]);
+    });
+
+    it("saves different bytes of the same size under the next number", async () => {
+      const first = await download({ url: `${origin}/video` });
+      const second = await download({ url: `${origin}/other-video` });
+      expect(path.basename(second.path)).toBe("task_123-1.mp4");
+      expect(second.reused).toBe(false);
+      expect((await readFile(first.path)).equals(MP4_BYTES)).toBe(true);
+      expect((await readFile(second.path)).equals(OTHER_MP4_BYTES)).toBe(true);
+      // Each of them is now found again by content, whichever name it has.
+      expect((await download({ url: `${origin}/other-video` })).path).toBe(second.path);
+      expect((await download({ url: `${origin}/video` })).path).toBe(first.path);
+      expect((await readdir(dir)).sort()).toEqual(["task_123-1.mp4", "task_123.mp4"]);
+    });
+
+    it("finds an identical copy after a gap in the numbers", async () => {
+      await mkdir(dir, { recursive: true });
+      await writeFile(path.join(dir, "task_123.mp4"), OTHER_MP4_BYTES);
+      await writeFile(path.join(dir, "task_123-2.mp4"), MP4_BYTES);
+      const result = await download({ url: `${origin}/video` });
+      expect(result).toMatchObject({ path: path.join(dir, "task_123-2.mp4"), reused: true });
+      expect((await readdir(dir)).sort()).toEqual(["task_123-2.mp4", "task_123.mp4"]);
+    });
+
+    it("does not take a symlink to identical bytes for a saved copy", async () => {
+      const outside = path.join(path.dirname(dir), "elsewhere.mp4");
+      await writeFile(outside, MP4_BYTES);
+      await mkdir(dir, { recursive: true });
+      await symlink(outside, path.join(dir, "task_123.mp4"));
+      const result = await download({ url: `${origin}/video` });
+      expect(result).toMatchObject({ path: path.join(dir, "task_123-1.mp4"), reused: false });
+    });
+
+    it("leaves one file when several downloads of the same media race", async () => {
+      const results = await Promise.all(
+        Array.from({ length: RACERS }, () => download({ url: `${origin}/held-video` })),
+      );
+      expect(new Set(results.map((result) => result.path))).toEqual(
+        new Set([path.join(dir, "task_123.mp4")]),
+      );
+      expect(results.filter((result) => !result.reused)).toHaveLength(1);
+      expect(await readdir(dir)).toEqual(["task_123.mp4"]);
+    });
   });
 
   it("aborts on the caller's signal and leaves no partial file", async () => {
