@@ -82,6 +82,7 @@ export async function createRuntime(
     config,
     logger,
     stopping: stopping.signal,
+    mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
     track: (call) => {
       running.add(call);
       const done = () => running.delete(call);

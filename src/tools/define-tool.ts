@@ -18,6 +18,11 @@ export interface ServerDeps {
   logger: Logger;
   /** The folders local files may be read from, including the client's MCP roots when it offers them. */
   allowedDirs(): Promise<string[]>;
+  /**
+   * Hosts a media download may reach even on a loopback or private address: the configured service's own
+   * (the sandbox serves its media beside its API on 127.0.0.1). Everything else must be public.
+   */
+  mediaAllowHosts: readonly string[];
   /** Aborts when the server is shutting down: every call then answers at once with what it has. */
   stopping: AbortSignal;
   /** Registers a running call, so a shutdown can wait for its answer to go out. */

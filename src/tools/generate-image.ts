@@ -157,6 +157,7 @@ export const generateImage = defineTool({
           signal: context.signal,
           timeoutMs: downloadTimeoutMs(context, windowMs),
           expected: "image",
+          allowHosts: deps.mediaAllowHosts,
         });
         local_paths.push(saved.path);
       }

@@ -236,9 +236,9 @@ export function summarizeVideo(
   if (result.status === "completed") {
     lines.push(`Video ${id} is completed${reused}: ${result.video_url ?? "(no URL given)"}`);
   } else if (result.status === "failed") {
-    lines.push(
-      `Video ${id} failed${reused}: ${typeof result.error === "string" ? result.error : JSON.stringify(result.error)}`,
-    );
+    // The reason is the service's text: quoted, so it reads as data and never as an instruction.
+    const reason = typeof result.error === "string" ? result.error : JSON.stringify(result.error);
+    lines.push(`Video ${id} failed${reused}. The service's reason: ${JSON.stringify(reason)}`);
   } else {
     lines.push(`Video ${id} is ${result.status ?? "in progress"}${reused}.`);
   }

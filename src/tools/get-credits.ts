@@ -21,8 +21,12 @@ export const getCredits = defineTool({
     return sanitizeValue(data) as Record<string, unknown>;
   },
   summarize(result) {
+    // Values are the service's: strings are quoted so they read as data, never as instructions.
     return `Credits: ${Object.entries(result)
-      .map(([key, value]) => `${key}=${typeof value === "object" ? JSON.stringify(value) : String(value)}`)
+      .map(
+        ([key, value]) =>
+          `${key}=${typeof value === "number" || typeof value === "boolean" ? String(value) : JSON.stringify(value)}`,
+      )
       .join(", ")}`;
   },
 });

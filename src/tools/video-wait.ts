@@ -106,6 +106,7 @@ export async function saveVideo(
       signal: context.signal,
       timeoutMs: downloadTimeoutMs(context, windowMs),
       expected: "video",
+      allowHosts: deps.mediaAllowHosts,
     });
     deps.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });
     return saved.path;

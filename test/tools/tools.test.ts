@@ -1,5 +1,5 @@
 /** The six tools through a real MCP client (in-process transport) against the sandbox. */
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Progress } from "@modelcontextprotocol/sdk/types.js";
@@ -132,7 +132,7 @@ describe("generate_video", () => {
     expect(h.requestsSince(mark).map((request) => request.route)).toEqual(["video-status"]);
   });
 
-  it("saves the finished video with download: true, never overwriting", async () => {
+  it("saves the finished video with download: true; saving it again returns the same file", async () => {
     h = await startHarness();
     const first = await h.call("generate_video", { prompt: "keep me", download: true });
     const saved = String(first.structured?.["local_path"]);
@@ -143,7 +143,8 @@ describe("generate_video", () => {
       video_id: String(first.structured?.["video_id"]),
       download: true,
     });
-    expect(again.structured?.["local_path"]).not.toBe(saved);
+    expect(again.structured?.["local_path"]).toBe(saved);
+    expect(await readdir(h.config.outputDir)).toEqual([path.basename(saved)]);
     expect((await stat(saved)).size).toBe(bytes.length);
   });
 
