@@ -98,10 +98,10 @@ async function main(argv: string[]): Promise<number> {
     target = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
   }
 
-  const [{ createRuntime }, { createServer }, { StdioServerTransport }] = await Promise.all([
+  const [{ createRuntime }, { createServer }, { StdioTransport }] = await Promise.all([
     import("./runtime.js"),
     import("./server.js"),
-    import("@modelcontextprotocol/sdk/server/stdio.js"),
+    import("./transports/stdio.js"),
   ]);
   const runtime = await createRuntime(config, target, logger, VERSION);
   const server = createServer(VERSION, runtime.depsFactory);
@@ -122,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGINT", () => void shutdown());
   process.on("SIGTERM", () => void shutdown());
 
-  await server.connect(new StdioServerTransport());
+  await server.connect(new StdioTransport({ logger }));
   logger.info(`generation-mcp ${VERSION} ready on stdio`);
   return -1;
 }

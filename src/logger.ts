@@ -1,8 +1,9 @@
 /**
  * Logs go to stderr (stdout is the protocol channel) and, once a client is connected, to it as MCP log
- * notifications. Every line passes the redaction point.
+ * notifications (see mcp-logging.ts). Every line passes the redaction point, and a stderr line stays one
+ * line whatever the message holds, so text from the service or the client cannot forge log lines.
  */
-import { redact } from "./redact.js";
+import { redact, redactValue } from "./redact.js";
 
 export type LogLevel = "debug" | "info" | "warning" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
@@ -27,11 +28,10 @@ export class Logger {
 
   log(level: LogLevel, message: string, data?: Record<string, unknown>): void {
     const safeMessage = redact(message);
-    const safeData =
-      data === undefined ? undefined : (JSON.parse(redact(JSON.stringify(data))) as Record<string, unknown>);
+    const safeData = data === undefined ? undefined : redactValue(data);
     if (ORDER[level] >= ORDER[this.stderrLevel]) {
-      const suffix = safeData === undefined ? "" : ` ${JSON.stringify(safeData)}`;
-      this.write(`[generation-mcp] ${level}: ${safeMessage}${suffix}\n`);
+      const suffix = safeData === undefined ? "" : ` ${oneLine(safeJson(safeData))}`;
+      this.write(`[generation-mcp] ${level}: ${oneLine(safeMessage)}${suffix}\n`);
     }
     for (const sink of this.sinks) {
       try {
@@ -53,5 +53,28 @@ export class Logger {
   }
   error(message: string, data?: Record<string, unknown>): void {
     this.log("error", message, data);
+  }
+}
+
+// Controls (C0, DEL, C1 such as NEL), line and paragraph separators, and the bidi controls that can make
+// a line read as something else. JSON.stringify escapes only the C0 ones, so this runs on data too (its
+// `\uXXXX` escapes keep the JSON valid).
+// eslint-disable-next-line no-control-regex
+const LINE_BREAKERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const SHORT_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** The text with every character that could break or disguise a log line written as an escape. */
+function oneLine(text: string): string {
+  return text.replace(
+    LINE_BREAKERS,
+    (char) => SHORT_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? "";
+  } catch (error) {
+    return JSON.stringify({ unserializable: String(error) });
   }
 }

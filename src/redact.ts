@@ -1,23 +1,285 @@
 /**
  * The one redaction point: every byte the server emits (tool results, progress, logs) passes through
- * `redact`, so the API key cannot leak even if a lower layer put it in a message by mistake.
+ * `redact` (or `redactValue` for structured data), so the API key cannot leak even if a lower layer put
+ * it in a message by mistake, and even when the service echoes it mangled.
+ *
+ * How a registered secret is found:
+ * - Matching runs on a normalised view of the text. Case is folded (full-width ASCII folds to ASCII), and
+ *   these are skipped as if absent: C0/C1 controls and DEL; whitespace of any kind; invisible format
+ *   characters (soft hyphen, zero-width space/joiners, word joiner, BOM, bidi marks, embeddings and
+ *   isolates, variation selectors); ANSI escape sequences, with the ESC (or CSI) byte or as the leftover
+ *   `[31m` once ESC was stripped; and escape text for any of those, as JSON or a C string writes them
+ *   (`\n`, `\u200b`, `\x1b`, `\033`, `\\n`).
+ * - Each match is mapped back to the original text and the whole original span, junk inside included,
+ *   becomes "[redacted]".
+ * - Fragments: any run of at least max(8, ceil(length / 3)) consecutive characters of a secret is masked
+ *   too (secrets of 6-7 characters are matched whole), so a key cut in two (two JSON fields, text between,
+ *   two lines) never shows in full: the longer piece is at least half the key.
+ *   Limit: a piece shorter than that stays readable. A key cut into three or more short pieces, or the
+ *   short piece beside a masked one, shows that much of the key; so does a mangling outside the list
+ *   above (a key spelled backwards, percent-encoded, or with ordinary letters inserted).
+ * - Cost: one pass to normalise, then one rolling-hash pass per secret: linear in the text length.
  */
 
-const secrets = new Set<string>();
+const MIN_SECRET_LENGTH = 6;
+const MIN_FRAGMENT_LENGTH = 8;
+const MASK = "[redacted]";
 
-/** Registers a secret to be masked wherever it appears. Short strings are ignored (they would mask noise). */
-export function registerSecret(secret: string | undefined): void {
-  if (secret !== undefined && secret.length >= 6) secrets.add(secret);
+interface Matcher {
+  /** The secret as the normaliser sees it. */
+  units: Uint16Array;
+  /** Length of the pieces looked for (the whole secret when it is short). */
+  window: number;
+  /** B^(window-1), to roll the hash. */
+  power: number;
+  /** Rolling hash of each window of the secret -> where those windows start in it. */
+  windows: Map<number, number[]>;
+  /** Bits of the windows' hashes (top 16 bits), to reject most text positions without a Map lookup. */
+  filter: Uint8Array;
+}
+
+const secrets = new Map<string, Matcher | undefined>();
+
+/**
+ * Registers a secret to be masked wherever it appears, however mangled. Short strings are ignored (they
+ * would mask noise). Returns a function that forgets it again (for tests).
+ */
+export function registerSecret(secret: string | undefined): () => void {
+  if (secret === undefined || secret.length < MIN_SECRET_LENGTH || secrets.has(secret)) return () => {};
+  secrets.set(secret, buildMatcher(secret));
+  return () => void secrets.delete(secret);
 }
 
 const BEARER = /\b(Bearer\s+)[^\s"',;]+/gi;
 
 export function redact(text: string): string {
   let out = text;
-  for (const secret of secrets) {
-    if (out.includes(secret)) out = out.split(secret).join("[redacted]");
+  if (secrets.size > 0) {
+    // Exact occurrences first: cheap, and right even for a secret the normaliser cannot see.
+    for (const secret of secrets.keys()) {
+      if (out.includes(secret)) out = out.split(secret).join(MASK);
+    }
+    out = maskDisguised(out);
   }
-  return out.replace(BEARER, "$1[redacted]");
+  return out.replace(BEARER, `$1${MASK}`);
+}
+
+/**
+ * Structured data redacted before it is serialized: every string and every object key passes `redact`,
+ * so escapes that serialization would add cannot hide a secret. The result is what
+ * `JSON.parse(JSON.stringify(value))` would give, strings redacted (a cycle becomes "[circular]" instead
+ * of an exception): plain objects and arrays are walked, anything else goes through its JSON form.
+ */
+export function redactValue<T>(value: T): T {
+  return walk(value, new WeakSet()) as T;
+}
+
+function walk(value: unknown, seen: WeakSet<object>): unknown {
+  if (typeof value === "string") return redact(value);
+  if (typeof value === "number") return Number.isFinite(value) ? value : null;
+  if (typeof value !== "object" || value === null) return isJsonless(value) ? undefined : value;
+  if (seen.has(value)) return "[circular]";
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) return value.map((item) => (isJsonless(item) ? null : walk(item, seen)));
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      const json = JSON.stringify(value);
+      return json === undefined ? undefined : (JSON.parse(redact(json)) as unknown);
+    }
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      if (!isJsonless(item)) out[redact(key)] = walk(item, seen);
+    }
+    return out;
+  } finally {
+    seen.delete(value);
+  }
+}
+
+/** Values JSON leaves out of objects (and writes as null in arrays). */
+function isJsonless(value: unknown): boolean {
+  return value === undefined || typeof value === "function" || typeof value === "symbol";
+}
+
+function maskDisguised(text: string): string {
+  const matchers = [...secrets.values()].filter((matcher) => matcher !== undefined);
+  if (matchers.length === 0) return text;
+  const view = normalize(text);
+  const spans: Array<[number, number]> = [];
+  for (const matcher of matchers) findSpans(view, matcher, spans);
+  if (spans.length === 0) return text;
+  spans.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let at = 0;
+  for (const [start, end] of spans) {
+    if (end <= at) continue;
+    // A span that overlaps the previous one only extends its mask.
+    if (start >= at) out += `${text.slice(at, start)}${MASK}`;
+    at = end;
+  }
+  return out + text.slice(at);
+}
+
+// ---- The normalised view -------------------------------------------------------------------------------
+
+interface NormalizedText {
+  /** Folded code units with the ignorable ones left out. */
+  units: Uint16Array;
+  /** For each unit, its index in the original text. */
+  origin: Uint32Array;
+  length: number;
+}
+
+function normalize(text: string): NormalizedText {
+  const units = new Uint16Array(text.length);
+  const origin = new Uint32Array(text.length);
+  let length = 0;
+  for (let i = 0; i < text.length;) {
+    const code = text.charCodeAt(i);
+    if (code === 0x1b || code === 0x9b || code === 0x5b || code === 0x5c) {
+      const skip = sequenceLength(text, i, code);
+      if (skip > 0) {
+        i += skip;
+        continue;
+      }
+    }
+    if (!isIgnorable(code)) {
+      units[length] = fold(code);
+      origin[length] = i;
+      length += 1;
+    }
+    i += 1;
+  }
+  return { units, origin, length };
+}
+
+function isIgnorable(code: number): boolean {
+  if (code <= 0x20) return true; // C0 controls, ESC, space
+  if (code < 0x7f) return false;
+  if (code <= 0xa0) return true; // DEL, C1 controls, no-break space
+  if (code < 0x2000) {
+    return (
+      code === 0xad || // soft hyphen
+      code === 0x34f || // combining grapheme joiner
+      code === 0x61c || // Arabic letter mark
+      code === 0x115f ||
+      code === 0x1160 || // Hangul fillers
+      code === 0x1680 || // Ogham space
+      code === 0x180e // Mongolian vowel separator
+    );
+  }
+  return (
+    code <= 0x200f || // spaces, zero-width space/joiners, LRM/RLM
+    (code >= 0x2028 && code <= 0x202f) || // line/paragraph separators, bidi embeddings, narrow NBSP
+    (code >= 0x205f && code <= 0x206f) || // word joiner, invisible operators, bidi isolates
+    code === 0x3000 ||
+    code === 0x3164 ||
+    (code >= 0xfe00 && code <= 0xfe0f) || // variation selectors
+    code === 0xfeff ||
+    code === 0xffa0 ||
+    (code >= 0xfff9 && code <= 0xfffb) // interlinear annotation
+  );
+}
+
+/** Lazily filled lower-case table for the BMP; 0 = not computed yet (U+0000 is ignorable anyway). */
+const FOLDED = new Uint16Array(0x10000);
+
+function fold(code: number): number {
+  if (code < 0x80) return code >= 0x41 && code <= 0x5a ? code + 32 : code;
+  let folded = FOLDED[code] ?? 0;
+  if (folded === 0) {
+    const source = code >= 0xff01 && code <= 0xff5e ? code - 0xfee0 : code; // full-width ASCII
+    const lower = String.fromCharCode(source).toLowerCase();
+    folded = lower.length === 1 ? lower.charCodeAt(0) : source;
+    FOLDED[code] = folded;
+  }
+  return folded;
+}
+
+// Bounded repetitions keep every attempt short, so a text full of ESC or backslashes stays linear.
+const ANSI =
+  // eslint-disable-next-line no-control-regex
+  /(?:\u001b\[|\u009b)[0-?]{0,32}[ -/]{0,8}[@-~]|\u001b\][^\u0007\u001b]{0,512}(?:\u0007|\u001b\\)|\u001b[()*+][0-~]/y;
+const ANSI_LEFTOVER = /\[(?:\d{1,3}(?:;\d{1,3}){0,15}[A-Za-z]|[mMkK])/y;
+const ESCAPE_TEXT =
+  /\\{1,8}(?:[nrtbfve]|0([0-7]{0,2})|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|u\{([0-9a-fA-F]{1,6})\})/y;
+
+/** Length of the ignorable sequence starting at `at`, or 0. */
+function sequenceLength(text: string, at: number, code: number): number {
+  const pattern = code === 0x5c ? ESCAPE_TEXT : code === 0x5b ? ANSI_LEFTOVER : ANSI;
+  pattern.lastIndex = at;
+  const match = pattern.exec(text);
+  if (match === null) return 0;
+  if (code === 0x5c) {
+    const octal = match[1];
+    const hex = match[2] ?? match[3] ?? match[4];
+    const escaped =
+      octal !== undefined && octal !== ""
+        ? Number.parseInt(octal, 8)
+        : hex !== undefined
+          ? Number.parseInt(hex, 16)
+          : 0;
+    if (escaped > 0xffff || !isIgnorable(escaped)) return 0;
+  }
+  return match[0].length;
+}
+
+// ---- Finding a secret's pieces -----------------------------------------------------------------------
+
+const BASE = 0x01000193;
+
+function buildMatcher(secret: string): Matcher | undefined {
+  const view = normalize(secret);
+  if (view.length < MIN_SECRET_LENGTH) return undefined;
+  const units = view.units.slice(0, view.length);
+  const window = Math.min(units.length, Math.max(MIN_FRAGMENT_LENGTH, Math.ceil(units.length / 3)));
+  let power = 1;
+  for (let k = 1; k < window; k++) power = Math.imul(power, BASE);
+  const windows = new Map<number, number[]>();
+  const filter = new Uint8Array(0x10000);
+  let hash = 0;
+  for (let k = 0; k < units.length; k++) {
+    if (k >= window) hash = (hash - Math.imul(units[k - window] ?? 0, power)) | 0;
+    hash = (Math.imul(hash, BASE) + (units[k] ?? 0)) >>> 0;
+    if (k + 1 >= window) {
+      const start = k + 1 - window;
+      windows.set(hash, [...(windows.get(hash) ?? []), start]);
+      filter[hash >>> 16] = 1;
+    }
+  }
+  return { units, window, power, windows, filter };
+}
+
+/** Adds the original-text spans [start, end) of every piece of the secret found in `view`. */
+function findSpans(view: NormalizedText, matcher: Matcher, spans: Array<[number, number]>): void {
+  const { units, origin, length } = view;
+  const { window, power, windows, filter } = matcher;
+  if (length < window) return;
+  let hash = 0;
+  let runStart = -1;
+  let runEnd = -1;
+  for (let k = 0; k < length; k++) {
+    if (k >= window) hash = (hash - Math.imul(units[k - window]!, power)) | 0;
+    hash = (Math.imul(hash, BASE) + units[k]!) >>> 0;
+    if (filter[hash >>> 16] === 0 || k + 1 < window) continue;
+    const start = k + 1 - window;
+    if (!(windows.get(hash) ?? []).some((at) => sameUnits(units, start, matcher.units, at, window))) continue;
+    // Overlapping or touching pieces are one span: the piece between two hits is the secret's too.
+    if (runStart >= 0 && start <= runEnd) {
+      runEnd = start + window;
+      continue;
+    }
+    if (runStart >= 0) spans.push([origin[runStart]!, origin[runEnd - 1]! + 1]);
+    runStart = start;
+    runEnd = start + window;
+  }
+  if (runStart >= 0) spans.push([origin[runStart]!, origin[runEnd - 1]! + 1]);
+}
+
+function sameUnits(a: Uint16Array, aAt: number, b: Uint16Array, bAt: number, count: number): boolean {
+  for (let k = 0; k < count; k++) if (a[aAt + k] !== b[bAt + k]) return false;
+  return true;
 }
 
 // C0/C1 controls except tab and newline, plus bidi overrides that can disguise text.

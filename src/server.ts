@@ -18,7 +18,8 @@ import {
 import * as z from "zod";
 import { AbortedError, ValidationError } from "./api/errors.js";
 import { isObject } from "./api/normalize.js";
-import { cleanText, redact } from "./redact.js";
+import { attachMcpLogging } from "./mcp-logging.js";
+import { cleanText, redact, redactValue } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
@@ -124,7 +125,7 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       const result = tool.output.parse(await running) as Record<string, unknown>;
       return {
         content: [{ type: "text", text: redact(tool.summarize(result)) }],
-        structuredContent: JSON.parse(redact(JSON.stringify(result))) as Record<string, unknown>,
+        structuredContent: redactValue(result),
       };
     } catch (error) {
       if (error instanceof AbortedError && deps.stopping.aborted && !extra.signal.aborted) {
@@ -155,10 +156,6 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     roots = undefined;
   });
 
-  deps.logger.addSink((level, message, data) => {
-    void server
-      .sendLoggingMessage({ level, logger: SERVER_NAME, data: data ? { message, ...data } : message })
-      .catch(() => undefined);
-  });
+  attachMcpLogging(server, deps.logger, SERVER_NAME);
   return server;
 }

@@ -1,11 +1,27 @@
 import * as z from "zod";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
+import { MAX_MESSAGE_BYTES } from "../transports/stdio.js";
 import { localPathField } from "./common.js";
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
 
-const MB = MAX_UPLOAD_BYTES / (1024 * 1024);
+const MIB = 1024 * 1024;
+const MB = MAX_UPLOAD_BYTES / MIB;
+
+/**
+ * Room a stdio message needs besides data_base64: the JSON-RPC envelope (about 150 bytes), the filename
+ * (255 characters, at most 6 bytes each once JSON-escaped) and the client's `_meta`.
+ */
+const ENVELOPE_BYTES = 16 * 1024;
+/**
+ * Longest data_base64 that fits one stdio message with its envelope: base64 text is one byte per character
+ * in JSON (a line break in it costs two, hence "on one line").
+ */
+export const MAX_DATA_BASE64_CHARS = MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
+/** Largest image data_base64 can carry (about 7.5 MB); a larger one (up to MAX_UPLOAD_BYTES) goes by path. */
+export const MAX_DATA_BASE64_BYTES = Math.floor(MAX_DATA_BASE64_CHARS / 4) * 3;
+const DATA_MB = (Math.floor((MAX_DATA_BASE64_BYTES / MIB) * 10) / 10).toFixed(1);
 
 const input = z
   .strictObject({
@@ -15,8 +31,14 @@ const input = z
     data_base64: z
       .string()
       .min(1, "must not be empty")
+      .max(
+        MAX_DATA_BASE64_CHARS,
+        `must be at most ${MAX_DATA_BASE64_CHARS} characters (an image of about ${DATA_MB} MB), the most one message can carry; for a larger image (up to ${MB} MB) save it to a file and pass its path instead`,
+      )
       .describe(
-        `The image bytes as base64 (a data: URL prefix is accepted), at most ${MB} MB decoded; needs filename.`,
+        `The image bytes as standard base64 on one line (a data: URL prefix is accepted): at most ${MAX_DATA_BASE64_CHARS} characters, ` +
+          `an image of at most ${DATA_MB} MB (${MAX_DATA_BASE64_BYTES} bytes), the most one message can carry. ` +
+          `For a larger image (up to ${MB} MB) pass path instead. Needs filename.`,
       )
       .optional(),
     filename: z
@@ -43,15 +65,21 @@ export const uploadImage = defineTool({
   name: "upload_image",
   title: "Upload reference image",
   description:
-    `Upload a JPG, PNG or WebP (at most ${MB} MB, type decided by the file's bytes) and get back a hosted url to use as image_url in generate_video ` +
-    "or in images of generate_image. Costs no credits. generate_video and generate_image also accept local paths directly (image_path / image_paths), so this is only needed to reuse one upload several times.",
+    `Upload a JPG, PNG or WebP (type decided by the file's bytes) and get back a hosted url to use as image_url in generate_video ` +
+    `or in images of generate_image. Give path for a local file of at most ${MB} MB, or data_base64 for an image of at most ${DATA_MB} MB (the most one message can carry). ` +
+    "Costs no credits. generate_video and generate_image also accept local paths directly (image_path / image_paths), so this is only needed to reuse one upload several times.",
   input,
   output: z.object({ url: z.string().describe("The hosted image URL.") }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   async handler(args, deps, context) {
     const images =
       args.data_base64 !== undefined
-        ? [imageFromBase64(args.data_base64, args.filename, { param: "data_base64" })]
+        ? [
+            imageFromBase64(args.data_base64, args.filename, {
+              param: "data_base64",
+              maxBytes: MAX_DATA_BASE64_BYTES,
+            }),
+          ]
         : await openLocalImages([args.path ?? ""], "path", deps);
     try {
       const [url] = await uploadAll(images, deps, context);
