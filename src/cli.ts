@@ -88,7 +88,6 @@ async function main(argv: string[]): Promise<number> {
   if (config.sandbox) {
     const { startSandbox } = await import("./sandbox/index.js");
     const sandbox = await startSandbox({ port: 0 });
-    registerSecret(sandbox.keys.paid);
     closeSandbox = () => sandbox.close();
     target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid, ephemeral: true };
     logger.info(

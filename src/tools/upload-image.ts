@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
-import { MAX_MESSAGE_BYTES } from "../transports/stdio.js";
+import { MAX_MESSAGE_BYTES } from "../limits.js";
 import { localPathField } from "./common.js";
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";

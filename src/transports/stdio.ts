@@ -11,10 +11,10 @@ import process from "node:process";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_MESSAGE_BYTES } from "../limits.js";
 import type { LogLevel } from "../logger.js";
 
-/** Longest message accepted on stdin, in bytes of its line (the SDK's limit too). */
-export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
+export { MAX_MESSAGE_BYTES };
 
 /** How much of the start and the end of a skipped line is kept to find its method and id. */
 const EDGE_BYTES = 1024;
