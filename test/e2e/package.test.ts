@@ -39,8 +39,14 @@ const npmEnv = () =>
   Object.fromEntries(
     Object.entries(process.env).filter(([key]) => !/^npm_(config|lifecycle|package)_/i.test(key)),
   ) as Record<string, string>;
+// Offline, and without npm's own update check: tests reach nothing beyond 127.0.0.1.
 const npm = (args: string[], cwd: string) =>
-  execFileSync("npm", args, { cwd, env: npmEnv(), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync("npm", [...args, "--offline", "--no-update-notifier"], {
+    cwd,
+    env: npmEnv(),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 
 beforeAll(() => {
   if (!existsSync(CLI)) throw new Error("dist/bundle/cli.js is missing: run `npm run build` (or `npm test`)");
@@ -55,7 +61,6 @@ beforeAll(() => {
       "--global",
       "--prefix",
       prefix,
-      "--offline",
       "--cache",
       path.join(work, "npm-cache"), // empty: nothing may come from an earlier download either
       "--ignore-scripts",
