@@ -1,4 +1,4 @@
-import type { FaultControl, FaultRoute, MalformedKind, SandboxRoute } from "./types.js";
+import type { EarlyAnswer, FaultControl, FaultRoute, MalformedKind, SandboxRoute } from "./types.js";
 import type { Store } from "./store.js";
 
 export interface ForcedError {
@@ -17,6 +17,39 @@ export interface Drip {
   chunkDelayMs: number;
   chunks: number;
 }
+
+export interface EarlyAnswerPlan {
+  status: number;
+  /** Unused by 2xx and HTML answers. */
+  code: string;
+  /** Undefined: a default naming the status and the bytes read, made when answering. */
+  message: string | undefined;
+  afterBytes: number;
+  html: boolean;
+}
+
+export interface DataPatch {
+  patch: Record<string, unknown>;
+  remove: readonly string[];
+}
+
+/**
+ * Codes of early answers when none is given: the service's own where the spec's table has the status,
+ * otherwise what a proxy's status means. Any other status gets request_rejected (< 500) or internal_error.
+ */
+export const EARLY_ANSWER_CODES: Readonly<Record<number, string>> = {
+  400: "validation_error",
+  401: "unauthorized",
+  403: "forbidden",
+  408: "request_timeout",
+  411: "length_required",
+  413: "request_too_large",
+  429: "rate_limit_exceeded",
+  500: "internal_error",
+  502: "upstream_error",
+  503: "service_unavailable",
+  504: "gateway_timeout",
+};
 
 interface Armed<T> {
   route: FaultRoute;
@@ -38,6 +71,9 @@ export class Faults implements FaultControl {
   private readonly drops: Armed<"before" | "after">[] = [];
   private readonly drips: Armed<Drip>[] = [];
   private readonly headers: Armed<Record<string, string>>[] = [];
+  private readonly earlyAnswers: Armed<EarlyAnswerPlan>[] = [];
+  private readonly resets: Armed<number>[] = [];
+  private readonly patches: Armed<DataPatch>[] = [];
 
   constructor(private readonly store: Store) {}
 
@@ -89,6 +125,41 @@ export class Faults implements FaultControl {
     this.headers.push(armed(route, count, { ...headers }));
   }
 
+  earlyAnswer(route: FaultRoute, answer: EarlyAnswer): void {
+    // 1xx is not an answer, and a client cannot be cut off with one.
+    if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599)
+      throw new RangeError(`invalid HTTP status ${answer.status} for an early answer (200..599)`);
+    const afterBytes = answer.afterBytes ?? 0;
+    checkByteCount("afterBytes", afterBytes);
+    this.earlyAnswers.push(
+      armed(route, answer.count, {
+        status: answer.status,
+        code:
+          answer.code ??
+          EARLY_ANSWER_CODES[answer.status] ??
+          (answer.status < 500 ? "request_rejected" : "internal_error"),
+        message: answer.message,
+        afterBytes,
+        html: answer.html ?? false,
+      }),
+    );
+  }
+
+  resetAfterBytes(route: FaultRoute, bytes: number, count?: number): void {
+    checkByteCount("bytes", bytes);
+    this.resets.push(armed(route, count, bytes));
+  }
+
+  patchNext(
+    route: FaultRoute,
+    patch: Record<string, unknown>,
+    options: { remove?: string[]; count?: number } = {},
+  ): void {
+    this.patches.push(
+      armed(route, options.count, { patch: { ...patch }, remove: [...(options.remove ?? [])] }),
+    );
+  }
+
   providerOutage(on: boolean): void {
     this.store.providerDown = on;
   }
@@ -103,7 +174,17 @@ export class Faults implements FaultControl {
 
   clear(): void {
     this.latencies.clear();
-    for (const list of [this.errors, this.malformed, this.drops, this.drips, this.headers]) list.length = 0;
+    for (const list of [
+      this.errors,
+      this.malformed,
+      this.drops,
+      this.drips,
+      this.headers,
+      this.earlyAnswers,
+      this.resets,
+      this.patches,
+    ])
+      list.length = 0;
     this.store.clearFaults();
   }
 
@@ -130,6 +211,20 @@ export class Faults implements FaultControl {
   takeHeaders(route: SandboxRoute): Record<string, string> | undefined {
     return take(this.headers, route);
   }
+
+  takeEarlyAnswer(route: SandboxRoute): EarlyAnswerPlan | undefined {
+    return take(this.earlyAnswers, route);
+  }
+
+  /** The number of body bytes to read before resetting, or undefined when no reset is armed. */
+  takeReset(route: SandboxRoute): number | undefined {
+    return take(this.resets, route);
+  }
+
+  /** Called only for a success answer whose data is an object, so other answers leave the patch armed. */
+  takePatch(route: SandboxRoute): DataPatch | undefined {
+    return take(this.patches, route);
+  }
 }
 
 function armed<T>(route: FaultRoute, count: number | undefined, value: T): Armed<T> {
@@ -151,6 +246,10 @@ function take<T>(
   entry.remaining -= 1;
   if (entry.remaining === 0) list.splice(index, 1);
   return entry.value;
+}
+
+function checkByteCount(name: string, bytes: number): void {
+  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`${name} must be an integer >= 0`);
 }
 
 function checkStatus(status: number): void {

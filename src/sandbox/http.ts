@@ -7,6 +7,15 @@ export interface SandboxResponse {
   status: number;
   /** Answer with `Connection: close` and do not read what is left of the request. */
   closeConnection?: boolean;
+  /**
+   * With closeConnection: close the socket as soon as the answer is written, without the lingering close,
+   * so a client still sending meets a reset (the earlyAnswer fault).
+   */
+  closeAbruptly?: boolean;
+  /** An intermediary's answer: sent without the service's headers (X-RateLimit-*, X-Request-Id). */
+  bare?: boolean;
+  /** The `data` of a success envelope, kept beside its bytes so the patchNext fault can rewrite it. */
+  data?: unknown;
   headers: Record<string, string>;
   body: Buffer;
   /** Set for HEAD: headers describe `body` but no byte of it is sent. */
@@ -45,7 +54,7 @@ export function jsonResponse(
 }
 
 export function dataResponse(data: unknown, status = 200): SandboxResponse {
-  return jsonResponse(status, { data, error: null });
+  return { ...jsonResponse(status, { data, error: null }), data };
 }
 
 export function errorResponse(

@@ -34,6 +34,7 @@ export const DEFAULT_SHAPES: Readonly<SandboxShapes> = {
   inProgressStatuses: ["queued", "processing"],
   notFoundStatus: 404,
   imageShape: "urls",
+  nesting: "flat",
 };
 
 /** Long enough to watch a demo wait and report progress, short enough not to bore. */

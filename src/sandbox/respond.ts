@@ -1,7 +1,7 @@
 /** Writing answers: the one place where headers, dripping, huge bodies and lingering closes happen. */
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Drip, Malformed } from "./faults.js";
+import type { DataPatch, Drip, Malformed } from "./faults.js";
 import { JSON_CONTENT_TYPE } from "./http.js";
 import type { SandboxResponse } from "./http.js";
 import type { RequestRecord } from "./types.js";
@@ -29,6 +29,13 @@ export function malformedResponse(malformed: Malformed): SandboxResponse {
   }
 }
 
+/** The patchNext fault: the answer's `data` object shallow-merged with the patch, removed keys deleted. */
+export function patchedResponse(response: SandboxResponse, { patch, remove }: DataPatch): SandboxResponse {
+  const data: Record<string, unknown> = { ...(response.data as Record<string, unknown>), ...patch };
+  for (const key of remove) delete data[key];
+  return { ...response, data, body: Buffer.from(JSON.stringify({ data, error: null }), "utf8") };
+}
+
 export async function writeResponse(
   res: ServerResponse,
   record: RequestRecord,
@@ -49,7 +56,9 @@ export async function writeResponse(
   }
   res.statusCode = response.status;
   record.status = response.status;
-  if (response.closeConnection) lingerThenClose(res);
+  // An abrupt close is Node's own for `Connection: close`: end, then destroy as soon as the answer is
+  // written. What the client still sends then meets a closed socket, and the kernel answers with a reset.
+  if (response.closeConnection && !response.closeAbruptly) lingerThenClose(res);
   if (response.headOnly) {
     res.end();
     return;

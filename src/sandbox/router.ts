@@ -1,7 +1,7 @@
 import type { ApiHandler } from "./routes.js";
 import { credits, generateImage, generateVideo, listVideos, upload, videoStatus } from "./routes.js";
 import type { MediaHandler } from "./media/routes.js";
-import { serveImage, serveUpload, serveVideo } from "./media/routes.js";
+import { serveImage, servePoster, serveUpload, serveVideo } from "./media/routes.js";
 import type { SandboxRoute } from "./types.js";
 
 export const API_PREFIX = "/api/v1";
@@ -42,6 +42,7 @@ const MEDIA_ROUTES: readonly { pattern: RegExp; handler: MediaHandler }[] = [
   { pattern: new RegExp(`^/media/videos/${SEGMENT}$`), handler: serveVideo },
   { pattern: new RegExp(`^/media/images/${SEGMENT}$`), handler: serveImage },
   { pattern: new RegExp(`^/media/uploads/${SEGMENT}$`), handler: serveUpload },
+  { pattern: new RegExp(`^/media/posters/${SEGMENT}$`), handler: servePoster },
 ];
 
 const MEDIA_METHODS = ["GET", "HEAD"] as const;

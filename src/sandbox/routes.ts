@@ -27,6 +27,29 @@
  * GET /credits -> 200 `{ credits, paid_access, subscription_status: "active" | "none", plan }`; plan is
  *   the subscription name or null.
  *
+ * Nested forms (`shapes.nesting: "nested"`): the same facts, nested the way another service might, so
+ * the client's "find it at any depth" code meets every endpoint. Errors keep the normal envelope.
+ *   POST /generate: `{ task: { id: <video_id>, state: <status>, model },
+ *      billing: { credits_used, credits_remaining } }`
+ *   GET /videos/:video_id: `{ task: { id, state, created_at, updated_at },
+ *      request: { prompt, model, generation_type, aspect_ratio, duration, resolution?,
+ *                 input?: { image_url } },
+ *      result?: { cover: { url: <poster> }, output: [{ type: "video/mp4", url: <video_url> }] } (completed),
+ *      failure?: { code: "generation_failed", message } (failed),
+ *      credits: { used, refunded? (failed) } }`
+ *   `state`, not `status`; `id`, not `video_id`. The poster, a 320x180 PNG at
+ *   /media/posters/<video_id>.png, comes before the video in key order on purpose: a client must not take
+ *   it for the video.
+ *   GET /videos: `{ results: [<records as above>], meta: { pagination: { page, limit, total,
+ *      total_pages } } }`; with `listShape: "array"` the bare array of nested records.
+ *   POST /generate-image: `{ job: { id, state: "completed" },
+ *      result: { output: [{ url, width, height, format }] }, billing: { credits_used, credits_remaining } }`;
+ *      with `imageShape: "task"`: `{ job: { id, state: "processing" } }`.
+ *   POST /upload: `{ asset: { id, content_type, size, links: { public: <url> } } }`, exactly
+ *      (`uploadUrlField` renames the flat form's field only).
+ *   GET /credits: `{ account: { balance: { credits }, access: { paid: <bool> },
+ *      subscription: { status: "active" | "none", plan } } }`.
+ *
  * Validation choices: prompt 1..MAX_PROMPT_LENGTH (2000) characters; duration a JSON number in
  * (0, MAX_DURATION_S = 20] seconds, fractions allowed and priced pro rata; resolution only for
  * vendor-video-2-0 (default 720p); image_url and images[] must be http(s) URLs (at most 10 images);
@@ -41,13 +64,21 @@
  */
 import { SUBSCRIPTION_MODELS, imageCredits, videoCredits } from "../models.js";
 import type { IncomingMessage } from "node:http";
+import {
+  creditsData,
+  imageData,
+  listData,
+  mediaUrl,
+  startedVideoData,
+  uploadData,
+  videoData,
+} from "./answers.js";
 import type { Account } from "./auth.js";
 import { readJsonBody, readUpload } from "./body.js";
 import type { SandboxContext } from "./context.js";
 import { HttpError, dataResponse, validationError } from "./http.js";
 import type { SandboxResponse } from "./http.js";
 import { imageSize } from "./media/images.js";
-import type { VideoTask } from "./store.js";
 import { asObjectBody, validateImageRequest, validateListQuery, validateVideoRequest } from "./validation.js";
 
 export interface ApiRequest {
@@ -69,13 +100,15 @@ export const generateVideo: ApiHandler = async (ctx, { req, account }) => {
     `${request.duration} s of ${request.model}${request.resolution ? ` at ${request.resolution}` : ""}`,
   );
   const task = ctx.store.addVideo(ctx.newId("video"), account, request, cost);
-  return dataResponse({
-    video_id: task.id,
-    status: ctx.store.view(task).status,
-    model: request.model,
-    credits_used: cost,
-    credits_remaining: account.credits,
-  });
+  return dataResponse(
+    startedVideoData(ctx.shapes, {
+      id: task.id,
+      status: ctx.store.view(task).status,
+      model: request.model,
+      creditsUsed: cost,
+      creditsRemaining: account.credits,
+    }),
+  );
 };
 
 export const videoStatus: ApiHandler = async (ctx, { params, account }) => {
@@ -90,15 +123,12 @@ export const videoStatus: ApiHandler = async (ctx, { params, account }) => {
       "The upstream generation provider is not answering; try the status call again later",
     );
   }
-  return dataResponse(videoRecord(ctx, task));
+  return dataResponse(videoData(ctx, task));
 };
 
 export const listVideos: ApiHandler = async (ctx, { query, account }) => {
   const { page, limit } = validateListQuery(query);
-  const all = ctx.store.listVideos(account);
-  const items = all.slice((page - 1) * limit, page * limit).map((task) => videoRecord(ctx, task));
-  if (ctx.shapes.listShape === "array") return dataResponse(items);
-  return dataResponse({ items, page, limit, total: all.length, total_pages: Math.ceil(all.length / limit) });
+  return dataResponse(listData(ctx, ctx.store.listVideos(account), page, limit));
 };
 
 export const generateImage: ApiHandler = async (ctx, { req, account }) => {
@@ -118,18 +148,18 @@ export const generateImage: ApiHandler = async (ctx, { req, account }) => {
     creditsUsed: cost,
     createdAt: ctx.clock(),
   });
-  if (ctx.shapes.imageShape === "task") return dataResponse({ image_id: id, status: "processing" });
-  return dataResponse({
-    image_id: id,
-    status: "completed",
-    image_urls: [`${ctx.origin}/media/images/${encodeURIComponent(id)}.${request.outputFormat}`],
-    model: request.model,
-    output_format: request.outputFormat,
-    width,
-    height,
-    credits_used: cost,
-    credits_remaining: account.credits,
-  });
+  return dataResponse(
+    imageData(ctx.shapes, {
+      id,
+      url: mediaUrl(ctx, "images", id, request.outputFormat),
+      model: request.model,
+      format: request.outputFormat,
+      width,
+      height,
+      creditsUsed: cost,
+      creditsRemaining: account.credits,
+    }),
+  );
 };
 
 export const upload: ApiHandler = async (ctx, { req }) => {
@@ -142,21 +172,19 @@ export const upload: ApiHandler = async (ctx, { req }) => {
     bytes: file.bytes,
     createdAt: ctx.clock(),
   });
-  return dataResponse({
-    [ctx.shapes.uploadUrlField]: `${ctx.origin}/media/uploads/${encodeURIComponent(id)}.${file.extension}`,
-    content_type: file.contentType,
-    size: file.bytes.length,
-  });
+  return dataResponse(
+    uploadData(ctx.shapes, {
+      id,
+      url: mediaUrl(ctx, "uploads", id, file.extension),
+      contentType: file.contentType,
+      size: file.bytes.length,
+    }),
+  );
 };
 
 export const credits: ApiHandler = async (ctx, { account }) => {
   ctx.store.settleOwner(account);
-  return dataResponse({
-    credits: account.credits,
-    paid_access: account.paidAccess,
-    subscription_status: account.subscription === null ? "none" : "active",
-    plan: account.subscription,
-  });
+  return dataResponse(creditsData(ctx.shapes, account));
 };
 
 function requirePaidAccess(account: Account, model: string, always = false): void {
@@ -196,31 +224,4 @@ function notFound(ctx: SandboxContext, id: string): HttpError {
   return ctx.shapes.notFoundStatus === 400
     ? validationError("video_id", message)
     : new HttpError(404, "not_found", message);
-}
-
-function videoRecord(ctx: SandboxContext, task: VideoTask): Record<string, unknown> {
-  const view = ctx.store.view(task);
-  const { request } = task;
-  const record: Record<string, unknown> = {
-    video_id: task.id,
-    status: view.status,
-    model: request.model,
-    prompt: request.prompt,
-    generation_type: request.generationType,
-    aspect_ratio: request.aspectRatio,
-    duration: request.duration,
-  };
-  if (request.resolution !== undefined) record.resolution = request.resolution;
-  if (request.imageUrl !== undefined) record.image_url = request.imageUrl;
-  record.credits_used = task.creditsUsed;
-  record.created_at = new Date(task.createdAt).toISOString();
-  record.updated_at = new Date(view.since).toISOString();
-  if (view.final && view.status === "completed") {
-    record.video_url = `${ctx.origin}/media/videos/${encodeURIComponent(task.id)}.mp4`;
-  }
-  if (view.final && view.status === "failed") {
-    record.error = { code: "generation_failed", message: view.message ?? "Generation failed" };
-    record.credits_refunded = task.refunded;
-  }
-  return record;
 }

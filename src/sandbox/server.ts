@@ -1,8 +1,10 @@
 /**
  * The request pipeline. Its order is part of the contract the client's tests rely on:
  * log -> route (404 / 405) -> latency fault -> drop "before" -> rate limit + auth (429 / 401)
- * -> forced error / malformed answer -> handler (validation 400 -> paid access 403 -> credits 403 -> work)
- * -> drop "after" -> headers (X-RateLimit-*, X-Request-Id, header overrides) -> answer, maybe dripped.
+ * -> forced error / malformed answer -> early answer / reset after N body bytes (body not read further)
+ * -> handler (validation 400 -> paid access 403 -> credits 403 -> work) -> drop "after"
+ * -> data patch (success answers only) -> headers (X-RateLimit-*, X-Request-Id, header overrides)
+ * -> answer, maybe dripped.
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
@@ -10,13 +12,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Account } from "./auth.js";
 import { parseBearer } from "./auth.js";
 import type { BearerResult } from "./auth.js";
+import { earlyResponse, readBodyBytes } from "./body-faults.js";
 import type { SandboxContext } from "./context.js";
 import type { Drip } from "./faults.js";
 import { HttpError, JSON_CONTENT_TYPE, errorResponse } from "./http.js";
 import type { SandboxResponse } from "./http.js";
 import { rateLimitHeaders } from "./rate-limit.js";
 import type { RateLimitState } from "./rate-limit.js";
-import { malformedResponse, writeResponse } from "./respond.js";
+import { malformedResponse, patchedResponse, writeResponse } from "./respond.js";
 import { isMediaPath, matchRoute } from "./router.js";
 import type { RequestRecord } from "./types.js";
 
@@ -85,8 +88,12 @@ async function handleRequest(
   let rate: RateLimitState | undefined;
 
   const answer = async (response: SandboxResponse, drip?: Drip): Promise<void> => {
+    if (target && patchable(response)) {
+      const patch = ctx.faults.takePatch(target.route);
+      if (patch) response = patchedResponse(response, patch);
+    }
     const headers: Record<string, string> = { ...response.headers };
-    if (!media) {
+    if (!media && !response.bare) {
       Object.assign(headers, rateLimitHeaders(rate ?? ctx.limiter.peek(bucket)));
       if (record.requestId !== undefined) headers["X-Request-Id"] = record.requestId;
     }
@@ -145,20 +152,47 @@ async function handleRequest(
   const malformed = ctx.faults.takeMalformed(route);
   if (malformed) return answer(malformedResponse(malformed));
 
-  let response: SandboxResponse;
-  try {
-    response =
-      target.kind === "api"
+  const runHandler = async (): Promise<SandboxResponse> => {
+    try {
+      return target.kind === "api"
         ? await target.handler(ctx, { req, query, params: target.params, account: account as Account })
         : await target.handler(ctx, req, target.file);
-  } catch (error) {
-    response = toErrorResponse(error, record.requestId);
+    } catch (error) {
+      return toErrorResponse(error, record.requestId);
+    }
+  };
+
+  const early = ctx.faults.takeEarlyAnswer(route);
+  if (early) {
+    const bodyBytes = await readBodyBytes(req, early.afterBytes);
+    record.bodyBytes = bodyBytes;
+    const response = earlyResponse(ctx, route, account, early, bodyBytes) ?? (await runHandler());
+    return answer({ ...response, closeConnection: true, closeAbruptly: true });
   }
+  const resetAfter = ctx.faults.takeReset(route);
+  if (resetAfter !== undefined) {
+    record.bodyBytes = await readBodyBytes(req, resetAfter);
+    if (!req.socket.destroyed) req.socket.resetAndDestroy();
+    return;
+  }
+
+  const response = await runHandler();
   if (ctx.faults.takeDrop(route, "after")) {
     req.socket.destroy();
     return;
   }
   return answer(response, ctx.faults.takeDrip(route));
+}
+
+function patchable(response: SandboxResponse): boolean {
+  const { data } = response;
+  return (
+    response.status >= 200 &&
+    response.status < 300 &&
+    typeof data === "object" &&
+    data !== null &&
+    !Array.isArray(data)
+  );
 }
 
 function unauthorizedMessage(bearer: BearerResult): string {

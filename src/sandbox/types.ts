@@ -22,6 +22,11 @@ export interface SandboxShapes {
   notFoundStatus: 404 | 400;
   /** "task": POST /generate-image answers `{ image_id, status: "processing" }` without URLs. */
   imageShape: "urls" | "task";
+  /**
+   * "nested": every success answer's `data` nests its fields (`task.state`, `result.output[0].url`, ...) in
+   * the forms documented in routes.ts, so a client's "find it at any depth" code meets every endpoint.
+   */
+  nesting: "flat" | "nested";
 }
 
 export interface SandboxTimings {
@@ -75,9 +80,28 @@ export interface RequestRecord {
   at: number;
   /** The X-Request-Id of the answer (API routes only). */
   requestId: string | undefined;
+  /**
+   * Request body bytes the sandbox had read when an `earlyAnswer` or `resetAfterBytes` fault answered or
+   * reset the connection (reads come in chunks, so it can pass the armed count by up to one chunk). Absent
+   * for every other request.
+   */
+  bodyBytes?: number;
 }
 
 export type MalformedKind = "invalid-json" | "html" | "empty" | "no-data" | "huge";
+
+/** See `FaultControl.earlyAnswer`. */
+export interface EarlyAnswer {
+  status: number;
+  /** Default by status: EARLY_ANSWER_CODES in faults.ts (400 validation_error, 413 request_too_large...). */
+  code?: string;
+  message?: string;
+  /** Body bytes to read before answering; default 0 (answer before reading any). */
+  afterBytes?: number;
+  count?: number;
+  /** Answer with an nginx-style HTML page and none of the service's headers, as a proxy would. */
+  html?: boolean;
+}
 
 export interface FaultControl {
   /** Delays the answer's headers by `ms` for every request of the route until set to 0. */
@@ -102,6 +126,26 @@ export interface FaultControl {
   dripBody(route: FaultRoute, options: { chunkDelayMs: number; chunks: number; count?: number }): void;
   /** Adds or overrides headers of the next `count` answers; an empty value removes the header. */
   headersNext(route: FaultRoute, headers: Record<string, string>, count?: number): void;
+  /**
+   * For the next `count` requests: read `afterBytes` of the body, answer at once and close the connection
+   * without the lingering close (like a proxy refusing a large upload: the client, usually still sending,
+   * sees its write fail or a reset). Non-2xx: an envelope error (or HTML page with `html`); 2xx: a success
+   * envelope as the route would answer, for ids never stored (body-less routes run their handler). Nothing
+   * is stored, nothing charged.
+   */
+  earlyAnswer(route: FaultRoute, answer: EarlyAnswer): void;
+  /** For the next `count` requests: read `bytes` of the body, then reset the TCP connection (no answer). */
+  resetAfterBytes(route: FaultRoute, bytes: number, count?: number): void;
+  /**
+   * The next `count` success answers whose `data` is an object get `patch` shallow-merged into it and the
+   * `remove` keys deleted (an array `data` is left alone and does not use up the patch). Only the answer
+   * changes, never the store.
+   */
+  patchNext(
+    route: FaultRoute,
+    patch: Record<string, unknown>,
+    options?: { remove?: string[]; count?: number },
+  ): void;
   /** While on, status calls of tasks that are not final answer 502 upstream_error and no task progresses. */
   providerOutage(on: boolean): void;
   /** Ends a running task as `failed` (credits refunded). Returns false when the task is unknown or final. */

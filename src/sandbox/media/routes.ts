@@ -1,8 +1,10 @@
 import type { IncomingMessage } from "node:http";
+import { POSTER_HEIGHT, POSTER_WIDTH } from "../answers.js";
 import type { SandboxContext } from "../context.js";
 import { HttpError } from "../http.js";
 import type { SandboxResponse } from "../http.js";
 import { IMAGE_CONTENT_TYPES, renderImage, seedOf } from "./images.js";
+import { encodePng } from "./png.js";
 import { SAMPLE_VIDEO_CONTENT_TYPE, SAMPLE_VIDEO_MP4 } from "./sample-video.js";
 import { serveBytes } from "./serve.js";
 
@@ -41,6 +43,18 @@ export const serveVideo: MediaHandler = async (ctx, req, file) => {
   // Only a completed task has a video; a running or failed one has nothing to download yet.
   if (extension !== "mp4" || !ctx.store.findCompletedVideo(id)) throw missing(file);
   return serveBytes(req.method ?? "GET", range(req), SAMPLE_VIDEO_MP4, SAMPLE_VIDEO_CONTENT_TYPE);
+};
+
+/** The still the nested status answer links as `result.cover.url`; like the video, only once completed. */
+export const servePoster: MediaHandler = async (ctx, req, file) => {
+  const { id, extension } = splitName(file);
+  const task = extension === "png" ? ctx.store.findCompletedVideo(id) : undefined;
+  if (!task) throw missing(file);
+  // "poster:" keeps posters apart from image records in the shared cache, whatever ids the generator makes.
+  const bytes = await ctx.images.get(`poster:${id}`, () =>
+    encodePng(POSTER_WIDTH, POSTER_HEIGHT, seedOf(task.request.prompt)),
+  );
+  return serveBytes(req.method ?? "GET", range(req), bytes, "image/png");
 };
 
 export const serveImage: MediaHandler = async (ctx, req, file) => {
