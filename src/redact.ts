@@ -304,15 +304,70 @@ function safeJson(value: unknown): string {
   }
 }
 
-/** Structured service data made safe to relay: strings cleaned, size and depth bounded, shape kept. */
-export function sanitizeValue(value: unknown, depth = 0): unknown {
-  if (typeof value === "string") return cleanText(value, 500);
+export interface SanitizeLimits {
+  /** Levels kept as structure; deeper containers become a short marker. At most 32. */
+  maxDepth?: number;
+  /** Values kept in all; once spent, arrays and objects end where they are. */
+  maxNodes?: number;
+  /** Characters of strings and keys kept in all; once spent, strings become "…". */
+  maxChars?: number;
+}
+
+export const SANITIZE_LIMITS = { maxDepth: 8, maxNodes: 1_000, maxChars: 20_000 } as const;
+const MAX_ENTRIES = 50;
+
+interface Budget {
+  nodes: number;
+  chars: number;
+  readonly maxDepth: number;
+}
+
+/**
+ * Structured service data made safe to relay: strings cleaned (`cleanText`), shape kept to about 8 levels,
+ * at most 50 entries per array or object, and the whole bounded by a budget of values and characters, so
+ * a huge or deep answer costs bounded work and output. Recursion is bounded by the depth limit.
+ */
+export function sanitizeValue(value: unknown, limits: SanitizeLimits = {}): unknown {
+  const budget: Budget = {
+    nodes: limits.maxNodes ?? SANITIZE_LIMITS.maxNodes,
+    chars: limits.maxChars ?? SANITIZE_LIMITS.maxChars,
+    maxDepth: Math.min(limits.maxDepth ?? SANITIZE_LIMITS.maxDepth, 32),
+  };
+  return sanitizeNode(value, 0, budget);
+}
+
+function sanitizeNode(value: unknown, depth: number, budget: Budget): unknown {
+  budget.nodes--;
+  if (typeof value === "string") return budgetedText(value, 500, budget);
   if (typeof value !== "object" || value === null) return value;
-  if (depth >= 4) return cleanText(value, 200);
-  if (Array.isArray(value)) return value.slice(0, 50).map((item) => sanitizeValue(item, depth + 1));
+  if (depth >= budget.maxDepth) return Array.isArray(value) ? `[array of ${value.length} items]` : "[object]";
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (let index = 0; index < value.length && index < MAX_ENTRIES && budget.nodes > 0; index++) {
+      out.push(sanitizeNode(value[index], depth + 1, budget));
+    }
+    return out;
+  }
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value).slice(0, 50)) {
-    out[cleanText(key, 64)] = sanitizeValue(item, depth + 1);
+  let entries = 0;
+  for (const key in value) {
+    if (entries >= MAX_ENTRIES || budget.nodes <= 0) break;
+    if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
+    entries++;
+    // defineProperty: a key named "__proto__" stays an ordinary field instead of replacing the prototype.
+    Object.defineProperty(out, budgetedText(key, 64, budget), {
+      value: sanitizeNode((value as Record<string, unknown>)[key], depth + 1, budget),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
+}
+
+function budgetedText(text: string, maxChars: number, budget: Budget): string {
+  if (budget.chars <= 0) return "…";
+  const cleaned = cleanText(text, Math.min(maxChars, Math.max(budget.chars, 2)));
+  budget.chars -= cleaned.length;
+  return cleaned;
 }

@@ -1,14 +1,31 @@
 /**
- * Tolerance for the shapes the spec leaves open ("not shown"): these functions read what the service gives
- * under any reasonable field name and never assume more than the spec promises.
+ * Tolerance for the shapes the spec leaves open ("not shown"): the answers are searched at any depth
+ * (find.ts, which documents the preference order) and every id, status and URL is cleaned (fields.ts)
+ * before it can reach a result, a next step or a log line. When something truly cannot be found, the
+ * error says which fields came (their paths, never their values) and what did happen.
  */
 import { InternalServiceError } from "./errors.js";
+import {
+  describeFields,
+  findFailure,
+  findHistory,
+  findImageUrls,
+  findStillUrl,
+  isObject,
+  searchStatus,
+  searchUploadUrl,
+  searchVideoId,
+  searchVideoUrl,
+} from "./find.js";
+import { safeId } from "./fields.js";
 import type { ImageResult, JsonObject, StartedVideo, UploadResult, VideoPage, VideoStatus } from "./types.js";
 
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+export { isObject };
 
+/**
+ * Whether a value (typically the user's input) is an http(s) URL. Loose on purpose: service fields go
+ * through `safeUrl` (fields.ts), which is stricter about what may be relayed.
+ */
 export function isHttpUrl(value: unknown): value is string {
   if (typeof value !== "string" || value.length > 4096) return false;
   try {
@@ -19,109 +36,135 @@ export function isHttpUrl(value: unknown): value is string {
   }
 }
 
-function firstString(record: JsonObject, keys: readonly string[]): string | undefined {
-  for (const key of keys) {
-    const value = record[key];
-    if (typeof value === "string" && value.length > 0) return value;
-    if (typeof value === "number" && Number.isFinite(value)) return String(value);
-  }
-  return undefined;
+function asRaw(data: unknown): JsonObject {
+  return isObject(data) ? data : { value: data };
 }
 
-function asRecord(data: unknown, what: string): JsonObject {
-  if (isObject(data)) return data;
-  throw new InternalServiceError(`The service's ${what} answer was not an object.`);
+function statusWarning(path: string): string {
+  const where = path === "" ? "" : ` (at ${path})`;
+  return (
+    `The service's status value${where} could not be relayed (too long, or characters that are not a ` +
+    'status word); it is reported as "unknown".'
+  );
 }
 
-const ID_KEYS = ["video_id", "id", "task_id", "videoId", "taskId"] as const;
-
+/** POST /generate: the new task's id (and status when given). Throws, marked maybe-processed, without one. */
 export function toStartedVideo(data: unknown): StartedVideo {
-  const raw = asRecord(data, "start");
-  const nested = isObject(raw["video"]) ? raw["video"] : isObject(raw["task"]) ? raw["task"] : {};
-  const videoId = firstString(raw, ID_KEYS) ?? firstString(nested, ID_KEYS);
-  if (videoId === undefined) {
-    throw new InternalServiceError("The service started a task but its answer carried no video_id.", {
-      maybeProcessed: true,
-    });
+  // A bare id is the whole answer for some services.
+  const bare = typeof data === "string" || typeof data === "number" ? safeId(data) : undefined;
+  const search = bare === undefined ? searchVideoId(data) : { id: bare, path: "", rejected: false };
+  if (search.id === undefined) {
+    const hostile = search.rejected
+      ? " An id was present but contained characters that cannot be relayed."
+      : "";
+    throw new InternalServiceError(
+      "The service accepted the start request (credits were probably charged), but its answer carried no " +
+        `usable video_id (fields received: ${describeFields(data)}).${hostile}`,
+      {
+        maybeProcessed: true,
+        nextStep:
+          "Do not start the video again: that would likely spend credits twice. Call list_videos to find " +
+          "the new task, then call get_status with its video_id.",
+      },
+    );
   }
-  return { video_id: videoId, status: firstString(raw, ["status", "state"]), raw };
-}
-
-export function toVideoStatus(data: unknown, requestedId: string): VideoStatus {
-  const raw = asRecord(data, "status");
-  const status = firstString(raw, ["status", "state"]);
-  if (status === undefined) throw new InternalServiceError("The service's status answer carried no status.");
-  const normalized = status.toLowerCase();
+  const found = searchStatus(data);
+  const warnings = found !== undefined && !found.usable ? [statusWarning(found.path)] : [];
   return {
-    video_id: firstString(raw, ID_KEYS) ?? requestedId,
-    status: normalized,
-    video_url: findUrl(
-      raw,
-      ["video_url", "url", "output_url", "result_url", "download_url", "video"],
-      /image|thumb|poster|cover|preview|reference|input|source/i,
-    ),
-    error: raw["error"] ?? raw["error_message"] ?? raw["failure_reason"],
-    raw,
+    video_id: search.id,
+    status: found?.status,
+    raw: asRaw(data),
+    ...(warnings.length > 0 && { warnings }),
   };
 }
 
-export function toVideoPage(data: unknown, page: number, limit: number): VideoPage {
-  if (Array.isArray(data)) return { items: data.filter(isObject), page, limit, totals: {} };
-  const raw = asRecord(data, "history");
-  const listKey =
-    ["items", "videos", "data", "results", "records"].find((key) => Array.isArray(raw[key])) ??
-    Object.keys(raw).find((key) => Array.isArray(raw[key]));
-  const items = listKey === undefined ? [] : (raw[listKey] as unknown[]).filter(isObject);
-  const totals: JsonObject = {};
-  for (const [key, value] of Object.entries(raw)) {
-    if (key === listKey) continue;
-    if (typeof value === "number" || typeof value === "boolean" || isObject(value)) totals[key] = value;
+/**
+ * GET /videos/:id. The result keeps the requested id: the service answered for that path, and an id the
+ * answer may carry elsewhere (an output's, a job's) must not replace the one the caller tracks.
+ */
+export function toVideoStatus(data: unknown, requestedId: string): VideoStatus {
+  const found = searchStatus(data);
+  if (found === undefined) {
+    const id = safeId(requestedId);
+    const which = id === undefined ? "" : ` for video_id ${id}`;
+    const keep = id === undefined ? "The task is not lost" : `The task video_id ${id} is not lost`;
+    throw new InternalServiceError(
+      `The service's status answer${which} carried no status (fields received: ${describeFields(data)}).`,
+      {
+        nextStep:
+          `${keep}: call get_status again in a minute. If the answer stays like this, report its shape to ` +
+          "the maintainers of generation-mcp.",
+      },
+    );
   }
+  const warnings = found.usable ? [] : [statusWarning(found.path)];
+  const video = searchVideoUrl(data);
+  if (found.status === "completed" && video.url === undefined) {
+    const why = video.rejected
+      ? "a video URL field was present but not a usable http(s) URL"
+      : "none was found";
+    const fields = describeFields(data);
+    warnings.push(
+      `The task is completed but its answer carried no usable video URL (${why}; ` +
+        `fields received: ${fields}).`,
+    );
+  }
+  const still = findStillUrl(data);
+  return {
+    video_id: requestedId,
+    status: found.status,
+    video_url: video.url,
+    error: findFailure(data),
+    raw: asRaw(data),
+    ...(still !== undefined && { still_url: still }),
+    ...(warnings.length > 0 && { warnings }),
+  };
+}
+
+/** GET /videos: the items (as received) and the service's totals, flattened. */
+export function toVideoPage(data: unknown, page: number, limit: number): VideoPage {
+  const { items, totals } = findHistory(data);
   return {
     items,
-    page: numberField(raw, "page") ?? page,
-    limit: numberField(raw, "limit") ?? numberField(raw, "per_page") ?? limit,
+    page: positiveInteger(totals["page"]) ?? page,
+    limit:
+      positiveInteger(totals["limit"]) ??
+      positiveInteger(totals["per_page"]) ??
+      positiveInteger(totals["page_size"]) ??
+      positiveInteger(totals["perPage"]) ??
+      positiveInteger(totals["pageSize"]) ??
+      limit,
     totals,
   };
 }
 
+/** POST /upload: the hosted URL under any field name, or the bare answer. */
 export function toUploadResult(data: unknown): UploadResult {
-  if (isHttpUrl(data)) return { url: data, raw: { url: data } };
-  const raw = asRecord(data, "upload");
-  const url = findUrl(raw, ["url", "image_url", "file_url", "public_url", "download_url", "location"]);
-  if (url === undefined) throw new InternalServiceError("The service's upload answer carried no URL.");
-  return { url, raw };
-}
-
-/** Every http(s) URL in the answer, in order, except the reference images the request itself sent. */
-export function toImageResult(data: unknown, sentReferences: readonly string[] = []): ImageResult {
-  const raw = isObject(data) ? data : { value: data };
-  const urls: string[] = [];
-  collectUrls(raw, urls, 0);
-  const references = new Set(sentReferences);
-  return { image_urls: [...new Set(urls)].filter((url) => !references.has(url)), raw };
-}
-
-function collectUrls(value: unknown, into: string[], depth: number): void {
-  if (depth > 4 || into.length >= 50) return;
-  if (isHttpUrl(value)) into.push(value);
-  else if (Array.isArray(value)) for (const item of value) collectUrls(item, into, depth + 1);
-  else if (isObject(value)) for (const item of Object.values(value)) collectUrls(item, into, depth + 1);
-}
-
-/** The preferred keys first, then any URL-named key, then any URL at all; keys matching `avoid` never count. */
-function findUrl(record: JsonObject, preferred: readonly string[], avoid?: RegExp): string | undefined {
-  for (const key of preferred) {
-    const value = record[key];
-    if (isHttpUrl(value)) return value;
-    if (isObject(value) && isHttpUrl(value["url"])) return value["url"];
+  const search = searchUploadUrl(data);
+  if (search.url === undefined) {
+    const hostile = search.rejected ? " A URL field was present but was not a usable http(s) URL." : "";
+    throw new InternalServiceError(
+      "The service accepted the upload, but its answer carried no usable image URL " +
+        `(fields received: ${describeFields(data)}).${hostile}`,
+      {
+        nextStep:
+          "The image was uploaded and no credits were spent, but trying again uploads it again. Give the " +
+          "image as an http(s) image_url instead, or report this answer shape to the maintainers of " +
+          "generation-mcp.",
+      },
+    );
   }
-  const candidates = Object.entries(record).filter(([key, value]) => !avoid?.test(key) && isHttpUrl(value));
-  const named = candidates.find(([key]) => /url|uri|href|link/i.test(key)) ?? candidates[0];
-  return named?.[1] as string | undefined;
+  return { url: search.url, raw: isObject(data) ? data : { url: search.url } };
 }
 
-function numberField(record: JsonObject, key: string): number | undefined {
-  const value = record[key];
-  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+/**
+ * POST /generate-image: every generated image's URL (find.ts `findImageUrls`), leaving out the references
+ * the request sent; empty when the service answered with a task to follow up.
+ */
+export function toImageResult(data: unknown, sentReferences: readonly string[] = []): ImageResult {
+  return { image_urls: findImageUrls(data, sentReferences), raw: asRaw(data) };
+}
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 1 ? value : undefined;
 }

@@ -36,17 +36,24 @@ export type GenerateImageBody = {
 
 export interface StartedVideo {
   video_id: string;
-  /** Status in the start answer, when the service gives one. */
+  /** Status in the start answer, when the service gives one (cleaned; "unknown" when unusable). */
   status: string | undefined;
   raw: JsonObject;
+  /** What normalization had to replace (no service text inside), for the log. */
+  warnings?: string[];
 }
 
 export interface VideoStatus {
   video_id: string;
   status: string;
   video_url: string | undefined;
+  /** Failure information as received (string or object): sanitize before relaying. */
   error: unknown;
   raw: JsonObject;
+  /** A thumbnail/poster/preview of the result when the answer carries one (cleaned URL). */
+  still_url?: string;
+  /** What normalization had to replace or could not find (no service text inside), for the log. */
+  warnings?: string[];
 }
 
 export interface ImageResult {

@@ -13,7 +13,7 @@ describe("normalizers", () => {
     expect(toStartedVideo({ video_id: "a" }).video_id).toBe("a");
     expect(toStartedVideo({ id: 42 }).video_id).toBe("42");
     expect(toStartedVideo({ task: { task_id: "t" } }).video_id).toBe("t");
-    expect(() => toStartedVideo({ status: "queued" })).toThrow(/no video_id/);
+    expect(() => toStartedVideo({ status: "queued" })).toThrow(/no usable video_id/);
   });
 
   it("never takes a reference image URL for the video URL", () => {
@@ -42,7 +42,8 @@ describe("normalizers", () => {
       20,
     );
     expect(page.items).toEqual([{ id: 1 }]);
-    expect(page.totals).toEqual({ total: 9, has_more: true, pagination: { pages: 3 } });
+    // Totals are flattened: the numbers of a pagination object join the top level's.
+    expect(page.totals).toEqual({ total: 9, has_more: true, pages: 3 });
   });
 
   it("finds the upload URL under any field name, or as the bare data", () => {
@@ -50,7 +51,7 @@ describe("normalizers", () => {
     expect(toUploadResult({ image_url: "https://x.test/b" }).url).toBe("https://x.test/b");
     expect(toUploadResult({ id: "u1", location: "https://x.test/c" }).url).toBe("https://x.test/c");
     expect(toUploadResult("https://x.test/d").url).toBe("https://x.test/d");
-    expect(() => toUploadResult({ id: "u1" })).toThrow(/no URL/);
+    expect(() => toUploadResult({ id: "u1" })).toThrow(/no usable image URL/);
   });
 
   it("collects image URLs from any field, leaving out the references that were sent", () => {
