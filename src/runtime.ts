@@ -64,6 +64,7 @@ export async function createRuntime(
     apiKey: target.apiKey,
     budget,
     userAgent: `generation-mcp/${version}`,
+    onWarning: (message, data) => logger.warning(message, data),
     ...clientOverrides,
   });
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);

@@ -35,11 +35,21 @@ export interface ClientOptions {
   maxRetries?: number;
   dispatcher?: Dispatcher;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
+   * completed task without a usable URL). The text holds field paths only, never the service's values.
+   */
+  onWarning?: (message: string, data: { video_id?: string }) => void;
 }
+
+/** Warnings already reported, so a task polled every few seconds is not reported at every poll. */
+const WARNED_MEMORY = 200;
 
 export class GenerationClient implements GenerationApi {
   private readonly http: HttpTransport;
   private readonly uploadTimeoutMs: number;
+  private readonly onWarning: ClientOptions["onWarning"];
+  private readonly warned = new Set<string>();
 
   constructor(options: ClientOptions) {
     this.http = new HttpTransport({
@@ -53,12 +63,13 @@ export class GenerationClient implements GenerationApi {
       ...(options.sleep !== undefined && { sleep: options.sleep }),
     });
     this.uploadTimeoutMs = options.uploadTimeoutMs ?? 120_000;
+    this.onWarning = options.onWarning;
   }
 
   /** POST /generate. Sent once: a failure that may have charged is reported, never retried here. */
   async generateVideo(body: GenerateVideoBody, options: RequestOptions = {}): Promise<StartedVideo> {
     const { data } = await this.http.call("POST", "generate", { json: body, retry: false, ...options });
-    return toStartedVideo(data);
+    return this.warn(toStartedVideo(data));
   }
 
   /** POST /generate-image. Sent once, like generateVideo. */
@@ -88,7 +99,7 @@ export class GenerationClient implements GenerationApi {
       idRoute: true,
       ...options,
     });
-    return toVideoStatus(data, videoId);
+    return this.warn(toVideoStatus(data, videoId));
   }
 
   /** POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried. */
@@ -117,6 +128,17 @@ export class GenerationClient implements GenerationApi {
   async getCredits(options: RequestOptions = {}): Promise<JsonObject> {
     const { data } = await this.http.call("GET", "credits", { retry: true, ...options });
     return isObject(data) ? data : { credits: data };
+  }
+
+  private warn<T extends { video_id: string; warnings?: string[] }>(result: T): T {
+    for (const warning of result.warnings ?? []) {
+      const key = `${result.video_id}\n${warning}`;
+      if (this.warned.has(key)) continue;
+      this.warned.add(key);
+      if (this.warned.size > WARNED_MEMORY) this.warned.delete(this.warned.values().next().value ?? "");
+      this.onWarning?.(warning, { video_id: result.video_id });
+    }
+    return result;
   }
 
   close(): Promise<void> {

@@ -22,6 +22,8 @@ import type {
   ImageResult,
   JsonObject,
 } from "../api/types.js";
+import { safeId } from "../api/fields.js";
+import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/find.js";
 import { resolveVideoModel } from "../models.js";
 import { normalizePrompt } from "./fingerprint.js";
 import type { Journal, JournalEntry } from "./journal.js";
@@ -361,7 +363,7 @@ export class TaskStarter {
       kind: "image",
       phase: "started",
       ...(intent.key !== undefined && { key: intent.key }),
-      id: firstString(result.raw, ["image_id", "id", "task_id"]),
+      id: safeId(firstString(result.raw, ["image_id", "id", "task_id"])),
       fingerprint: options.fingerprint,
       started_at: intent.started_at,
       request: { ...body },
@@ -546,15 +548,16 @@ function pickMatch(
   const model = resolveVideoModel(body.model) ?? body.model;
   let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;
   for (const item of items) {
-    const id = firstString(item, ["video_id", "id", "task_id"]);
+    // Items may nest their fields (`task.id`, `request.prompt` ...): the same bounded finders as every answer.
+    const id = findVideoId(item);
     if (id === undefined || known(id)) continue;
-    const itemPrompt = readPrompt(item);
+    const itemPrompt = findPrompt(item);
     if (itemPrompt === undefined || normalizePrompt(itemPrompt) !== prompt) continue;
-    const itemModel = typeof item["model"] === "string" ? item["model"] : undefined;
+    const itemModel = findModel(item);
     if (itemModel !== undefined && (resolveVideoModel(itemModel) ?? itemModel) !== model) continue;
-    if (!sameWhenBothPresent(item["duration"], body.duration)) continue;
-    if (!sameWhenBothPresent(item["aspect_ratio"], body.aspect_ratio)) continue;
-    const createdAt = readTime(item["created_at"] ?? item["createdAt"] ?? item["created"]);
+    if (!sameWhenBothPresent(requestField(item, "duration"), body.duration)) continue;
+    if (!sameWhenBothPresent(requestField(item, "aspect_ratio"), body.aspect_ratio)) continue;
+    const createdAt = readTime(findCreatedAt(item));
     if (createdAt !== undefined && createdAt < notBefore) continue;
     // The newest candidate wins; without times, the service's order (newest first, usually) decides.
     if (!best || (createdAt !== undefined && (best.createdAt === undefined || createdAt > best.createdAt))) {
@@ -562,21 +565,15 @@ function pickMatch(
     }
   }
   if (!best) return undefined;
-  const status = typeof best.item["status"] === "string" ? best.item["status"] : undefined;
-  return { video_id: best.id, status, raw: best.item };
+  return { video_id: best.id, status: findStatus(best.item), raw: best.item };
 }
 
-function readPrompt(item: JsonObject): string | undefined {
-  if (typeof item["prompt"] === "string") return item["prompt"];
-  for (const key of ["input", "request", "params", "parameters"]) {
-    const nested = item[key];
-    if (
-      nested !== null &&
-      typeof nested === "object" &&
-      typeof (nested as JsonObject)["prompt"] === "string"
-    ) {
-      return (nested as JsonObject)["prompt"] as string;
-    }
+/** A request parameter as a history item echoes it: at its top level, or under request/input/params. */
+function requestField(item: JsonObject, key: string): unknown {
+  if (item[key] !== undefined) return item[key];
+  for (const holder of ["request", "input", "params", "parameters"]) {
+    const nested = item[holder];
+    if (isObject(nested) && nested[key] !== undefined) return nested[key];
   }
   return undefined;
 }

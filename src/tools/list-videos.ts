@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { findStatus, findVideoId, findVideoUrl } from "../api/find.js";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import { readDeadline } from "./deadline.js";
@@ -67,11 +68,11 @@ export const listVideos = defineTool({
         pages !== undefined ? ` (the history has ${total ?? "its"} video(s) on ${pages} page(s))` : "";
       return `Page ${page} is empty: it is past the last page${where}.`;
     }
+    // Items are as the service gives them (maybe nested); their id, status and URL pass the same checks as
+    // every other field of the service before they reach this text.
     const lines = result.items.map((item) => {
-      const id = String(item["video_id"] ?? item["id"] ?? "?");
-      const status = String(item["status"] ?? "?");
-      const url = typeof item["video_url"] === "string" ? ` ${item["video_url"]}` : "";
-      return `- ${id} ${status}${url}`;
+      const url = findVideoUrl(item);
+      return `- ${findVideoId(item) ?? "(no usable id)"} ${findStatus(item) ?? "unknown"}${url ? ` ${url}` : ""}`;
     });
     const pageOf = pages !== undefined ? ` of ${pages}` : "";
     const next =

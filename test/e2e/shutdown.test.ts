@@ -57,7 +57,10 @@ describe("graceful shutdown", () => {
       if (id) started.push(id);
     };
     const call = (name: string, args: Record<string, unknown>) =>
-      client.callTool({ name, arguments: args }, undefined, { timeout: 60_000, onprogress }) as Promise<CallToolResult>;
+      client.callTool({ name, arguments: args }, undefined, {
+        timeout: 60_000,
+        onprogress,
+      }) as Promise<CallToolResult>;
     const waits = [
       call("generate_video", { prompt: "a long render" }),
       call("generate_video", { prompt: "another long render", duration: 3 }),

@@ -34,7 +34,9 @@ describe("texts", () => {
     expect(last.text).toMatch(/This is the last page\.$/);
     const past = await h.call("list_videos", { page: 5, limit: 2 });
     expect(past.result.isError).toBeFalsy();
-    expect(past.text).toBe("Page 5 is empty: it is past the last page (the history has 3 video(s) on 2 page(s)).");
+    expect(past.text).toBe(
+      "Page 5 is empty: it is past the last page (the history has 3 video(s) on 2 page(s)).",
+    );
   });
 
   it("a bare-array history without totals still tells the last page from a short one", async () => {
