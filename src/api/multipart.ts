@@ -89,7 +89,12 @@ export class MultipartUpload {
           throw error;
         }
         if (step.done === true) break;
-        yield Buffer.isBuffer(step.value) ? step.value : Buffer.from(step.value as Uint8Array);
+        const chunk = step.value;
+        yield Buffer.isBuffer(chunk)
+          ? chunk
+          : typeof chunk === "string"
+            ? Buffer.from(chunk)
+            : Buffer.from(chunk as Uint8Array);
       }
     } finally {
       // Leaving early (the body was destroyed) destroys the source; its close is awaited by settle().

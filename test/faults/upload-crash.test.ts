@@ -5,7 +5,6 @@
  * works. An unhandled 'error' event in the in-process server fails this run (vitest reports it); the last
  * block runs the built bin over stdio to prove the process itself survives.
  */
-import { existsSync } from "node:fs";
 import { mkdtemp, open, rm, truncate, appendFile, writeFile } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -13,7 +12,7 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness, type ToolCall } from "../helpers/harness.js";
-import { CLI, connectStdio } from "../helpers/stdio.js";
+import { connectStdio } from "../helpers/stdio.js";
 import { jpegOfSize, pngOfSize } from "../files/fixtures.js";
 
 const MiB = 1024 * 1024;
@@ -402,7 +401,8 @@ describe("a file that changes while it is uploaded", () => {
   });
 });
 
-describe.skipIf(!existsSync(CLI))("the built bin over stdio", () => {
+// Needs `npm run build` (npm test runs it first), like test/e2e.
+describe("the built bin over stdio", () => {
   it("survives early answers and resets of an 8 MiB upload, and keeps serving", async () => {
     const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-upload-crash-"));
     const imagesDir = path.join(root, "images");
