@@ -1,7 +1,7 @@
 /** The typed client of the generation service: one method per endpoint, the envelope unwrapped. */
-import { PassThrough } from "node:stream";
 import type { Dispatcher } from "undici";
 import { HttpTransport } from "./http.js";
+import { MultipartUpload } from "./multipart.js";
 import {
   isObject,
   toImageResult,
@@ -102,27 +102,28 @@ export class GenerationClient implements GenerationApi {
     return this.warn(toVideoStatus(data, videoId));
   }
 
-  /** POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried. */
+  /**
+   * POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried.
+   * Every attempt reads the source afresh from byte 0, after the previous attempt's streams settled; the
+   * call returns only once every stream it made has settled, so the caller may close the source then.
+   * An error thrown by the source itself (e.g. the file changed) is what the call rejects with.
+   */
   async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
-    // Loaded on first use: most sessions never upload, and the server starts faster without it.
-    const { default: FormData } = await import("form-data");
-    const multipart = () => {
-      const form = new FormData();
-      form.append("image", source.open(), {
-        filename: source.filename,
-        contentType: source.contentType,
-        knownLength: source.size,
+    const multipart = new MultipartUpload("image", source);
+    try {
+      const { data } = await this.http.call("POST", "upload", {
+        stream: () => multipart.attempt(),
+        retry: true,
+        timeoutMs: this.uploadTimeoutMs,
+        ...options,
       });
-      const headers = { ...form.getHeaders(), "content-length": String(form.getLengthSync()) };
-      return { body: form.pipe(new PassThrough()), headers };
-    };
-    const { data } = await this.http.call("POST", "upload", {
-      stream: multipart,
-      retry: true,
-      timeoutMs: this.uploadTimeoutMs,
-      ...options,
-    });
-    return toUploadResult(data);
+      return toUploadResult(data);
+    } catch (error) {
+      // The HTTP layer may have wrapped it (a broken connection, a mismatched length): the cause wins.
+      throw multipart.sourceError?.error ?? error;
+    } finally {
+      await multipart.settle();
+    }
   }
 
   async getCredits(options: RequestOptions = {}): Promise<JsonObject> {

@@ -7,20 +7,39 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 
-import { ValidationError } from "../api/errors.js";
+import { GenerationError } from "../api/errors.js";
+import type { ValidationError } from "../api/errors.js";
 import type { UploadSource } from "../api/types.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import type { UploadMimeType } from "../models.js";
 import { isInsideAny } from "./allowed-dirs.js";
+import { checkContainer, createContainerCheck } from "./image-container.js";
+import {
+  checkPathText,
+  describeFsError,
+  errorCode,
+  missingError,
+  outsideError,
+  refuse,
+  resolveUnresolved,
+  showPath,
+} from "./local-path.js";
 import { SNIFF_LENGTH, extensionFor, sniffImageType } from "./sniff.js";
 
-/** An image that passed every check, ready to upload; `close()` releases the file (no-op for base64). */
+/**
+ * An image that passed every check, ready to upload. `close()` releases the file once every stream
+ * `open()` returned has settled (no-op for base64).
+ */
 export interface LocalImage extends UploadSource {
   contentType: UploadMimeType;
   /** Hex SHA-256 of the bytes, to recognise a repeated request. */
   sha256: string;
-  /** A stream of exactly `size` bytes; errors instead if the file changed since it was checked. */
+  /**
+   * A fresh stream of exactly `size` bytes from byte 0; it errors with a ValidationError naming the
+   * parameter instead if the file changed since it was checked. Throws once `close()` was called.
+   */
   open(): Readable;
+  /** Destroys the streams still open, waits until their pending reads are done, then closes the file. */
   close(): Promise<void>;
 }
 
@@ -42,9 +61,7 @@ export interface ImageFromBase64Options {
 }
 
 const CHUNK_BYTES = 64 * 1024;
-const MAX_PATH_CHARS = 4096;
 const MAX_STEM_CHARS = 100;
-const SHOWN_PATH_CHARS = 200;
 const TYPES_TEXT = "a JPG, PNG or WebP image";
 // O_NOFOLLOW refuses a final component swapped for a symlink after the checks; O_NONBLOCK keeps a FIFO
 // swapped in from blocking the open. Both are absent on Windows, where the checks before still hold.
@@ -56,10 +73,12 @@ const OPEN_FLAGS =
  * without NUL bytes; it is absolute (relative paths are refused, since the server's working directory
  * means nothing to the user; a leading `~/` or a bare `~` is expanded to the home directory, any other
  * `~name` is refused; `file://` URLs are refused and `%xx` is never decoded); its real path (all
- * symlinks resolved) is inside one of `allowedDirs`; it is a regular file, opened by that real path
- * with O_NOFOLLOW and checked again on the open handle; its size is 1..maxBytes; its content is a
- * JPG, PNG or WebP by magic bytes. Every refusal is a `ValidationError` whose message starts with
- * `param`. Whether a file outside the allowed folders exists is never revealed.
+ * symlinks resolved) is inside one of `allowedDirs`; it is a regular file with a single link (a hard
+ * link's other names may lie outside the allowed folders), opened by that real path with O_NOFOLLOW and
+ * checked again on the open handle; its size is 1..maxBytes; its content is a JPG, PNG or WebP by magic
+ * bytes whose container ends exactly where the image ends (see image-container.ts). Every refusal is a
+ * `ValidationError` whose message starts with `param`. Whether a file outside the allowed folders
+ * exists is never revealed; a missing file inside them is reported as missing.
  *
  * The caller must `close()` the result once the upload is done.
  */
@@ -75,12 +94,12 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
   let real: string;
   try {
     real = await realpath(requested);
-  } catch (error) {
-    // Judge by the real parent folder, so a missing file behind a symlink out of the allowed folders
-    // reads the same as any outside path.
-    const parentReal = await realpath(path.dirname(requested)).catch(() => undefined);
-    if (parentReal === undefined || !isInsideAny(parentReal, allowedDirs)) throw outside();
-    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+  } catch {
+    // Judged by where the path would lie once its existing part is resolved: a missing file behind a
+    // symlink out of the allowed folders reads the same as any outside path.
+    const missing = await resolveUnresolved(requested);
+    if (missing === undefined || !isInsideAny(missing.wouldBe, allowedDirs)) throw outside();
+    throw missingError(param, shown, missing);
   }
   if (!isInsideAny(real, allowedDirs)) throw outside();
 
@@ -88,7 +107,7 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
   try {
     checked = await lstat(real);
   } catch (error) {
-    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+    throw refuse(param, `${shown} ${describeFsError(errorCode(error))}. Check the path and call again.`);
   }
   // Refused before opening: opening some devices has side effects.
   if (!checked.isFile()) throw notRegularFile(param, shown, checked);
@@ -98,7 +117,7 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
     handle = await open(real, OPEN_FLAGS);
   } catch (error) {
     if (errorCode(error) === "ELOOP") throw changedError(param, shown);
-    throw refuse(param, `${shown} ${describeFsError(error)}. Check the path and call again.`);
+    throw refuse(param, `${shown} ${describeFsError(errorCode(error))}. Check the path and call again.`);
   }
 
   try {
@@ -106,6 +125,7 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
     if (!opened.isFile()) throw notRegularFile(param, shown, opened);
     if (opened.dev !== checked.dev || opened.ino !== checked.ino) throw changedError(param, shown);
     if (!(await openedInside(handle, real, allowedDirs))) throw changedError(param, shown);
+    if (opened.nlink > 1) throw hardLinkError(param, shown, opened.nlink);
 
     const size = opened.size;
     if (size === 0) throw refuse(param, `${shown} is empty (0 bytes). Give ${TYPES_TEXT} file.`);
@@ -116,32 +136,26 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
     const contentType = sniffImageType(header);
     if (contentType === undefined) throw notAnImage(param, shown);
 
+    // One pass over the file: the hash and the container check see the same bytes.
     const hash = createHash("sha256");
-    // One reused buffer: the hash keeps nothing, so this pass allocates 64 KiB whatever the file's size.
+    const container = createContainerCheck(contentType, size);
+    // One reused buffer: neither keeps a chunk, so this pass allocates 64 KiB whatever the file's size.
     const scratch = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size));
-    for await (const chunk of readExactly(handle, size, () => changedError(param, shown), scratch)) {
+    const failure = readFailure(param, shown);
+    for await (const chunk of readExactly(handle, size, failure, scratch)) {
       hash.update(chunk);
+      container.update(chunk);
     }
+    const problem = container.finish();
+    if (problem !== undefined) throw refuse(param, `${shown} ${problem}`);
     const sha256 = hash.digest("hex");
 
-    let closed = false;
     return {
       filename: sanitizeUploadFilename(path.basename(requested), contentType),
       contentType,
       size,
       sha256,
-      open: () =>
-        Readable.from(
-          verifiedStream(handle, size, sha256, () => changedError(param, shown)),
-          {
-            objectMode: false,
-          },
-        ),
-      close: async () => {
-        if (closed) return;
-        closed = true;
-        await handle.close();
-      },
+      ...trackedStreams(handle, () => verifiedStream(handle, size, sha256, failure)),
     };
   } catch (error) {
     await handle.close();
@@ -153,7 +167,8 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
  * Checks base64 image data the way `openLocalImage` checks a file: strict standard base64 (A-Z a-z
  * 0-9 + /, optional `=` padding, line breaks tolerated), optionally behind a `data:image/...;base64,`
  * prefix; the size is bounded from the text length before anything is decoded; the type comes from the
- * decoded bytes. `filename` only names the upload (sanitized, extension replaced by the real type).
+ * decoded bytes, and the container must end where the image ends. `filename` only names the upload
+ * (sanitized, extension replaced by the real type).
  */
 export function imageFromBase64(
   data: unknown,
@@ -192,6 +207,8 @@ export function imageFromBase64(
   const bytes = Buffer.from(compact, "base64");
   const contentType = sniffImageType(bytes.subarray(0, SNIFF_LENGTH));
   if (contentType === undefined) throw notAnImage(param, "the decoded data");
+  const problem = checkContainer(contentType, bytes);
+  if (problem !== undefined) throw refuse(param, `the decoded data ${problem}`);
 
   return {
     filename: sanitizeUploadFilename(filename ?? "", contentType),
@@ -223,59 +240,96 @@ export function sanitizeUploadFilename(name: string, contentType: UploadMimeType
   return `${stem.length > 0 ? stem : "image"}.${extensionFor(contentType)}`;
 }
 
-function checkPathText(input: unknown, param: string, home: string): string {
-  if (typeof input !== "string") throw refuse(param, "must be a string holding an absolute file path.");
-  if (input.length === 0) throw refuse(param, "is empty. Give the absolute path of the image file.");
-  if (input.length > MAX_PATH_CHARS) {
-    throw refuse(
-      param,
-      `is longer than ${MAX_PATH_CHARS} characters. Give the absolute path of the image file.`,
-    );
-  }
-  if (input.includes("\0")) throw refuse(param, "contains a NUL byte. Give a plain absolute file path.");
-  if (/^file:/i.test(input)) {
-    throw refuse(param, `${showPath(input)} is a URL. Give a plain absolute file path, not a file:// URL.`);
-  }
-  let expanded = input;
-  if (input === "~") expanded = home;
-  else if (input.startsWith("~/") || (path.sep === "\\" && input.startsWith("~\\"))) {
-    expanded = path.join(home, input.slice(2));
-  } else if (input.startsWith("~")) {
-    throw refuse(
-      param,
-      `${showPath(input)} starts with '~name', which is not expanded. Give the full absolute path instead.`,
-    );
-  }
-  if (!path.isAbsolute(expanded)) {
-    throw refuse(
-      param,
-      `${showPath(input)} is a relative path. Give the absolute path of the file (e.g. starting with / or ~/).`,
-    );
-  }
-  return expanded;
+/**
+ * `open` and `close` over one file handle. Every stream is tracked until it has closed: a Readable.from
+ * stream emits 'close' only after its generator returned, so after 'close' no read of the handle is
+ * pending. `close()` destroys what is still open, waits for those 'close' events, and only then closes
+ * the handle: closing it under a pending read fails that read with EBADF.
+ */
+function trackedStreams(
+  handle: FileHandle,
+  generate: () => AsyncGenerator<Buffer, void, undefined>,
+): Pick<LocalImage, "open" | "close"> {
+  const live = new Map<Readable, Promise<void>>();
+  let closing: Promise<void> | undefined;
+  return {
+    open() {
+      if (closing !== undefined) throw new Error("LocalImage.open() called after close()");
+      const stream = Readable.from(generate(), { objectMode: false });
+      // Whoever reads the stream sees its error through its own listener or iterator; this one only
+      // keeps an error that nobody reads any more (after the reader let go) from crashing the process.
+      stream.on("error", () => {});
+      const closed = new Promise<void>((resolve) => stream.once("close", resolve));
+      live.set(stream, closed);
+      void closed.then(() => live.delete(stream));
+      return stream;
+    },
+    close() {
+      closing ??= (async () => {
+        for (const stream of live.keys()) stream.destroy();
+        await Promise.all(live.values());
+        await handle.close();
+      })();
+      return closing;
+    },
+  };
 }
 
 /**
  * Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. With
- * `scratch`, every chunk is a view of that one buffer, valid only until the next one is read.
+ * `scratch`, every chunk is a view of that one buffer, valid only until the next one is read; without
+ * it every chunk is a fresh buffer, which a consumer may keep (a socket write queue does).
  */
 async function* readExactly(
   handle: FileHandle,
   size: number,
-  changed: () => Error,
+  failure: ReadFailure,
   scratch?: Buffer,
 ): AsyncGenerator<Buffer, void, undefined> {
   let position = 0;
   while (position < size) {
     const length = Math.min(CHUNK_BYTES, size - position);
     const buffer = scratch ?? Buffer.allocUnsafe(length);
-    const { bytesRead } = await handle.read(buffer, 0, length, position);
-    if (bytesRead === 0) throw changed();
+    const bytesRead = await readAt(handle, buffer, length, position, failure);
+    if (bytesRead === 0) throw failure.changed();
     position += bytesRead;
     yield buffer.subarray(0, bytesRead);
   }
-  const { bytesRead } = await handle.read(Buffer.alloc(1), 0, 1, size);
-  if (bytesRead !== 0) throw changed();
+  if ((await readAt(handle, Buffer.alloc(1), 1, size, failure)) !== 0) throw failure.changed();
+}
+
+interface ReadFailure {
+  changed: () => ValidationError;
+  unreadable: (error: unknown) => ValidationError;
+}
+
+function readFailure(param: string, shown: string): ReadFailure {
+  return {
+    changed: () => changedError(param, shown),
+    unreadable: (error) =>
+      refuse(
+        param,
+        `${shown} could not be read (${errorCode(error) ?? "read error"}).`,
+        "Check that the file is readable (disk, permissions, network share), then call again.",
+      ),
+  };
+}
+
+// A failing read becomes a refusal naming the parameter, so an I/O error is not mistaken for a network
+// failure (and retried) by the HTTP layer the stream feeds.
+async function readAt(
+  handle: FileHandle,
+  buffer: Buffer,
+  length: number,
+  position: number,
+  failure: ReadFailure,
+): Promise<number> {
+  try {
+    return (await handle.read(buffer, 0, length, position)).bytesRead;
+  } catch (error) {
+    if (error instanceof GenerationError) throw error;
+    throw failure.unreadable(error);
+  }
 }
 
 // Holds back the last chunk until the whole content matched the checked hash, so a file rewritten in
@@ -284,16 +338,16 @@ async function* verifiedStream(
   handle: FileHandle,
   size: number,
   sha256: string,
-  changed: () => Error,
+  failure: ReadFailure,
 ): AsyncGenerator<Buffer, void, undefined> {
   const hash = createHash("sha256");
   let pending: Buffer | undefined;
-  for await (const chunk of readExactly(handle, size, changed)) {
+  for await (const chunk of readExactly(handle, size, failure)) {
     hash.update(chunk);
     if (pending !== undefined) yield pending;
     pending = chunk;
   }
-  if (hash.digest("hex") !== sha256) throw changed();
+  if (hash.digest("hex") !== sha256) throw failure.changed();
   if (pending !== undefined) yield pending;
 }
 
@@ -353,23 +407,6 @@ function isInvisible(code: number): boolean {
   );
 }
 
-function refuse(param: string, message: string): ValidationError {
-  return new ValidationError(`${param}: ${message}`);
-}
-
-function outsideError(param: string, shown: string, allowedDirs: readonly string[]): ValidationError {
-  if (allowedDirs.length === 0) {
-    return refuse(
-      param,
-      `${shown} cannot be read: no folder is allowed for uploads. Set GENERATION_ALLOWED_DIRS to the folders that hold your images, or send the image as data_base64.`,
-    );
-  }
-  return refuse(
-    param,
-    `${shown} is outside the allowed folders (${allowedDirs.join(", ")}) or does not exist. Move the file into one of them or add its folder to GENERATION_ALLOWED_DIRS.`,
-  );
-}
-
 function notRegularFile(param: string, shown: string, stats: Stats): ValidationError {
   const kind = stats.isDirectory()
     ? "a folder"
@@ -386,7 +423,16 @@ function notRegularFile(param: string, shown: string, stats: Stats): ValidationE
 function changedError(param: string, shown: string): ValidationError {
   return refuse(
     param,
-    `${shown} changed while it was being checked or read. Wait until it is fully written and call again.`,
+    `${shown} changed while it was being checked or read (it grew, shrank or was rewritten).`,
+    "Wait until the program writing the file has finished saving it, then call again. The service did not receive a complete copy, and nothing was charged.",
+  );
+}
+
+function hardLinkError(param: string, shown: string, links: number): ValidationError {
+  return refuse(
+    param,
+    `${shown} is a hard link (the file has ${links} names), so its other names may lie outside the allowed folders; it was not read.`,
+    "Copy the file into the allowed folder (a copy has a single name, unlike a hard link) and call again with the copy's path.",
   );
 }
 
@@ -413,37 +459,4 @@ function notAnImage(param: string, shown: string): ValidationError {
 
 function describeBytes(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB (${bytes} bytes)` : `${bytes}-byte`;
-}
-
-function describeFsError(error: unknown): string {
-  switch (errorCode(error)) {
-    case "ENOENT":
-      return "does not exist";
-    case "ENOTDIR":
-      return "does not exist (a part of the path is not a folder)";
-    case "EACCES":
-    case "EPERM":
-      return "cannot be read (permission denied)";
-    case "ELOOP":
-      return "has too many levels of symbolic links";
-    case "ENAMETOOLONG":
-      return "is too long for the file system";
-    case "ENXIO":
-      return "is a socket or device, not an image file";
-    default:
-      return `cannot be read (${errorCode(error) ?? "unknown error"})`;
-  }
-}
-
-function errorCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}
-
-// Hostile paths may carry newlines or escape sequences meant for the assistant; quote and cut them.
-function showPath(value: string): string {
-  const cut = value.length > SHOWN_PATH_CHARS ? `${value.slice(0, SHOWN_PATH_CHARS)}…` : value;
-  return JSON.stringify(cut);
 }

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { appendFile, mkdir, symlink, truncate, writeFile } from "node:fs/promises";
+import { appendFile, link, mkdir, symlink, truncate, unlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -50,6 +50,16 @@ describe("openLocalImage", () => {
   };
   const refused = (input: unknown, maxBytes?: number): Promise<ValidationError> =>
     refusal(openImage(input, maxBytes));
+  const expectOutsideRemedies = (error: ValidationError): void => {
+    expect(error.nextStep).toMatch(
+      /GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration/,
+    );
+    expect(error.nextStep).toMatch(/reads it only when it starts/);
+    expect(error.nextStep).toMatch(/root \/ workspace folder in a client that supports MCP roots/);
+    expect(error.nextStep).toMatch(/move or copy the file into one of the allowed folders/);
+    expect(error.nextStep).toMatch(/upload_image with data_base64 and filename/);
+    expect(error.nextStep).not.toMatch(/nothing was sent/);
+  };
 
   beforeEach(async () => {
     ({ dir: base, cleanup } = await makeTempDir("local-image-"));
@@ -102,12 +112,24 @@ describe("openLocalImage", () => {
     expect(error.code).toBe("validation_error");
   });
 
-  it("refuses paths outside the allowed folders, naming the folders and the fix", async () => {
+  it("refuses paths outside the allowed folders, naming the folders and every fix", async () => {
     await writeFile(path.join(outside, "x.png"), PNG_BYTES);
     const error = await refused(path.join(outside, "x.png"));
     expect(error.message).toMatch(/^image_path: ".*x\.png" is outside the allowed folders/);
     expect(error.message).toContain(allowed);
-    expect(error.message).toContain("GENERATION_ALLOWED_DIRS");
+    expectOutsideRemedies(error);
+  });
+
+  it("reads the same whether a file outside exists or not", async () => {
+    await writeFile(path.join(outside, "x.png"), PNG_BYTES);
+    const existing = await refused(path.join(outside, "x.png"));
+    const missing = await refused(path.join(outside, "y.png"));
+    const missingFolder = await refused(path.join(outside, "no", "such", "y.png"));
+    for (const error of [existing, missing, missingFolder]) {
+      expect(error.message).toContain("is outside the allowed folders");
+      expect(error.message).not.toMatch(/does not exist|exists/);
+      expect(error.nextStep).toBe(existing.nextStep);
+    }
   });
 
   it("does not treat a sibling sharing the prefix (allowed-evil) as allowed", async () => {
@@ -145,10 +167,71 @@ describe("openLocalImage", () => {
     expect((await readAll(image.open())).equals(PNG_BYTES)).toBe(true);
   });
 
-  it("says a missing file inside the folder does not exist", async () => {
-    expect((await refused(path.join(allowed, "nope.png"))).message).toMatch(
-      /^image_path: ".*nope\.png" does not exist/,
+  it("says a missing file inside the folder does not exist, with a next step to check the path", async () => {
+    const error = await refused(path.join(allowed, "nope.png"));
+    expect(error.message).toMatch(/^image_path: ".*nope\.png" does not exist\.$/);
+    expect(error.message).not.toContain("outside");
+    expect(error.nextStep).toMatch(/^Check the path/);
+    expect(error.nextStep).not.toMatch(/nothing was sent/);
+  });
+
+  it("says so too when folders above the file are missing, naming the first missing one", async () => {
+    const error = await refused(path.join(allowed, "a", "b", "nope.png"));
+    expect(error.message).toMatch(
+      /^image_path: ".*nope\.png" does not exist: the folder ".*allowed\/a" does not exist either/,
     );
+    expect(error.message).toContain(`deepest existing folder on that path is ${JSON.stringify(allowed)}`);
+    expect(error.nextStep).toMatch(/^Check the path/);
+  });
+
+  it("says a path below a file does not exist", async () => {
+    await writeFile(path.join(allowed, "file.png"), PNG_BYTES);
+    const error = await refused(path.join(allowed, "file.png", "x.png"));
+    expect(error.message).toMatch(/does not exist: a part of the path is a file, not a folder/);
+  });
+
+  it("judges a missing path by its nearest existing ancestor's real path: a symlink out reads as outside", async () => {
+    await symlink(outside, path.join(allowed, "out"));
+    await symlink(path.join(outside, "gone"), path.join(allowed, "dangling"));
+    await symlink(path.join(outside, "gone.png"), path.join(allowed, "dangling.png"));
+    for (const input of [
+      path.join(allowed, "out", "missing", "deeper", "x.png"),
+      path.join(allowed, "dangling", "x.png"),
+      path.join(allowed, "dangling.png"),
+      `${allowed}/missing/../../outside/x.png`,
+    ]) {
+      const error = await refused(input);
+      expect(error.message, input).toContain("is outside the allowed folders");
+      expectOutsideRemedies(error);
+    }
+    // A dangling link whose target would lie inside is simply missing.
+    await symlink(path.join(allowed, "later.png"), path.join(allowed, "soon.png"));
+    expect((await refused(path.join(allowed, "soon.png"))).message).toMatch(
+      /"[^"]*soon\.png" does not exist/,
+    );
+  });
+
+  it("reads a symlink loop as outside rather than guessing", async () => {
+    await symlink(path.join(allowed, "loop-b"), path.join(allowed, "loop-a"));
+    await symlink(path.join(allowed, "loop-a"), path.join(allowed, "loop-b"));
+    expect((await refused(path.join(allowed, "loop-a"))).message).toContain("outside the allowed folders");
+  });
+
+  it("refuses a hard link inside the folder to a file outside, and the original as outside", async () => {
+    const original = path.join(outside, "secret.png");
+    await writeFile(original, PNG_BYTES);
+    await link(original, path.join(allowed, "linked.png"));
+    const viaLink = await refused(path.join(allowed, "linked.png"));
+    expect(viaLink.message).toMatch(/^image_path: ".*linked\.png" is a hard link \(the file has 2 names\)/);
+    expect(viaLink.message).toContain("other names may lie outside the allowed folders");
+    expect(viaLink.nextStep).toMatch(/^Copy the file into the allowed folder \(a copy has a single name/);
+    expect((await refused(original)).message).toContain("outside the allowed folders");
+
+    await writeFile(path.join(allowed, "plain.png"), PNG_BYTES);
+    expect(await openImage(path.join(allowed, "plain.png"))).toMatchObject({ filename: "plain.png" });
+    // Once the other name is gone the file has one link again and is accepted.
+    await unlink(original);
+    expect(await openImage(path.join(allowed, "linked.png"))).toMatchObject({ filename: "linked.png" });
   });
 
   it("refuses non-strings, empty strings, NUL bytes and relative paths", async () => {
@@ -270,6 +353,49 @@ describe("openLocalImage", () => {
       openLocalImage(path.join(allowed, "a.png"), { allowedDirs: [], param: "image_path" }),
     );
     expect(error.message).toMatch(/no folder is allowed for uploads.*GENERATION_ALLOWED_DIRS/);
+    expect(error.nextStep).toMatch(
+      /GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration/,
+    );
+    expect(error.nextStep).toMatch(/root \/ workspace folder/);
+    expect(error.nextStep).toMatch(/upload_image with data_base64 and filename/);
+  });
+
+  it("refuses a polyglot: a PNG followed by a ZIP archive", async () => {
+    const zip = Buffer.concat([Buffer.from("PK\x03\x04", "latin1"), Buffer.alloc(1230, 7)]);
+    await writeFile(path.join(allowed, "poly.png"), Buffer.concat([pngOfSize(5000), zip]));
+    const error = await refused(path.join(allowed, "poly.png"));
+    expect(error.message).toBe(
+      `image_path: ${JSON.stringify(path.join(allowed, "poly.png"))} has 1,234 bytes after the end of the PNG image (appended data such as a ZIP archive, an HTML page or a video); re-export it as a plain PNG and call again.`,
+    );
+  });
+
+  it("refuses a PNG cut short before IEND and a JPEG followed by HTML", async () => {
+    await writeFile(path.join(allowed, "cut.png"), pngOfSize(5000).subarray(0, 4000));
+    expect((await refused(path.join(allowed, "cut.png"))).message).toMatch(/is cut short or damaged.*IEND/);
+    await writeFile(
+      path.join(allowed, "page.jpg"),
+      Buffer.concat([JPEG_BYTES, Buffer.from("<html>hi</html>")]),
+    );
+    expect((await refused(path.join(allowed, "page.jpg"))).message).toMatch(
+      /has 15 bytes after the end of the JPEG image/,
+    );
+  });
+
+  it("close() waits for a stream whose read is in flight, then closes the file", async () => {
+    const bytes = pngOfSize(2 * 1024 * 1024);
+    await writeFile(path.join(allowed, "big.png"), bytes);
+    const image = await openImage(path.join(allowed, "big.png"));
+    const stream = image.open();
+    const errors: unknown[] = [];
+    stream.on("error", (error) => errors.push(error));
+    // Start reading so a positional read is pending when close() is called.
+    stream.once("data", () => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    await image.close();
+    expect(stream.destroyed).toBe(true);
+    expect(stream.closed).toBe(true);
+    expect(errors).toEqual([]);
+    expect(() => image.open()).toThrow(/after close/);
   });
 });
 
