@@ -2,7 +2,7 @@
 /**
  * Bundles the server for a fast cold start (a client spawns it at every session start): one ESM entry,
  * dist/bundle/cli.js (the package's bin), plus chunks for what a session may never need, loaded on first
- * use: the sandbox, undici (first request) and form-data (first upload). Resolving and parsing hundreds
+ * use: the sandbox and undici (first request). Resolving and parsing hundreds
  * of files in node_modules was most of the start-up time of the unbundled build.
  *
  * Usage: node scripts/bundle.mjs   (`npm run build` runs tsc, then this)

@@ -175,10 +175,6 @@ export class HttpTransport {
     if (call.json !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(call.json);
-    } else if (call.stream !== undefined) {
-      const streamed = call.stream();
-      Object.assign(headers, streamed.headers);
-      body = streamed.body;
     }
 
     const perAttempt = call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -188,6 +184,12 @@ export class HttpTransport {
     let response: Dispatcher.ResponseData | undefined;
     let text: string;
     try {
+      // Built inside the try: a body that cannot be made still frees the rate budget's in-flight slot.
+      if (call.stream !== undefined) {
+        const streamed = call.stream();
+        Object.assign(headers, streamed.headers);
+        body = streamed.body;
+      }
       const dispatcher = await this.getDispatcher();
       response = await dispatcher.request({
         origin: this.base.origin,

@@ -130,7 +130,10 @@ export const generateImage = defineTool({
       const allowDuplicate = args.allow_duplicate ?? false;
       // A request the journal will answer with an earlier result needs no fresh upload of the same bytes.
       if (locals.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate("image", fingerprint)))) {
-        body.images = [...(body.images ?? []), ...(await uploadAll(locals, deps, context))];
+        body.images = [
+          ...(body.images ?? []),
+          ...(await uploadAll(locals, deps, context, requestDeadline(context, windowMs))),
+        ];
       }
       const started = await deps.starter.startImage(body, {
         fingerprint,

@@ -160,7 +160,7 @@ export const generateVideo = defineTool({
       const allowDuplicate = args.allow_duplicate ?? false;
       // A request the journal will answer with an earlier task needs no fresh upload of the same bytes.
       if (images.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate("video", fingerprint)))) {
-        const [uploadedUrl] = await uploadAll(images, deps, context);
+        const [uploadedUrl] = await uploadAll(images, deps, context, requestDeadline(context, windowMs));
         if (uploadedUrl !== undefined) body.image_url = uploadedUrl;
       }
       const started = await deps.starter.startVideo(body, {

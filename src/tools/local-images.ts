@@ -23,14 +23,20 @@ export async function openLocalImages(
   }
 }
 
+/** Uploads in turn; `deadline` (epoch ms) bounds them all, so the call still answers in time. */
 export async function uploadAll(
   images: LocalImage[],
   deps: ServerDeps,
   context: ToolContext,
+  deadline: number,
 ): Promise<string[]> {
   const urls: string[] = [];
   for (const image of images) {
-    const { url } = await deps.api.upload(image, { signal: context.signal, priority: "foreground" });
+    const { url } = await deps.api.upload(image, {
+      signal: context.signal,
+      priority: "foreground",
+      deadline,
+    });
     deps.logger.info(`uploaded ${image.filename}`, { bytes: image.size, url });
     urls.push(url);
   }

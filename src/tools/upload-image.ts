@@ -3,6 +3,7 @@ import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import { MAX_MESSAGE_BYTES } from "../limits.js";
 import { localPathField } from "./common.js";
+import { requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
 
@@ -82,7 +83,7 @@ export const uploadImage = defineTool({
           ]
         : await openLocalImages([args.path ?? ""], "path", deps);
     try {
-      const [url] = await uploadAll(images, deps, context);
+      const [url] = await uploadAll(images, deps, context, requestDeadline(context, waitWindowMs(deps)));
       return { url: url ?? "" };
     } finally {
       await closeAll(images);

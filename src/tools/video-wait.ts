@@ -37,10 +37,20 @@ export async function waitForVideo(
   deps: ServerDeps,
   context: ToolContext,
 ): Promise<VideoOutcome> {
+  const timeoutMs = context.startedAt + options.windowMs - Date.now();
+  if (timeoutMs <= 0) {
+    // The window was spent before the wait began (a slow upload or start): a poll now would be wasted.
+    return {
+      video_id: videoId,
+      status: options.knownStatus ?? "unknown",
+      elapsed_seconds: Math.round((Date.now() - context.startedAt) / 100) / 10,
+      next_step: keepWaitingStep(videoId),
+    };
+  }
   let result;
   try {
     result = await deps.poller.wait(videoId, {
-      timeoutMs: Math.max(0, context.startedAt + options.windowMs - Date.now()),
+      timeoutMs,
       signal: context.signal,
       onUpdate: (update) => {
         const seconds = Math.round(update.elapsedMs / 1000);
@@ -52,7 +62,8 @@ export async function waitForVideo(
   } catch (error) {
     throw withTaskContext(error, videoId);
   }
-  const elapsed = Math.round(result.elapsedMs / 100) / 10;
+  // Since the call arrived: the time the caller actually spent, start and upload included.
+  const elapsed = Math.round((Date.now() - context.startedAt) / 100) / 10;
   const video = result.video;
   if (result.outcome !== "final" || video === undefined || !isFinalStatus(video.status)) {
     // A window that ended before any poll answered still reports what is known (the start's status), and

@@ -196,7 +196,7 @@ const HTML_413 =
   "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
 
 // 413 maps to validation_error once errors.ts says so (the lead's change); internal_error until then.
-const CODE_413 = /^(validation_error|internal_error): /;
+const CODE_413 = /^validation_error: /;
 
 const EARLY_ANSWERS: [string, Behavior, RegExp][] = [
   [
@@ -208,7 +208,7 @@ const EARLY_ANSWERS: [string, Behavior, RegExp][] = [
         body: envelope(null, { code: "validation_error", message: "image: not accepted" }),
       },
     },
-    /^validation_error: image: not accepted/,
+    /^validation_error: The service answered HTTP 400: "image: not accepted"/,
   ],
   [
     "413 JSON",

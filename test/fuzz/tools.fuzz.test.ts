@@ -287,7 +287,10 @@ describe("fuzzed arguments", () => {
             expect(KNOWN_CODES, text.slice(0, 300)).toContain(code);
             // A local refusal (bad path, bad file) sends nothing; a relayed 400 is the service's own answer.
             if (code === "validation_error" && sent.length > 0)
-              expect(sent.some((req) => req.status === 400)).toBe(true);
+              expect(
+                sent.some((req) => req.status === 400),
+                JSON.stringify(sent) + text,
+              ).toBe(true);
             expect(text).not.toContain(hugeString.slice(0, 1000));
           } else {
             expect(result.structuredContent).toEqual(expect.any(Object));

@@ -52,7 +52,7 @@ describe("hostile fields from the service", () => {
     h.sandbox.faults.patchNext("generate", { video_id: "vid_1\n[generation-mcp] info: forged line" });
     const call = await h.call("generate_video", { prompt: "a forged id", wait: false });
     expect(call.result.isError, call.text).toBeFalsy();
-    expect(call.structured?.["video_id"]).toMatch(/^vid_[A-Za-z0-9]+$/);
+    expect(call.structured?.["video_id"]).toMatch(/^vid_[A-Za-z0-9_-]+$/);
     expect(call.structured?.["warning"]).toMatch(/found in history and adopted/);
     expect(everything(call)).not.toContain("forged line");
     expect(before - (h.sandbox.accounts.find((account) => account.name === "paid")?.credits ?? 0)).toBe(25);
