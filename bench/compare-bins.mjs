@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { quantile } from "./lib.mjs";
+import { pathToFileURL } from "node:url";
+import { now, quantile } from "./lib.mjs";
 
 const [first, second, count = "1500"] = process.argv.slice(2);
 if (!first || !second) {
@@ -21,7 +22,9 @@ if (!first || !second) {
 }
 const calls = Number(count);
 const warmup = Math.floor(calls / 5);
-const { startSandbox } = await import(new URL("../dist/sandbox/index.js", import.meta.url).href);
+const { startSandbox } = await import(
+  pathToFileURL(path.join(import.meta.dirname, "..", "dist", "sandbox", "index.js")).href
+);
 const sandbox = await startSandbox({ rateLimit: { limit: 1e9, windowMs: 60_000 } });
 const home = mkdtempSync(path.join(tmpdir(), "generation-mcp-compare-"));
 
@@ -49,9 +52,9 @@ const builds = [
 ];
 for (let i = 0; i < calls + warmup; i++) {
   for (const build of builds) {
-    const started = performance.now();
+    const started = now();
     await build.client.callTool({ name: "get_credits", arguments: {} });
-    if (i >= warmup) build.times.push(performance.now() - started);
+    if (i >= warmup) build.times.push(now() - started);
   }
 }
 for (const build of builds) {
