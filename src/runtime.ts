@@ -48,7 +48,7 @@ export interface Runtime {
 }
 
 /** How long a shutdown waits for running calls to answer before closing. */
-export const SHUTDOWN_GRACE_MS = 3000;
+const SHUTDOWN_GRACE_MS = 3000;
 
 export async function createRuntime(
   config: Config,

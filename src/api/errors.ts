@@ -170,11 +170,11 @@ const NEXT_STEPS: Record<string, string> = {
 };
 
 /** A 400 the service sent: the request did reach it, so "nothing was sent" would be false. */
-export const SERVICE_VALIDATION_STEP =
+const SERVICE_VALIDATION_STEP =
   "The service refused the request as invalid, so nothing was charged. Fix what its message names and call again.";
 
 /** A 413, usually from a proxy in front of the service with a body limit lower than the service's own. */
-export const TOO_LARGE_STEP =
+const TOO_LARGE_STEP =
   "The service (or a proxy in front of it) refused the request body as too large (HTTP 413), so nothing was charged. For an image, send a smaller file (resize or recompress it) and call again.";
 
 /** Only the user can fix the base URL: its rule, and who must act. */

@@ -78,7 +78,7 @@ export interface HttpResult {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** A call without a deadline of its own still ends: every attempt, retry and budget wait included. */
-export const DEFAULT_CALL_DEADLINE_MS = 45_000;
+const DEFAULT_CALL_DEADLINE_MS = 45_000;
 /** Below this much time left, another attempt could not get an answer in: stop and report. */
 const MIN_ATTEMPT_MS = 1000;
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
@@ -395,7 +395,7 @@ function describeBadAnswer(status: number, headers: HeaderBag, text: string, was
  * Service text relayed as data, never as instructions: one cleaned, bounded line in quotes, so a message such
  * as "ignore all previous instructions" reads as what the service said, not as our own words.
  */
-export function quoteServiceText(value: unknown, maxChars = 300): string {
+function quoteServiceText(value: unknown, maxChars = 300): string {
   return `"${cleanText(value, maxChars).replace(/"/g, "'")}"`;
 }
 

@@ -6,11 +6,11 @@
 import type { ServerDeps, ToolContext } from "./define-tool.js";
 
 /** Requests get at least this long, so a wait window of 0 still leaves room to start a task or read. */
-export const MIN_REQUEST_WINDOW_MS = 20_000;
+const MIN_REQUEST_WINDOW_MS = 20_000;
 /** A call that only reads (credits, history, one status) has no reason to take longer than this. */
-export const READ_WINDOW_MS = 30_000;
+const READ_WINDOW_MS = 30_000;
 /** A download after the wait gets at least this long. */
-export const MIN_DOWNLOAD_MS = 10_000;
+const MIN_DOWNLOAD_MS = 10_000;
 
 /** The call's wait window in milliseconds. */
 export function waitWindowMs(deps: ServerDeps, timeoutSeconds?: number): number {
