@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
-import { ConfigError, FLAG_TO_ENV, loadConfig } from "./config.js";
+import { ConfigError, FLAG_TO_ENV, loadConfig, type Config, type HttpConfig } from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import type { ServiceTarget } from "./runtime.js";
@@ -60,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
       help: { type: "boolean", short: "h" },
       version: { type: "boolean", short: "v" },
       sandbox: { type: "boolean" },
+      http: { type: "boolean" },
     },
     strict: true,
     allowPositionals: false,
@@ -96,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
   } else {
     target = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
   }
+  if (config.http) return serveHttp(config, config.http, target, logger, closeSandbox);
 
   const [{ createRuntime }, { createServer }, { StdioTransport }] = await Promise.all([
     import("./runtime.js"),
@@ -123,6 +125,49 @@ async function main(argv: string[]): Promise<number> {
 
   await server.connect(new StdioTransport({ logger }));
   logger.info(`generation-mcp ${VERSION} ready on stdio`);
+  return -1;
+}
+
+/** `--http`: Streamable HTTP until SIGTERM/SIGINT, one runtime per service key. */
+async function serveHttp(
+  config: Config,
+  http: HttpConfig,
+  target: ServiceTarget,
+  logger: Logger,
+  closeSandbox: () => Promise<void>,
+): Promise<number> {
+  const [{ createRuntime }, { RuntimePool }, { startHttpServer }] = await Promise.all([
+    import("./runtime.js"),
+    import("./runtime-pool.js"),
+    import("./transports/http.js"),
+  ]);
+  const gateway = http.tokenHashes !== undefined;
+  const pool = new RuntimePool({
+    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION),
+    maxConcurrentPerKey: http.maxConcurrentPerKey,
+  });
+  const server = await startHttpServer({
+    config: http,
+    version: VERSION,
+    logger,
+    pool,
+    serverKey: gateway ? target.apiKey : undefined,
+  });
+  let closing = false;
+  const shutdown = async () => {
+    if (closing) return;
+    closing = true;
+    setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
+    await server.close().catch(() => undefined);
+    await closeSandbox().catch(() => undefined);
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown());
+  process.on("SIGTERM", () => void shutdown());
+  const mode = gateway
+    ? `gateway: callers present tokens (${http.tokenHashes?.length ?? 0} accepted), the server's own key serves them`
+    : "each caller sends its own service key as Authorization: Bearer";
+  logger.info(`generation-mcp ${VERSION} serving MCP at ${server.url} (${mode})`);
   return -1;
 }
 

@@ -2,6 +2,7 @@
  * The only reader of the environment. Precedence: defaults < environment < command-line flags.
  * Every problem names the variable (or flag) to fix.
  */
+import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import * as z from "zod";
@@ -14,9 +15,31 @@ export interface Config {
   pollIntervalMs: number;
   waitTimeoutS: number;
   outputDir: string;
-  /** Undefined = not configured: the documented default folders apply. */
+  /** Undefined = not configured: the documented default folders apply (none over HTTP). */
   allowedDirs: string[] | undefined;
   stateDir: string;
+  /** GENERATION_OUTPUT_DIR was set: over HTTP, downloads onto the server happen only then. */
+  outputDirConfigured: boolean;
+  /** Streamable HTTP instead of stdio (`--http`), and where it listens. */
+  http: HttpConfig | undefined;
+}
+
+export interface HttpConfig {
+  port: number;
+  host: string;
+  /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
+  allowedHosts: string[];
+  /** Origins whose browser requests are accepted (and answered with CORS headers); none by default. */
+  allowedOrigins: string[];
+  /**
+   * Gateway mode: SHA-256 (hex) of the tokens callers present; the server uses its own GENERATION_API_KEY.
+   * Undefined: each caller's Bearer is its own service key.
+   */
+  tokenHashes: string[] | undefined;
+  /** Largest request body, in bytes. */
+  maxBodyBytes: number;
+  /** MCP requests one service key may have in flight at once. */
+  maxConcurrentPerKey: number;
 }
 
 export class ConfigError extends Error {
@@ -31,7 +54,21 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--output-dir": "GENERATION_OUTPUT_DIR",
   "--allowed-dirs": "GENERATION_ALLOWED_DIRS",
   "--state-dir": "GENERATION_STATE_DIR",
+  "--port": "GENERATION_HTTP_PORT",
+  "--host": "GENERATION_HTTP_HOST",
+  "--allowed-hosts": "GENERATION_HTTP_ALLOWED_HOSTS",
+  "--allowed-origins": "GENERATION_HTTP_ALLOWED_ORIGINS",
+  "--tokens-file": "GENERATION_HTTP_TOKENS_FILE",
+  "--max-body-bytes": "GENERATION_HTTP_MAX_BODY_BYTES",
+  "--max-concurrent": "GENERATION_HTTP_MAX_CONCURRENT",
 };
+
+/** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
+export const DEFAULT_HTTP_PORT = 8080;
+export const DEFAULT_HTTP_HOST = "127.0.0.1";
+/** Below 5 MB: a shared server refuses large bodies; images of up to ~3 MB still fit as data_base64. */
+export const DEFAULT_HTTP_MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
 
 const optionalText = z
   .string()
@@ -57,6 +94,27 @@ const schema = z.object({
   GENERATION_OUTPUT_DIR: optionalText,
   GENERATION_ALLOWED_DIRS: optionalText,
   GENERATION_STATE_DIR: optionalText,
+  GENERATION_HTTP: optionalText.pipe(z.enum(["0", "1", "true", "false"]).optional()),
+  GENERATION_HTTP_PORT: optionalText.pipe(
+    numberText(z.number().int("must be a whole port number").min(0).max(65_535)).optional(),
+  ),
+  GENERATION_HTTP_HOST: optionalText,
+  GENERATION_HTTP_ALLOWED_HOSTS: optionalText,
+  GENERATION_HTTP_ALLOWED_ORIGINS: optionalText,
+  GENERATION_HTTP_TOKENS: optionalText,
+  GENERATION_HTTP_TOKENS_FILE: optionalText,
+  GENERATION_HTTP_MAX_BODY_BYTES: optionalText.pipe(
+    numberText(
+      z
+        .number()
+        .int("must be a whole number of bytes")
+        .min(1024)
+        .max(64 * 1024 * 1024),
+    ).optional(),
+  ),
+  GENERATION_HTTP_MAX_CONCURRENT: optionalText.pipe(
+    numberText(z.number().int("must be a whole number").min(1).max(10_000)).optional(),
+  ),
 });
 
 export interface LoadConfigInput {
@@ -64,6 +122,8 @@ export interface LoadConfigInput {
   flags?: Record<string, string | true>;
   home?: string;
   platform?: NodeJS.Platform;
+  /** Reads GENERATION_HTTP_TOKENS_FILE; injectable for tests. */
+  readFile?: (file: string) => string;
 }
 
 export function loadConfig({
@@ -71,6 +131,7 @@ export function loadConfig({
   flags = {},
   home = homedir(),
   platform = process.platform,
+  readFile = (file) => readFileSync(file, "utf8"),
 }: LoadConfigInput) {
   const merged: Record<string, string | undefined> = {};
   for (const key of Object.keys(schema.shape)) merged[key] = env[key];
@@ -88,6 +149,8 @@ export function loadConfig({
   const values = parsed.data;
   const sandbox =
     flags["--sandbox"] === true || values.GENERATION_SANDBOX === "1" || values.GENERATION_SANDBOX === "true";
+  const http =
+    flags["--http"] === true || values.GENERATION_HTTP === "1" || values.GENERATION_HTTP === "true";
   const absolute = (value: string) =>
     path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
   const config: Config = {
@@ -102,7 +165,10 @@ export function loadConfig({
       .filter((entry) => entry.length > 0)
       .map(absolute),
     stateDir: absolute(values.GENERATION_STATE_DIR ?? defaultStateDir(env, platform, home)),
+    outputDirConfigured: values.GENERATION_OUTPUT_DIR !== undefined,
+    http: http ? httpConfig(values, readFile) : undefined,
   };
+  if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {
     throw new ConfigError(
       "set GENERATION_API_KEY and GENERATION_BASE_URL (the service address ending in /api/v1) to reach the " +
@@ -164,4 +230,110 @@ function showValue(value: string): string {
   // eslint-disable-next-line no-control-regex
   const printable = value.replace(/[\u0000-\u001F\u007F-\u009F]/g, "");
   return JSON.stringify(printable.length > 200 ? `${printable.slice(0, 200)}…` : printable);
+}
+
+type Values = z.output<typeof schema>;
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK_HOSTS.has(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(/[\s,]+/)
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+}
+
+function httpConfig(values: Values, readFile: (file: string) => string): HttpConfig {
+  const host = values.GENERATION_HTTP_HOST ?? DEFAULT_HTTP_HOST;
+  const allowedHosts = list(values.GENERATION_HTTP_ALLOWED_HOSTS).map((entry) => entry.toLowerCase());
+  if (!isLoopbackHost(host) && allowedHosts.length === 0) {
+    throw new ConfigError(
+      `GENERATION_HTTP_HOST (or --host): ${JSON.stringify(host)} is not a loopback address, so GENERATION_HTTP_ALLOWED_HOSTS ` +
+        "(or --allowed-hosts) must list the host names clients use to reach this server (e.g. mcp.example.com), " +
+        "so that DNS rebinding cannot turn a browser against it.",
+    );
+  }
+  const allowedOrigins = list(values.GENERATION_HTTP_ALLOWED_ORIGINS).map((origin) => {
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin.replace(/\/$/, "").toLowerCase()) {
+      throw new ConfigError(
+        `GENERATION_HTTP_ALLOWED_ORIGINS (or --allowed-origins): ${JSON.stringify(origin)} is not an origin such as https://app.example.com.`,
+      );
+    }
+    return new URL(origin).origin;
+  });
+  return {
+    port: values.GENERATION_HTTP_PORT ?? DEFAULT_HTTP_PORT,
+    host,
+    allowedHosts,
+    allowedOrigins,
+    tokenHashes: tokenHashes(values, readFile),
+    maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULT_HTTP_MAX_BODY_BYTES,
+    maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULT_HTTP_MAX_CONCURRENT,
+  };
+}
+
+/** The callers' token hashes (gateway mode), from the variable or the file; undefined when neither is set. */
+function tokenHashes(values: Values, readFile: (file: string) => string): string[] | undefined {
+  const inline = values.GENERATION_HTTP_TOKENS;
+  const file = values.GENERATION_HTTP_TOKENS_FILE;
+  if (inline !== undefined && file !== undefined) {
+    throw new ConfigError("set GENERATION_HTTP_TOKENS or GENERATION_HTTP_TOKENS_FILE, not both.");
+  }
+  if (inline === undefined && file === undefined) return undefined;
+  const variable =
+    inline !== undefined ? "GENERATION_HTTP_TOKENS" : "GENERATION_HTTP_TOKENS_FILE (or --tokens-file)";
+  let text = inline ?? "";
+  if (file !== undefined) {
+    try {
+      text = readFile(file);
+    } catch (error) {
+      throw new ConfigError(
+        `${variable}: cannot read ${JSON.stringify(file)} (${(error as NodeJS.ErrnoException).code ?? "error"}).`,
+      );
+    }
+  }
+  const hashes = text
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, ""))
+    .flatMap((line) => list(line))
+    .map((hash) => hash.toLowerCase());
+  const bad = hashes.find((hash) => !/^[0-9a-f]{64}$/.test(hash));
+  if (bad !== undefined || hashes.length === 0) {
+    throw new ConfigError(
+      `${variable}: expected the SHA-256 (64 hex digits) of each caller token, e.g. the output of ` +
+        '`printf %s "$TOKEN" | sha256sum`; the tokens themselves never go into the configuration.',
+    );
+  }
+  return [...new Set(hashes)];
+}
+
+/**
+ * Which key the HTTP server uses. Without caller tokens, each caller's Bearer is its own service key, so a
+ * server-side key would be a key handed to anyone who can reach the port: refused. With caller tokens, the
+ * server's own key (or the sandbox's) serves them all.
+ */
+function checkHttpKeys(config: Config, sandbox: boolean): Config {
+  const gateway = config.http?.tokenHashes !== undefined;
+  if (!gateway && config.apiKey !== undefined) {
+    throw new ConfigError(
+      "GENERATION_API_KEY is set with --http but no caller tokens are: every caller would use this key. Either " +
+        "unset GENERATION_API_KEY (each caller sends its own service key as Authorization: Bearer), or set " +
+        "GENERATION_HTTP_TOKENS_FILE to the SHA-256 hashes of the tokens your callers present.",
+    );
+  }
+  if (gateway && !sandbox && config.apiKey === undefined) {
+    throw new ConfigError(
+      "GENERATION_HTTP_TOKENS(_FILE) is set: the server calls the service with its own GENERATION_API_KEY, which is missing.",
+    );
+  }
+  if (!sandbox && config.baseUrl === undefined) {
+    throw new ConfigError(
+      "set GENERATION_BASE_URL (the service address ending in /api/v1) for --http, or add --sandbox to serve the built-in sandbox.",
+    );
+  }
+  return config;
 }

@@ -76,7 +76,10 @@ export async function createRuntime(
 
   const stopping = new AbortController();
   const running = new Set<Promise<unknown>>();
-  const depsFactory: ServerDepsFactory = ({ clientRoots }) => ({
+  // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
+  // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
+  const remote = config.http !== undefined;
+  const depsFactory: ServerDepsFactory = ({ clientRoots, scope }) => ({
     api: client,
     poller,
     starter,
@@ -84,6 +87,8 @@ export async function createRuntime(
     logger,
     stopping: stopping.signal,
     mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
+    downloads: !remote || config.outputDirConfigured,
+    scope,
     track: (call) => {
       running.add(call);
       const done = () => running.delete(call);
@@ -91,8 +96,8 @@ export async function createRuntime(
     },
     allowedDirs: async () =>
       resolveAllowedDirs({
-        configured: config.allowedDirs,
-        roots: await clientRoots(),
+        configured: remote ? (config.allowedDirs ?? []) : config.allowedDirs,
+        roots: remote ? [] : await clientRoots(),
         outputDir: config.outputDir,
         home: homedir(),
       }),

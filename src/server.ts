@@ -44,6 +44,18 @@ export interface ServerHooks {
   server: Server;
   /** The client's MCP roots as file URIs; empty when the client offers none. Cached until they change. */
   clientRoots(): Promise<string[]>;
+  /** Who is calling, when one service key serves several callers (the HTTP gateway): see ServerDeps.scope. */
+  scope?: string | undefined;
+}
+
+export interface ServerOptions {
+  /**
+   * Relay the runtime's log lines as MCP log notifications (default true). Off over HTTP: a runtime serves
+   * every request of its key, and one caller's call must not hear about another's.
+   */
+  mcpLogging?: boolean;
+  /** Passed to the deps factory (ServerHooks.scope). */
+  scope?: string | undefined;
 }
 
 export type ServerDepsFactory = (hooks: ServerHooks) => ServerDeps;
@@ -65,7 +77,11 @@ function toJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string,
   return json;
 }
 
-export function createServer(version: string, makeDeps: ServerDepsFactory): Server {
+export function createServer(
+  version: string,
+  makeDeps: ServerDepsFactory,
+  options: ServerOptions = {},
+): Server {
   const server = new Server(
     { name: SERVER_NAME, title: "Video & image generation", version },
     { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
@@ -82,7 +98,7 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
       });
     return roots;
   };
-  const deps = makeDeps({ server, clientRoots });
+  const deps = makeDeps({ server, clientRoots, scope: options.scope });
   const listed = typeof __GENERATION_MCP_TOOLS__ === "object" ? __GENERATION_MCP_TOOLS__ : describeTools();
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
@@ -156,6 +172,6 @@ export function createServer(version: string, makeDeps: ServerDepsFactory): Serv
     roots = undefined;
   });
 
-  attachMcpLogging(server, deps.logger, SERVER_NAME);
+  if (options.mcpLogging !== false) attachMcpLogging(server, deps.logger, SERVER_NAME);
   return server;
 }

@@ -56,6 +56,8 @@ describe("journal per service", () => {
         outputDir: path.join(stateDir, "out"),
         allowedDirs: [],
         stateDir,
+        outputDirConfigured: false,
+        http: undefined,
       };
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");

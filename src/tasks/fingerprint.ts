@@ -14,10 +14,12 @@ export function fingerprintRequest(
   kind: "video" | "image",
   body: JsonObject,
   imageDigests: string[],
+  /** Who asks, when one key serves several callers: the same request of two callers is two requests. */
+  scope?: string,
 ): string {
   const normalized: JsonObject = { ...body };
   if (typeof normalized["prompt"] === "string") normalized["prompt"] = normalizePrompt(normalized["prompt"]);
-  const canonical = canonicalJson({ v: 1, kind, body: normalized, images: imageDigests });
+  const canonical = canonicalJson({ v: 1, kind, body: normalized, images: imageDigests, scope });
   return createHash("sha256").update(canonical).digest("hex");
 }
 

@@ -1,5 +1,7 @@
 /** Schema pieces and helpers shared by several tools. */
 import * as z from "zod";
+import { ValidationError } from "../api/errors.js";
+import type { ServerDeps } from "./define-tool.js";
 import { isHttpUrl } from "../api/normalize.js";
 import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 
@@ -85,4 +87,13 @@ export function costLine(estimated: number, reused: boolean | undefined): string
   return reused
     ? `No new credits were charged (the earlier identical request was estimated at ${estimated} credits).`
     : `Estimated cost ${estimated} credits.`;
+}
+
+/** `download: true` on a server that does not save files (a shared HTTP deployment without an output folder). */
+export function refuseDownloadIfOff(deps: ServerDeps, download: boolean | undefined): void {
+  if (download !== true || deps.downloads) return;
+  throw new ValidationError(
+    "download: this shared server does not save files (the operator has not set GENERATION_OUTPUT_DIR).",
+    { nextStep: "Call again without download: true and fetch the returned URL yourself." },
+  );
 }

@@ -27,6 +27,16 @@ export interface ServerDeps {
   stopping: AbortSignal;
   /** Registers a running call, so a shutdown can wait for its answer to go out. */
   track?(call: Promise<unknown>): void;
+  /**
+   * Whether `download: true` may write onto this machine. Always over stdio; over HTTP only when the operator
+   * set GENERATION_OUTPUT_DIR (a remote caller cannot reach the file, and must not fill the server's disk).
+   */
+  downloads: boolean;
+  /**
+   * The caller, when one service key serves several (the HTTP gateway): the duplicate guard then never
+   * hands one caller's task to another.
+   */
+  scope?: string | undefined;
 }
 
 export interface ToolContext {

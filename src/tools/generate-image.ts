@@ -22,6 +22,7 @@ import {
   httpUrlField,
   localPathField,
   promptField,
+  refuseDownloadIfOff,
 } from "./common.js";
 import { downloadTimeoutMs, requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
@@ -112,6 +113,7 @@ export const generateImage = defineTool({
       output_format: args.output_format ?? "png",
       ...(args.images !== undefined && { images: [...args.images] }),
     };
+    refuseDownloadIfOff(deps, args.download);
     const estimated_credits = imageCredits(1);
     const windowMs = waitWindowMs(deps);
     const locals =
@@ -126,6 +128,7 @@ export const generateImage = defineTool({
         "image",
         { ...body },
         locals.map((image) => image.sha256),
+        deps.scope,
       );
       const allowDuplicate = args.allow_duplicate ?? false;
       // A request the journal will answer with an earlier result needs no fresh upload of the same bytes.

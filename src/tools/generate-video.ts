@@ -24,6 +24,7 @@ import {
   httpUrlField,
   localPathField,
   promptField,
+  refuseDownloadIfOff,
   timeoutField,
   videoResultFields,
 } from "./common.js";
@@ -143,6 +144,7 @@ export const generateVideo = defineTool({
       duration,
       ...(args.resolution !== undefined && { resolution: args.resolution }),
     };
+    refuseDownloadIfOff(deps, args.download);
     const estimated_credits = videoCredits(model, duration, args.resolution);
     const windowMs = waitWindowMs(deps, args.timeout_seconds);
     const images =
@@ -156,6 +158,7 @@ export const generateVideo = defineTool({
         "video",
         { ...body, model },
         images.map((image) => image.sha256),
+        deps.scope,
       );
       const allowDuplicate = args.allow_duplicate ?? false;
       // A request the journal will answer with an earlier task needs no fresh upload of the same bytes.

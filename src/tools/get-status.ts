@@ -1,5 +1,11 @@
 import * as z from "zod";
-import { downloadField, timeoutField, videoIdField, videoResultFields } from "./common.js";
+import {
+  downloadField,
+  refuseDownloadIfOff,
+  timeoutField,
+  videoIdField,
+  videoResultFields,
+} from "./common.js";
 import { readDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 import { summarizeVideo } from "./generate-video.js";
@@ -29,6 +35,7 @@ export const getStatus = defineTool({
   // overwritten.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   async handler(args, deps, context) {
+    refuseDownloadIfOff(deps, args.download);
     const download = args.download ?? false;
     const windowMs = waitWindowMs(deps, args.timeout_seconds);
     if (args.wait) {

@@ -80,6 +80,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     outputDir: path.join(root, "out"),
     allowedDirs: [imagesDir],
     stateDir: path.join(root, "state"),
+    outputDirConfigured: true,
+    http: undefined,
     ...options.config,
   };
   const logs: string[] = [];

@@ -1,0 +1,338 @@
+/**
+ * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (the SDK's stateless
+ * pattern), so any replica can answer any request. Quick calls get a JSON answer; a call that asked for
+ * progress gets an SSE stream carrying its progress notifications. Before any MCP processing each request
+ * passes, in order: the Host check (DNS rebinding), the Origin check, authentication, the body limit and the
+ * per-key concurrency cap; a refusal is a small JSON answer, never a stack trace. A client that disconnects
+ * cancels its call (the task itself goes on and stays recoverable). `GET /healthz` says the process is alive,
+ * `GET /readyz` whether it serves.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { HttpConfig } from "../config.js";
+import { isLoopbackHost } from "../config.js";
+import type { Logger } from "../logger.js";
+import { registerSecret } from "../redact.js";
+import { TooManyCallsError, type RuntimePool } from "../runtime-pool.js";
+import { createServer } from "../server.js";
+
+export interface HttpServerOptions {
+  config: HttpConfig;
+  version: string;
+  logger: Logger;
+  pool: RuntimePool;
+  /** Gateway mode: the service key the server holds; every admitted caller's calls use it. */
+  serverKey?: string | undefined;
+}
+
+export interface HttpServerHandle {
+  /** `http://host:port/mcp` */
+  url: string;
+  port: number;
+  /**
+   * Stops accepting requests, lets every running call answer with what it has (a started task with its
+   * video_id), then closes every connection; bounded by `graceMs` plus a little.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Longest a client may take to send its headers, and its whole request. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
+const MAX_TOKEN_CHARS = 1024;
+const REALM = 'Bearer realm="generation-mcp"';
+const CORS_HEADERS =
+  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
+
+export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
+  const { config, logger, pool } = options;
+  const tokenHashes = config.tokenHashes?.map((hash) => Buffer.from(hash, "hex"));
+  const open = new Set<ServerResponse>();
+  let ready = false;
+  let stopping = false;
+  let allowedHosts = new Set<string>();
+
+  const server = createHttpServer(
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    },
+    (req, res) => {
+      open.add(res);
+      res.once("close", () => open.delete(res));
+      handle(req, res).catch((error: unknown) => {
+        // Only a bug gets here: its details go to stderr, never into the answer.
+        logger.error("HTTP request failed unexpectedly", { error: String(error) });
+        if (!res.headersSent) jsonRpcError(res, 500, -32603, "internal error");
+        else res.destroy();
+      });
+    },
+  );
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    // Probes carry whatever Host a load balancer uses, and reveal nothing: no Host or auth check.
+    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
+      return json(res, 200, { status: "ok" });
+    }
+    if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
+      return json(res, ready ? 200 : 503, { status: ready ? "ready" : stopping ? "stopping" : "starting" });
+    }
+    if (!hostAllowed(req.headers.host, allowedHosts)) {
+      return json(res, 403, { error: "forbidden", message: "This Host is not served here." });
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !config.allowedOrigins.includes(origin)) {
+      return json(res, 403, { error: "forbidden", message: "This Origin is not allowed." });
+    }
+    if (origin !== undefined) {
+      res.setHeader("access-control-allow-origin", origin);
+      res.setHeader("vary", "Origin");
+      res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
+    }
+    if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
+    if (req.method === "OPTIONS" && origin !== undefined) {
+      res.writeHead(204, {
+        "access-control-allow-methods": "POST, OPTIONS",
+        "access-control-allow-headers": CORS_HEADERS,
+        "access-control-max-age": "600",
+      });
+      return void res.end();
+    }
+    if (req.method !== "POST") {
+      // Stateless: there is no session stream to GET and no session to DELETE.
+      res.setHeader("allow", "POST");
+      return jsonRpcError(res, 405, -32000, "Method not allowed: this server is stateless; POST to /mcp.");
+    }
+    if (stopping) return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
+
+    const caller = authenticate(req.headers.authorization);
+    if (caller.kind === "refused") {
+      res.setHeader("www-authenticate", caller.challenge);
+      return jsonRpcError(res, 401, -32001, `unauthorized: ${caller.message}`);
+    }
+    const forgetToken = caller.token === undefined ? () => {} : registerSecret(caller.token);
+    try {
+      await serveMcp(req, res, caller);
+    } finally {
+      forgetToken();
+    }
+  }
+
+  type Caller =
+    | { kind: "admitted"; serviceKey: string; scope: string | undefined; token: string | undefined }
+    | { kind: "refused"; challenge: string; message: string };
+
+  function authenticate(header: string | undefined): Caller {
+    const token = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
+    if (token === undefined || token.length > MAX_TOKEN_CHARS) {
+      return {
+        kind: "refused",
+        challenge: REALM,
+        message:
+          tokenHashes === undefined
+            ? "send your generation service API key as 'Authorization: Bearer <key>'."
+            : "send your access token for this server as 'Authorization: Bearer <token>'.",
+      };
+    }
+    if (tokenHashes === undefined) {
+      // The caller's own service key, for this request only: the service itself judges it.
+      return { kind: "admitted", serviceKey: token, scope: undefined, token };
+    }
+    const digest = createHash("sha256").update(token).digest();
+    if (!tokenHashes.some((hash) => timingSafeEqual(hash, digest))) {
+      return {
+        kind: "refused",
+        challenge: `${REALM}, error="invalid_token"`,
+        message: "this token is not accepted by this server.",
+      };
+    }
+    // One service key serves every admitted caller; the duplicate guard stays per caller.
+    return {
+      kind: "admitted",
+      serviceKey: options.serverKey ?? "",
+      scope: digest.toString("hex").slice(0, 16),
+      token,
+    };
+  }
+
+  async function serveMcp(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Extract<Caller, { kind: "admitted" }>,
+  ): Promise<void> {
+    const type = req.headers["content-type"] ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      return jsonRpcError(
+        res,
+        415,
+        -32000,
+        "Unsupported Media Type: send the JSON-RPC message as application/json.",
+      );
+    }
+    const body = await readBody(req, config.maxBodyBytes);
+    if (body.kind === "too-large") {
+      res.setHeader("connection", "close");
+      return jsonRpcError(
+        res,
+        413,
+        -32000,
+        `The request body is larger than this server accepts (${config.maxBodyBytes} bytes). For an image, pass its URL as image_url instead of data_base64.`,
+      );
+    }
+    if (body.kind === "aborted") return;
+    let message: unknown;
+    try {
+      message = JSON.parse(body.text);
+    } catch {
+      return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
+    }
+
+    let lease;
+    try {
+      lease = await pool.acquire(caller.serviceKey);
+    } catch (error) {
+      if (!(error instanceof TooManyCallsError)) throw error;
+      res.setHeader("retry-after", "1");
+      return jsonRpcError(
+        res,
+        429,
+        -32000,
+        `Too many calls at once for this key (at most ${config.maxConcurrentPerKey}); retry in a moment.`,
+      );
+    }
+    const mcp = createServer(options.version, lease.runtime.depsFactory, {
+      mcpLogging: false,
+      scope: caller.scope,
+    });
+    // No session id generator: stateless, any replica answers any request.
+    const transport = new StreamableHTTPServerTransport({
+      // JSON for a quick answer; an SSE stream when the client asked for progress on its call.
+      enableJsonResponse: !asksForProgress(message),
+    });
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      // Closing the server aborts the calls still running: a client that went away cancelled them.
+      void mcp.close().catch(() => undefined);
+      lease.release();
+    };
+    res.once("close", end);
+    try {
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res, message);
+    } catch (error) {
+      end();
+      throw error;
+    }
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  allowedHosts = effectiveHosts(config, port);
+  ready = true;
+  const shownHost = config.host.includes(":") ? `[${config.host}]` : config.host;
+
+  return {
+    url: `http://${shownHost}:${port}/mcp`,
+    port,
+    async close(graceMs = 3000) {
+      stopping = true;
+      ready = false;
+      server.close();
+      server.closeIdleConnections();
+      // Running calls answer now (waits end with their video_id); then the last answers are written.
+      await pool.close(graceMs);
+      const deadline = Date.now() + 2000;
+      while (open.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      server.closeAllConnections();
+    },
+  };
+}
+
+/**
+ * The Host values served: those configured, else (loopback only) the loopback names with the port. A Host
+ * header a DNS-rebinding page would send (its own name) is then refused.
+ */
+function effectiveHosts(config: HttpConfig, port: number): Set<string> {
+  if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
+  const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
+  if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
+  return new Set([...names].map((name) => `${name}:${port}`));
+}
+
+function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
+  if (header === undefined) return false;
+  const host = header.trim().toLowerCase();
+  if (allowed.has(host)) return true;
+  // A configured entry without a port allows the name on any port.
+  const name = host.replace(/:\d+$/, "");
+  return allowed.has(name);
+}
+
+/** Whether any request in the message asks for progress (then the answer streams as SSE). */
+function asksForProgress(message: unknown): boolean {
+  const messages = Array.isArray(message) ? message : [message];
+  return messages.some((entry) => {
+    const meta = (entry as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta;
+    return meta?.progressToken !== undefined;
+  });
+}
+
+type Body = { kind: "ok"; text: string } | { kind: "too-large" } | { kind: "aborted" };
+
+/** Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. */
+function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return Promise.resolve({ kind: "too-large" });
+  }
+  return new Promise<Body>((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.resume();
+        resolve({ kind: "too-large" });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve({ kind: "ok", text: Buffer.concat(chunks, size).toString("utf8") }));
+    req.once("error", () => resolve({ kind: "aborted" }));
+    req.once("close", () => {
+      if (!req.complete) resolve({ kind: "aborted" });
+    });
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
+  res.end(text);
+}
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  json(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
+}
