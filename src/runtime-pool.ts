@@ -69,9 +69,9 @@ export class RuntimePool {
     const digest = keyDigest(apiKey);
     let entry = this.entries.get(digest);
     if (entry === undefined) {
-      // Room is made in the background: nothing may come between the lookup and the insert, or two calls
-      // of a new key would each make a runtime (and split its rate budget).
-      void this.makeRoom();
+      // Nothing may await between the lookup and the insert, or two calls of a new key would each make a
+      // runtime (and split its rate budget).
+      this.makeRoom();
       const created = this.options.create(apiKey);
       const made: Entry = {
         runtime: created,
@@ -134,16 +134,16 @@ export class RuntimePool {
     }
   }
 
-  private async makeRoom(): Promise<void> {
-    while (this.entries.size >= this.maxRuntimes) {
-      // Only idle runtimes go; with none idle, the pool grows past its size until calls end.
-      const idle = [...this.entries].filter(([, entry]) => entry.calls === 0);
-      if (idle.length === 0) return;
-      const [digest, entry] = idle.reduce((oldest, candidate) =>
-        candidate[1].lastUsed < oldest[1].lastUsed ? candidate : oldest,
-      );
-      await this.closeEntry(digest, entry);
-    }
+  /** Takes the longest idle runtimes out, so that one more fits; they close in the background. */
+  private makeRoom(): void {
+    const excess = this.entries.size + 1 - this.maxRuntimes;
+    if (excess <= 0) return;
+    // Only idle runtimes go; with none idle, the pool grows past its size until calls end.
+    const idle = [...this.entries]
+      .filter(([, entry]) => entry.calls === 0)
+      .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)
+      .slice(0, excess);
+    for (const [digest, entry] of idle) void this.closeEntry(digest, entry);
   }
 
   private async closeEntry(digest: string, entry: Entry): Promise<void> {

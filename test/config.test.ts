@@ -1,4 +1,5 @@
 /** The configuration is refused at start when it cannot work, with the value we think was meant. */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ConfigError, checkBaseUrl, loadConfig } from "../src/config.js";
 
@@ -52,5 +53,98 @@ describe("GENERATION_BASE_URL must end in the version segment /api/v1", () => {
       flags: { "--base-url": "http://127.0.0.1:8787/api/v1/" },
     });
     expect(config.baseUrl).toBe("http://127.0.0.1:8787/api/v1");
+  });
+});
+
+describe("--http configuration", () => {
+  const hash = (token: string) => createHash("sha256").update(token).digest("hex");
+
+  it("defaults to 127.0.0.1:8080, passthrough auth, a 4 MiB body and 16 calls per key", () => {
+    const config = loadConfig({ env: {}, flags: { "--http": true, "--sandbox": true } });
+    expect(config.http).toEqual({
+      port: 8080,
+      host: "127.0.0.1",
+      allowedHosts: [],
+      allowedOrigins: [],
+      tokenHashes: undefined,
+      maxBodyBytes: 4 * 1024 * 1024,
+      maxConcurrentPerKey: 16,
+    });
+  });
+
+  it("mirrors every setting as a flag and a variable", () => {
+    const config = loadConfig({
+      env: {
+        GENERATION_HTTP: "1",
+        GENERATION_BASE_URL: "https://gen.example.com/api/v1",
+        GENERATION_HTTP_HOST: "0.0.0.0",
+        GENERATION_HTTP_ALLOWED_HOSTS: "mcp.example.com, mcp.internal:8443",
+        GENERATION_HTTP_ALLOWED_ORIGINS: "https://app.example.com",
+        GENERATION_HTTP_MAX_BODY_BYTES: "2048",
+      },
+      flags: { "--port": "9000", "--max-concurrent": "4" },
+    });
+    expect(config.http).toMatchObject({
+      port: 9000,
+      host: "0.0.0.0",
+      allowedHosts: ["mcp.example.com", "mcp.internal:8443"],
+      allowedOrigins: ["https://app.example.com"],
+      maxBodyBytes: 2048,
+      maxConcurrentPerKey: 4,
+    });
+  });
+
+  it("refuses a non-loopback host without an allow-list of Host names", () => {
+    expect(() =>
+      loadConfig({ env: {}, flags: { "--http": true, "--sandbox": true, "--host": "0.0.0.0" } }),
+    ).toThrow(/GENERATION_HTTP_HOST.*not a loopback address.*GENERATION_HTTP_ALLOWED_HOSTS/);
+  });
+
+  it("refuses a server-side key without caller tokens: anyone reaching the port would spend it", () => {
+    expect(() =>
+      loadConfig({
+        env: {
+          GENERATION_HTTP: "1",
+          GENERATION_API_KEY: "sk-team-123456",
+          GENERATION_BASE_URL: "https://g.example/api/v1",
+        },
+      }),
+    ).toThrow(/GENERATION_API_KEY is set with --http but no caller tokens/);
+  });
+
+  it("gateway mode: token hashes from the variable or a file (comments allowed), the server's own key", () => {
+    const env = {
+      GENERATION_HTTP: "1",
+      GENERATION_API_KEY: "sk-team-123456",
+      GENERATION_BASE_URL: "https://g.example/api/v1",
+    };
+    const inline = loadConfig({ env: { ...env, GENERATION_HTTP_TOKENS: `${hash("alice")},${hash("bob")}` } });
+    expect(inline.http?.tokenHashes).toEqual([hash("alice"), hash("bob")]);
+    const fromFile = loadConfig({
+      env: { ...env, GENERATION_HTTP_TOKENS_FILE: "/etc/generation/tokens" },
+      readFile: (file) => (file === "/etc/generation/tokens" ? `# team\n${hash("alice")}  # alice\n\n` : ""),
+    });
+    expect(fromFile.http?.tokenHashes).toEqual([hash("alice")]);
+    expect(() => loadConfig({ env: { ...env, GENERATION_HTTP_TOKENS: "alice" } })).toThrow(
+      /SHA-256 \(64 hex digits\).*sha256sum/,
+    );
+    expect(() =>
+      loadConfig({
+        env: {
+          GENERATION_HTTP: "1",
+          GENERATION_BASE_URL: env.GENERATION_BASE_URL,
+          GENERATION_HTTP_TOKENS: hash("a"),
+        },
+      }),
+    ).toThrow(/own GENERATION_API_KEY, which is missing/);
+  });
+
+  it("refuses an origin that is not one", () => {
+    expect(() =>
+      loadConfig({
+        env: { GENERATION_HTTP_ALLOWED_ORIGINS: "app.example.com" },
+        flags: { "--http": true, "--sandbox": true },
+      }),
+    ).toThrow(/GENERATION_HTTP_ALLOWED_ORIGINS.*not an origin/);
   });
 });
