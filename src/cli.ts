@@ -27,6 +27,9 @@ Usage:
   generation-mcp                 MCP server on stdio against the real service
                                  (needs GENERATION_API_KEY and GENERATION_BASE_URL)
   generation-mcp --sandbox       MCP server on stdio backed by the built-in sandbox (no account needed)
+  generation-mcp --http [--port N] [--host H]
+                                 MCP Streamable HTTP at /mcp (stateless); each caller sends its own service
+                                 key as Authorization: Bearer, or, with caller tokens, the server's key serves
   generation-mcp sandbox [--port N] [--host H]
                                  only the sandbox REST service; prints its base URL and API keys on stderr
   generation-mcp --help | --version
@@ -39,6 +42,13 @@ Options (each mirrors an environment variable; flags win):
   --output-dir DIR               GENERATION_OUTPUT_DIR         default ~/Downloads/generation-mcp
   --allowed-dirs DIRS            GENERATION_ALLOWED_DIRS       default ~/Pictures, ~/Downloads, ~/Desktop
   --state-dir DIR                GENERATION_STATE_DIR          default the platform's user state folder
+  --http                         GENERATION_HTTP=1
+  --port N / --host H            GENERATION_HTTP_PORT / _HOST  default 8080 / 127.0.0.1
+  --allowed-hosts LIST           GENERATION_HTTP_ALLOWED_HOSTS   Host values served; needed off loopback
+  --allowed-origins LIST         GENERATION_HTTP_ALLOWED_ORIGINS browser origins accepted (CORS)
+  --tokens-file FILE             GENERATION_HTTP_TOKENS_FILE     SHA-256 of caller tokens (gateway mode)
+  --max-body-bytes N             GENERATION_HTTP_MAX_BODY_BYTES  default 4194304
+  --max-concurrent N             GENERATION_HTTP_MAX_CONCURRENT  calls per key at once, default 16
 The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
 `;
 

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import * as z from "zod";
+import { DEFAULT_HTTP_MAX_BODY_BYTES } from "./limits.js";
 import { defaultStateDir } from "./tasks/journal.js";
 
 export interface Config {
@@ -66,8 +67,6 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
 /** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
 export const DEFAULT_HTTP_PORT = 8080;
 export const DEFAULT_HTTP_HOST = "127.0.0.1";
-/** Below 5 MB: a shared server refuses large bodies; images of up to ~3 MB still fit as data_base64. */
-export const DEFAULT_HTTP_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
 
 const optionalText = z

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
-import { MAX_MESSAGE_BYTES } from "../limits.js";
+import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../limits.js";
 import { localPathField } from "./common.js";
 import { requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
@@ -23,6 +23,10 @@ export const MAX_DATA_BASE64_CHARS = MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
 /** Largest image data_base64 can carry (about 7.5 MB); a larger one (up to MAX_UPLOAD_BYTES) goes by path. */
 export const MAX_DATA_BASE64_BYTES = Math.floor(MAX_DATA_BASE64_CHARS / 4) * 3;
 const DATA_MB = (Math.floor((MAX_DATA_BASE64_BYTES / MIB) * 10) / 10).toFixed(1);
+/** Over Streamable HTTP the body limit (4 MiB by default) is lower: about 3 MB of image. */
+const HTTP_DATA_MB = (
+  Math.floor(((((DEFAULT_HTTP_MAX_BODY_BYTES - ENVELOPE_BYTES) / 4) * 3) / MIB) * 10) / 10
+).toFixed(1);
 
 const input = z
   .strictObject({
@@ -38,7 +42,8 @@ const input = z
       )
       .describe(
         `The image bytes as standard base64 on one line (a data: URL prefix is accepted): at most ${MAX_DATA_BASE64_CHARS} characters, ` +
-          `an image of at most ${DATA_MB} MB (${MAX_DATA_BASE64_BYTES} bytes), the most one message can carry. ` +
+          `an image of at most ${DATA_MB} MB (${MAX_DATA_BASE64_BYTES} bytes), the most one stdio message can carry ` +
+          `(about ${HTTP_DATA_MB} MB over HTTP by default). ` +
           `For a larger image (up to ${MB} MB) pass path instead. Needs filename.`,
       )
       .optional(),
