@@ -87,16 +87,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return json(res, 403, { error: "forbidden", message: "This Host is not served here." });
     }
     const origin = req.headers.origin;
-    if (origin !== undefined && !config.allowedOrigins.includes(origin)) {
+    const listed = origin !== undefined && config.allowedOrigins.includes(origin);
+    // A page of this server's own origin is not a rebinding attack; any other origin must be listed.
+    if (origin !== undefined && !listed && !sameOrigin(origin, allowedHosts)) {
       return json(res, 403, { error: "forbidden", message: "This Origin is not allowed." });
     }
-    if (origin !== undefined) {
+    if (listed) {
       res.setHeader("access-control-allow-origin", origin);
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
-    if (req.method === "OPTIONS" && origin !== undefined) {
+    if (req.method === "OPTIONS" && listed) {
       res.writeHead(204, {
         "access-control-allow-methods": "POST, OPTIONS",
         "access-control-allow-headers": CORS_HEADERS,
@@ -280,6 +282,14 @@ function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): 
   // A configured entry without a port allows the name on any port.
   const name = host.replace(/:\d+$/, "");
   return allowed.has(name);
+}
+
+/** An Origin whose host (and port) is one this server answers to. */
+function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
+  if (!URL.canParse(origin)) return false;
+  const url = new URL(origin);
+  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
+  return hostAllowed(url.host, allowed);
 }
 
 /** Whether any request in the message asks for progress (then the answer streams as SSE). */
