@@ -3,11 +3,16 @@
  * pattern), so any replica can answer any request. Quick calls get a JSON answer; a call that asked for
  * progress gets an SSE stream carrying its progress notifications. Before any MCP processing each request
  * passes, in order: the Host check (DNS rebinding), the Origin check, authentication, the body limit and the
- * per-key concurrency cap; a refusal is a small JSON answer, never a stack trace. A client that disconnects
- * cancels its call (the task itself goes on and stays recoverable). `GET /healthz` says the process is alive,
- * `GET /readyz` whether it serves.
+ * per-key concurrency cap; a refusal is a small JSON answer, never a stack trace. A client that disconnects,
+ * or sends `notifications/cancelled` for a call still running here, cancels it (the task itself goes on and
+ * stays recoverable). `GET /healthz` says the process is alive, `GET /readyz` whether it serves.
+ *
+ * Cancellation needs a correlation a stateless server otherwise lacks: two clients of one key both number
+ * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
+ * does not store (any replica accepts any value, or none); a cancel names the call by caller, that id and the
+ * request id.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -52,6 +57,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const { config, logger, pool } = options;
   const tokenHashes = config.tokenHashes?.map((hash) => Buffer.from(hash, "hex"));
   const open = new Set<ServerResponse>();
+  /** Calls running on this replica, by caller, session and request id: what a cancel notification ends. */
+  const running = new Map<string, Set<() => void>>();
   let ready = false;
   let stopping = false;
   let allowedHosts = new Set<string>();
@@ -127,7 +134,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   }
 
   type Caller =
-    | { kind: "admitted"; serviceKey: string; scope: string | undefined; token: string | undefined }
+    | {
+        kind: "admitted";
+        serviceKey: string;
+        scope: string | undefined;
+        token: string | undefined;
+        /** A digest of the caller's bearer: who may cancel a running call. */
+        id: string;
+      }
     | { kind: "refused"; challenge: string; message: string };
 
   function authenticate(header: string | undefined): Caller {
@@ -142,11 +156,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
             : "send your access token for this server as 'Authorization: Bearer <token>'.",
       };
     }
-    if (tokenHashes === undefined) {
-      // The caller's own service key, for this request only: the service itself judges it.
-      return { kind: "admitted", serviceKey: token, scope: undefined, token };
-    }
+    // Without caller tokens the bearer is the caller's own service key, for this request only: the service
+    // itself judges it.
     const digest = createHash("sha256").update(token).digest();
+    if (tokenHashes === undefined) {
+      return { kind: "admitted", serviceKey: token, scope: undefined, token, id: digest.toString("hex") };
+    }
     if (!tokenHashes.some((hash) => timingSafeEqual(hash, digest))) {
       return {
         kind: "refused",
@@ -160,6 +175,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       serviceKey: options.serverKey ?? "",
       scope: digest.toString("hex").slice(0, 16),
       token,
+      id: digest.toString("hex"),
     };
   }
 
@@ -195,6 +211,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
     }
 
+    const correlation = `${caller.id}:${sessionIdOf(req) ?? "-"}:`;
+    for (const requestId of cancelledIds(message)) {
+      const calls = running.get(correlation + requestId);
+      // Two running calls with one id (clients without a session id): cancelling either could be wrong.
+      if (calls?.size === 1) for (const cancel of calls) cancel();
+    }
+
     let lease;
     try {
       lease = await pool.acquire(caller.serviceKey);
@@ -217,15 +240,27 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       // JSON for a quick answer; an SSE stream when the client asked for progress on its call.
       enableJsonResponse: !asksForProgress(message),
     });
+    const keys = requestIds(message).map((id) => correlation + id);
     let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
-      // Closing the server aborts the calls still running: a client that went away cancelled them.
-      void mcp.close().catch(() => undefined);
+      for (const key of keys) forget(key, end);
+      // Closing the server aborts the calls still running: a client that went away cancelled them. A
+      // cancelled call sends no answer (the protocol says so), but its HTTP response must still end.
+      void mcp
+        .close()
+        .catch(() => undefined)
+        .finally(() => {
+          if (res.destroyed || res.writableEnded) return;
+          if (!res.headersSent) res.writeHead(202);
+          res.end();
+        });
       lease.release();
     };
+    for (const key of keys) remember(key, end);
     res.once("close", end);
+    if (isInitialize(message)) res.setHeader("mcp-session-id", randomUUID());
     try {
       await mcp.connect(transport);
       await transport.handleRequest(req, res, message);
@@ -233,6 +268,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       end();
       throw error;
     }
+  }
+
+  function remember(key: string, cancel: () => void): void {
+    const calls = running.get(key) ?? new Set();
+    calls.add(cancel);
+    running.set(key, calls);
+  }
+
+  function forget(key: string, cancel: () => void): void {
+    const calls = running.get(key);
+    calls?.delete(cancel);
+    if (calls?.size === 0) running.delete(key);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -299,6 +346,37 @@ function asksForProgress(message: unknown): boolean {
     const meta = (entry as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta;
     return meta?.progressToken !== undefined;
   });
+}
+
+function messagesOf(message: unknown): Array<{ method?: unknown; id?: unknown; params?: unknown }> {
+  const messages = Array.isArray(message) ? message : [message];
+  return messages.filter((entry): entry is object => typeof entry === "object" && entry !== null);
+}
+
+/** The ids of the requests in a message, as correlation keys. */
+function requestIds(message: unknown): string[] {
+  return messagesOf(message)
+    .filter((entry) => typeof entry.method === "string" && entry.id !== undefined && entry.id !== null)
+    .map((entry) => JSON.stringify(entry.id));
+}
+
+/** The request ids that `notifications/cancelled` messages in the message name. */
+function cancelledIds(message: unknown): string[] {
+  return messagesOf(message)
+    .filter((entry) => entry.method === "notifications/cancelled")
+    .map((entry) => (entry.params as { requestId?: unknown } | undefined)?.requestId)
+    .filter((id) => typeof id === "string" || typeof id === "number")
+    .map((id) => JSON.stringify(id));
+}
+
+function isInitialize(message: unknown): boolean {
+  return messagesOf(message).some((entry) => entry.method === "initialize");
+}
+
+/** The client's `Mcp-Session-Id`, when it sends one that could be ours (a UUID). */
+function sessionIdOf(req: IncomingMessage): string | undefined {
+  const value = req.headers["mcp-session-id"];
+  return typeof value === "string" && /^[0-9a-f-]{36}$/i.test(value) ? value.toLowerCase() : undefined;
 }
 
 type Body = { kind: "ok"; text: string } | { kind: "too-large" } | { kind: "aborted" };
