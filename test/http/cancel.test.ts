@@ -56,7 +56,7 @@ function startWait(client: Client, prompt: string, signal?: AbortSignal) {
   };
   const result = client.callTool({ name: "generate_video", arguments: { prompt, wait: true } }, undefined, {
     onprogress,
-    signal,
+    ...(signal === undefined ? {} : { signal }),
     timeout: 120_000,
     resetTimeoutOnProgress: true,
   });
