@@ -16,6 +16,7 @@ import { BIN, ROOT, TSC_ENTRY, connectServer, call } from "./mcp.mjs";
 import { connectInspector, inspectorUrl } from "./inspector.mjs";
 import { memoryRound } from "./memory.mjs";
 import { directGetter, overheadRound } from "./overhead.mjs";
+import { connectHttpClients, httpOverheadRound, paths, startHttpServer, warmUp } from "./http.mjs";
 import { ensurePeers } from "./peers.mjs";
 import { buildMinimalSdkServer } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
@@ -28,6 +29,9 @@ const N = {
   overheadRounds: QUICK ? 2 : 5,
   overheadCalls: QUICK ? 100 : 300,
   throughputCalls: QUICK ? 100 : 400,
+  httpRounds: QUICK ? 2 : 5,
+  httpCalls: QUICK ? 100 : 300,
+  httpThroughputCalls: QUICK ? 320 : 640,
   uploadRounds: QUICK ? 2 : 15,
   memoryRounds: QUICK ? 1 : 3,
   waitRounds: QUICK ? 1 : 3,
@@ -35,6 +39,8 @@ const N = {
 /** Time scaling of the waiting benchmark: 60 requests per WINDOW_MS, polls every INTERVAL_MS (spec 60 s / 5 s). */
 const WAIT = { windowMs: 3000, intervalMs: 250, ks: [1, 10, 50] };
 const UPLOAD_LIMIT = 10 * 1024 * 1024;
+/** Concurrent clients of the HTTP comparison (the server's per-key cap is raised above it for the bench). */
+const HTTP_CLIENTS = 32;
 
 const started = Date.now();
 const log = (message) =>
@@ -47,6 +53,7 @@ const dirs = {
   state: path.join(tmp, "state"),
   uploads: path.join(tmp, "uploads"),
   out: path.join(tmp, "out"),
+  httpState: path.join(tmp, "http-state"),
   peerRoot: path.join(tmp, "peer-root"),
 };
 for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true });
@@ -183,6 +190,66 @@ try {
     } finally {
       await direct.close();
       await session.close();
+    }
+  }
+
+  // --- per-call overhead: Streamable HTTP against stdio and direct ------------------------------------------
+  log(
+    `HTTP overhead: ${N.httpRounds} rounds of ${N.httpCalls} interleaved get_credits triples, calls/s at 1 and ${HTTP_CLIENTS}`,
+  );
+  {
+    const httpServer = await startHttpServer({
+      HOME: dirs.home,
+      GENERATION_BASE_URL: sandbox.baseUrl,
+      GENERATION_STATE_DIR: dirs.httpState,
+      GENERATION_HTTP_MAX_CONCURRENT: String(HTTP_CLIENTS * 2),
+    });
+    const stdio = await connectServer(serverEnv);
+    const direct = directGetter(sandbox.baseUrl, sandbox.keys.paid);
+    let httpClients = [];
+    try {
+      httpClients = await connectHttpClients(httpServer.url, sandbox.keys.paid, HTTP_CLIENTS);
+      const byPath = paths({ httpClients, stdioClient: stdio.client, direct });
+      await warmUp(byPath, { calls: 100, concurrency: HTTP_CLIENTS });
+      const rounds = [];
+      for (let r = 0; r < N.httpRounds; r++) {
+        rounds.push(
+          await httpOverheadRound(byPath, {
+            calls: N.httpCalls,
+            throughputCalls: N.httpThroughputCalls,
+            concurrency: HTTP_CLIENTS,
+          }),
+        );
+      }
+      const pick = (get) => summary(rounds.map(get));
+      const side = (name) => ({
+        p50Ms: pick((x) => x[name].p50),
+        p99Ms: pick((x) => x[name].p99),
+        callsPerS1: pick((x) => x[name].callsPerS1),
+        [`callsPerS${HTTP_CLIENTS}`]: pick((x) => x[name].callsPerSN),
+        errorsAt1: pick((x) => x[name].errors1),
+        [`errorsAt${HTTP_CLIENTS}`]: pick((x) => x[name].errorsN),
+      });
+      results.httpOverhead = {
+        measured: `get_credits through MCP Streamable HTTP (--http, passthrough key; SDK client -> server -> sandbox) vs the same over stdio vs a direct undici GET /credits of the same sandbox, interleaved call by call at concurrency 1; then calls/s at 1 and ${HTTP_CLIENTS} concurrent clients`,
+        clients: `HTTP: ${HTTP_CLIENTS} separate SDK Client + StreamableHTTPClientTransport instances, one call in flight each; stdio: one SDK client with ${HTTP_CLIENTS} calls in flight (a stdio server has one client); direct: ${HTTP_CLIENTS} requests in flight on one undici keep-alive Agent`,
+        errors:
+          "per round: rejected calls, isError results and non-200 direct answers; calls/s counts calls answered without error",
+        maxConcurrentPerKey: HTTP_CLIENTS * 2,
+        httpAddedP50Ms: pick((x) => x.httpAddedP50),
+        httpAddedP99Ms: pick((x) => x.httpAddedP99),
+        stdioAddedP50Ms: pick((x) => x.stdioAddedP50),
+        stdioAddedP99Ms: pick((x) => x.stdioAddedP99),
+        httpOverStdioP50Ms: pick((x) => x.httpOverStdioP50),
+        http: side("http"),
+        stdio: side("stdio"),
+        direct: side("direct"),
+      };
+    } finally {
+      await Promise.all(httpClients.map((client) => client.close()));
+      await direct.close();
+      await stdio.close();
+      await httpServer.stop();
     }
   }
 
@@ -363,6 +430,50 @@ row("get_credits", "direct HTTP calls/s, concurrency 16", co.httpCallsPerS16, (v
 row("get_credits", "MCP / direct calls/s, concurrency 1", co.mcpOverHttpRps1, x2);
 row("get_credits", "MCP / direct calls/s, concurrency 16", co.mcpOverHttpRps16, x2);
 
+const ho = r.httpOverhead;
+const rps = (v) => fmtNum(v, 0);
+const count = (v) => fmtNum(v, 0);
+row(
+  "get_credits HTTP",
+  "HTTP added latency p50 (HTTP MCP - direct), ms",
+  ho.httpAddedP50Ms,
+  ms2,
+  "< 2 ms",
+  ho.httpAddedP50Ms.median < 2 ? "yes" : "NO",
+);
+row("get_credits HTTP", "HTTP added latency p99, ms", ho.httpAddedP99Ms, ms2);
+row("get_credits HTTP", "stdio added latency p50 (stdio MCP - direct), ms", ho.stdioAddedP50Ms, ms2);
+row("get_credits HTTP", "stdio added latency p99, ms", ho.stdioAddedP99Ms, ms2);
+row("get_credits HTTP", "HTTP MCP - stdio MCP p50, ms", ho.httpOverStdioP50Ms, ms2);
+for (const [name, label] of [
+  ["http", "HTTP MCP"],
+  ["stdio", "stdio MCP"],
+  ["direct", "direct GET"],
+]) {
+  const s = ho[name];
+  row("get_credits HTTP", `${label} p50, ms`, s.p50Ms, ms2);
+  row("get_credits HTTP", `${label} p99, ms`, s.p99Ms, ms2);
+  row("get_credits HTTP", `${label} calls/s, 1 client`, s.callsPerS1, rps);
+  row("get_credits HTTP", `${label} calls/s, ${HTTP_CLIENTS} clients`, s[`callsPerS${HTTP_CLIENTS}`], rps);
+}
+for (const [name, label] of [
+  ["http", "HTTP MCP"],
+  ["stdio", "stdio MCP"],
+  ["direct", "direct GET"],
+]) {
+  const at1 = ho[name].errorsAt1;
+  const atN = ho[name][`errorsAt${HTTP_CLIENTS}`];
+  row("get_credits HTTP", `${label} errors per round, 1 client`, at1, count);
+  row(
+    "get_credits HTTP",
+    `${label} errors per round, ${HTTP_CLIENTS} clients`,
+    atN,
+    count,
+    name === "http" ? "0" : "",
+    name === "http" ? (atN.max === 0 ? "yes" : "NO") : "",
+  );
+}
+
 for (const [k, sides] of Object.entries(r.waiting.byK)) {
   for (const side of ["ours", "naive"]) {
     const s = sides[side];
@@ -450,6 +561,7 @@ const notes = [
   `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memory_gb} GB, ${machine.platform}, Node ${machine.node}; load average at start ${machine.loadavg_at_start.join(" ")}`,
   `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${cs.floor}. generation-mcp = the package bin (dist/bundle/cli.js, the esbuild bundle).`,
   `per-call: ${N.overheadRounds} rounds; each ${N.overheadCalls} interleaved pairs for latency, ${N.throughputCalls} calls per throughput figure.`,
+  `HTTP: ${N.httpRounds} rounds; each ${N.httpCalls} interleaved triples (direct, stdio, HTTP) for latency, ${N.httpThroughputCalls} calls per throughput figure. ${ho.clients}. Errors: ${ho.errors}. The --http server runs with GENERATION_HTTP_MAX_CONCURRENT=${ho.maxConcurrentPerKey}.`,
   `waiting: ${r.waiting.setup}. ours = ${r.waiting.ours}; naive = ${r.waiting.naive}. Ours and naive run simultaneously, each on its own sandbox. ${N.waitRounds} rounds.`,
   `upload: peak measured with ${up.peakMethod}; ${N.uploadRounds} uploads after one warm-up.`,
   `memory: ${N.memoryRounds} fresh servers per variant, ${me.calls} calls each, RSS sampled every ${me.block}; mix: ${me.mix}.`,
