@@ -115,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
     import("./transports/stdio.js"),
   ]);
   const runtime = await createRuntime(config, target, logger, VERSION);
-  const server = createServer(VERSION, runtime.depsFactory);
+  const server = createServer(VERSION, runtime.depsFactory, { tasks: runtime.tasks });
 
   let closing = false;
   const shutdown = async () => {

@@ -10,11 +10,15 @@ import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
-import type { ServerDepsFactory } from "./server.js";
+import { McpTasks } from "./mcp-tasks.js";
+import { redact } from "./redact.js";
+import { toolResult, type ServerDepsFactory } from "./server.js";
 import { Journal } from "./tasks/journal.js";
 import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
+import type { ToolContext } from "./tools/define-tool.js";
+import { TOOLS } from "./tools/index.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -39,6 +43,8 @@ export function journalDir(stateDir: string, target: ServiceTarget): string {
 
 export interface Runtime {
   depsFactory: ServerDepsFactory;
+  /** MCP task records and their background waits, kept beside the journal. */
+  tasks: McpTasks;
   client: GenerationClient;
   /**
    * Stops the process's work: every call still running answers at once with what it has (a started task
@@ -102,9 +108,29 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
+  const tasks = await McpTasks.open(
+    target.ephemeral ? undefined : journalDir(config.stateDir, target),
+    config.pollIntervalMs,
+    logger,
+  );
+  // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
+  tasks.resumeAll((record, run) => {
+    const tool = TOOLS.find((candidate) => candidate.name === record.tool);
+    const resume = tool?.task?.resume;
+    if (tool === undefined || resume === undefined) return undefined;
+    const deps = depsFactory({ clientRoots: async () => [], scope: record.scope });
+    const context: ToolContext = {
+      signal: run.signal,
+      startedAt: Date.now(),
+      logger,
+      progress: async (message) => run.progress(redact(message)),
+    };
+    return toolResult(tool, resume(record, deps, context), deps, run.signal);
+  }, stopping.signal);
   return {
     depsFactory,
     client,
+    tasks,
     async close(graceMs = SHUTDOWN_GRACE_MS) {
       stopping.abort();
       poller.close();
@@ -119,6 +145,7 @@ export async function createRuntime(
       await client.close();
       // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.
       await journal.close();
+      await tasks.close();
     },
   };
 }

@@ -10,7 +10,9 @@ import {
   ListToolsRequestSchema,
   McpError,
   RootsListChangedNotificationSchema,
+  isTaskAugmentedRequestParams,
   type CallToolResult,
+  type CreateTaskResult,
   type ServerNotification,
   type ServerRequest,
   type Tool,
@@ -19,6 +21,7 @@ import * as z from "zod";
 import { AbortedError, ValidationError } from "./api/errors.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
+import type { McpTasks } from "./mcp-tasks.js";
 import { cleanText, redact, redactValue } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
@@ -41,7 +44,7 @@ const INSTRUCTIONS =
   "in credits first, and get_credits to see the balance.";
 
 export interface ServerHooks {
-  server: Server;
+  server?: Server | undefined;
   /** The client's MCP roots as file URIs; empty when the client offers none. Cached until they change. */
   clientRoots(): Promise<string[]>;
   /** Who is calling, when one service key serves several callers (the HTTP gateway): see ServerDeps.scope. */
@@ -56,6 +59,11 @@ export interface ServerOptions {
   mcpLogging?: boolean;
   /** Passed to the deps factory (ServerHooks.scope). */
   scope?: string | undefined;
+  /**
+   * The runtime's MCP task records: with them the server declares the tasks capability and runs
+   * task-augmented calls of the tools that allow it (generate_video, generate_image) in the background.
+   */
+  tasks?: McpTasks | undefined;
 }
 
 export type ServerDepsFactory = (hooks: ServerHooks) => ServerDeps;
@@ -69,6 +77,8 @@ export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] 
     inputSchema: toJsonSchema(tool.input, "input") as Tool["inputSchema"],
     outputSchema: toJsonSchema(tool.output, "output") as NonNullable<Tool["outputSchema"]>,
     annotations: { title: tool.title, ...tool.annotations },
+    // "optional", never "required": a client without task support calls these tools as before.
+    ...(tool.task !== undefined && { execution: { taskSupport: "optional" as const } }),
   }));
 }
 
@@ -82,9 +92,18 @@ export function createServer(
   makeDeps: ServerDepsFactory,
   options: ServerOptions = {},
 ): Server {
+  const tasks = options.tasks;
   const server = new Server(
     { name: SERVER_NAME, title: "Video & image generation", version },
-    { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
+    {
+      capabilities: {
+        tools: {},
+        logging: {},
+        ...(tasks !== undefined && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+      },
+      instructions: INSTRUCTIONS,
+      ...(tasks !== undefined && { taskStore: tasks.view(options.scope) }),
+    },
   );
   let roots: Promise<string[]> | undefined;
   const clientRoots = () => {
@@ -103,19 +122,46 @@ export function createServer(
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
-  const callTool = async (name: string, args: unknown, extra: RequestExtra): Promise<CallToolResult> => {
+  const callTool = async (
+    name: string,
+    args: unknown,
+    extra: RequestExtra,
+    task: { ttl?: number | null | undefined } | undefined,
+  ): Promise<CallToolResult | CreateTaskResult> => {
     const tool = byName.get(name);
-    if (tool === undefined) {
-      return errorResult(
-        new ValidationError(`Unknown tool "${cleanText(name, 80)}".`, {
-          nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
-        }),
-      );
+    const parsed = tool?.input.safeParse(args ?? {});
+    if (task !== undefined) {
+      if (tasks === undefined || (tool !== undefined && tool.task === undefined)) {
+        throw new McpError(
+          ErrorCode.MethodNotFound,
+          `${cleanText(name, 80)} does not run as a task: call it without "task".`,
+        );
+      }
+      const startedAt = Date.now();
+      return tasks.start({
+        tool: name,
+        scope: options.scope,
+        requestedTtl: task.ttl,
+        stopping: deps.stopping,
+        saved: tool?.task?.save?.(parsed?.data),
+        // A refused call becomes a task that failed at once, with the same error a plain call answers.
+        run: ({ signal, progress, ttlMs }) =>
+          tool === undefined || parsed?.success !== true
+            ? Promise.resolve(refusal(name, tool, parsed?.error))
+            : toolResult(
+                tool,
+                tool.handler(tool.task?.prepare?.(parsed.data, ttlMs) ?? parsed.data, deps, {
+                  signal,
+                  startedAt,
+                  logger: deps.logger,
+                  progress: async (message) => progress(redact(message)),
+                }),
+                deps,
+                signal,
+              ),
+      });
     }
-    const parsed = tool.input.safeParse(args ?? {});
-    if (!parsed.success) {
-      return errorResult(new ValidationError(validationMessage(tool.name, parsed.error)));
-    }
+    if (tool === undefined || parsed?.success !== true) return refusal(name, tool, parsed?.error);
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     const context: ToolContext = {
@@ -135,37 +181,29 @@ export function createServer(
         }
       },
     };
-    const running = tool.handler(parsed.data, deps, context);
-    deps.track?.(running);
-    try {
-      const result = tool.output.parse(await running) as Record<string, unknown>;
-      return {
-        content: [{ type: "text", text: redact(tool.summarize(result)) }],
-        structuredContent: redactValue(result),
-      };
-    } catch (error) {
-      if (error instanceof AbortedError && deps.stopping.aborted && !extra.signal.aborted) {
-        return errorResult(new StoppingError());
-      }
-      if (!(error instanceof Error && "code" in error) && !(error instanceof AbortedError)) {
-        deps.logger.error(`${tool.name} failed unexpectedly`, {
-          error: String(error instanceof Error ? error.stack : error),
-        });
-      }
-      return errorResult(error);
-    }
+    return toolResult(tool, tool.handler(parsed.data, deps, context), deps, extra.signal);
   };
+
+  const refusal = (name: string, tool: ToolDefinition | undefined, error: z.ZodError | undefined) =>
+    tool === undefined
+      ? errorResult(
+          new ValidationError(`Unknown tool "${cleanText(name, 80)}".`, {
+            nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
+          }),
+        )
+      : errorResult(new ValidationError(validationMessage(tool.name, error ?? new z.ZodError([]))));
 
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK checks the request
   // shape first there and answers a JSON-RPC error (e.g. for `arguments` that is not an object), where the
   // contract wants a validation_error tool result.
-  server.fallbackRequestHandler = async (request, extra): Promise<CallToolResult> => {
+  server.fallbackRequestHandler = async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
     if (request.method !== "tools/call") {
       throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${cleanText(request.method, 80)}`);
     }
     const params: Record<string, unknown> = isObject(request.params) ? request.params : {};
     const name = typeof params["name"] === "string" ? params["name"] : "";
-    return callTool(name, params["arguments"], extra);
+    const task = isTaskAugmentedRequestParams(request.params) ? request.params.task : undefined;
+    return callTool(name, params["arguments"], extra, task);
   };
 
   server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
@@ -174,4 +212,35 @@ export function createServer(
 
   if (options.mcpLogging !== false) attachMcpLogging(server, deps.logger, SERVER_NAME);
   return server;
+}
+
+/**
+ * A tool's run as the CallToolResult the client gets: the output checked against the tool's schema, its
+ * text mirror, secrets masked; every failure an `isError` result. `cancelled` is the caller's own signal:
+ * an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
+ */
+export async function toolResult(
+  tool: ToolDefinition,
+  running: Promise<unknown>,
+  deps: ServerDeps,
+  cancelled: AbortSignal,
+): Promise<CallToolResult> {
+  deps.track?.(running);
+  try {
+    const result = tool.output.parse(await running) as Record<string, unknown>;
+    return {
+      content: [{ type: "text", text: redact(tool.summarize(result)) }],
+      structuredContent: redactValue(result),
+    };
+  } catch (error) {
+    if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {
+      return errorResult(new StoppingError());
+    }
+    if (!(error instanceof Error && "code" in error) && !(error instanceof AbortedError)) {
+      deps.logger.error(`${tool.name} failed unexpectedly`, {
+        error: String(error instanceof Error ? error.stack : error),
+      });
+    }
+    return errorResult(error);
+  }
 }

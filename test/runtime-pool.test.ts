@@ -14,6 +14,7 @@ function fakeRuntimes() {
         throw new Error("not used");
       },
       client: undefined as never,
+      tasks: undefined as never,
       close: async () => {
         closed.push(apiKey);
       },

@@ -7,6 +7,7 @@ import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { ResumeInfo } from "../mcp-tasks.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
 import type { TaskStarter } from "../tasks/starter.js";
 
@@ -58,6 +59,15 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output exte
   annotations: ToolAnnotations;
   handler(args: z.output<Input>, deps: ServerDeps, context: ToolContext): Promise<z.input<Output>>;
   summarize(result: z.output<Output>): string;
+  /** Present when the tool may run as an MCP task (`execution.taskSupport: "optional"`); see mcp-tasks.ts. */
+  task?: {
+    /** The arguments of the background run, whose wait may last the task's whole ttl. */
+    prepare?(args: z.output<Input>, ttlMs: number): z.output<Input>;
+    /** Values kept with the task record, for a resumption after a restart (no secrets). */
+    save?(args: z.output<Input> | undefined): Record<string, unknown> | undefined;
+    /** Takes a started task up again after a restart, from its video_id; the result a plain call gives. */
+    resume?(info: ResumeInfo, deps: ServerDeps, context: ToolContext): Promise<z.input<Output>>;
+  };
 }
 
 export function defineTool<Input extends z.ZodType, Output extends z.ZodType>(

@@ -172,6 +172,9 @@ export const generateImage = defineTool({
       await closeAll(locals);
     }
   },
+  // As a task the call answers at once and the image comes with tasks/result. An image is made within the
+  // start request, so a restart while it runs leaves nothing to follow: the task then fails with advice.
+  task: {},
   summarize(result) {
     if (result.dry_run) {
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;

@@ -212,6 +212,27 @@ export const generateVideo = defineTool({
       await closeAll(images);
     }
   },
+  task: {
+    // The task's wait goes on until the video is final or the task's ttl is spent, not a call's window.
+    prepare: (args, ttlMs) => ({ ...args, timeout_seconds: Math.max(1, Math.floor(ttlMs / 1000) - 5) }),
+    save: (args) =>
+      args === undefined
+        ? undefined
+        : {
+            download: args.download ?? false,
+            estimated_credits: videoCredits(
+              args.model ?? DEFAULT_VIDEO_MODEL,
+              args.duration ?? DEFAULT_DURATION_S,
+              args.resolution,
+            ),
+          },
+    async resume({ videoId, saved, windowMs }, deps, context) {
+      const download = saved["download"] === true;
+      const outcome = await waitForVideo(videoId, { windowMs, download }, deps, context);
+      const estimate = saved["estimated_credits"];
+      return { ...outcome, estimated_credits: typeof estimate === "number" ? estimate : 0 };
+    },
+  },
   summarize(result) {
     if (result.dry_run) {
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;

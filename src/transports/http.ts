@@ -234,6 +234,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const mcp = createServer(options.version, lease.runtime.depsFactory, {
       mcpLogging: false,
       scope: caller.scope,
+      tasks: lease.runtime.tasks,
     });
     // No session id generator: stateless, any replica answers any request.
     const transport = new StreamableHTTPServerTransport({

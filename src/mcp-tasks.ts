@@ -1,0 +1,397 @@
+/**
+ * MCP tasks (protocol revision 2025-11-25, the SDK 1.x experimental task API) mapped onto the service's
+ * generation tasks. This module is the only place that knows both sides: a change of the wire form (the
+ * 2026-07-28 revision moves tasks into an extension) touches this file and the capability line in server.ts.
+ *
+ * A task-augmented `tools/call` runs the very tool handler a plain call runs, in the background. The call is
+ * answered once the service has started the generation (the tool's first progress message names the
+ * video_id), so the journal and the duplicate guard work as for a plain call. The MCP task then follows the
+ * tool's own wait, which polls through the shared poll engine: `tasks/get` reads the record and never
+ * reaches the service, however many clients poll it. When the wait ends, the record keeps the
+ * CallToolResult a blocking call would have returned, for `tasks/result`.
+ *
+ * Records are kept beside the journal (one small JSON file per service key) and outlive a restart: a task
+ * still `working` when the process stopped is taken up again at start, from its video_id. A task past its
+ * ttl is dropped; its video_id stays recoverable with get_status.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
+import {
+  ErrorCode,
+  McpError,
+  type CallToolResult,
+  type Result,
+  type Task,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "./logger.js";
+
+/** Requested ttls are bounded by this; a call that names none gets DEFAULT_TTL_MS. */
+export const MAX_TASK_TTL_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
+/** Records kept per key at most: the oldest finished ones go first. */
+const MAX_RECORDS = 1000;
+const LIST_PAGE_SIZE = 50;
+const FILE_NAME = "mcp-tasks.json";
+/** A progress message that names the started task: "video_id <id>: started". */
+const ANNOUNCEMENT = /^video_id (\S+?):/;
+
+/** What a tool needs to take a video task up again after a restart. */
+export interface ResumeInfo {
+  videoId: string;
+  /** Tool-specific values saved at start (e.g. download, estimated_credits); never a secret. */
+  saved: Record<string, unknown>;
+  /** How long the resumed wait may last: what is left of the task's ttl. */
+  windowMs: number;
+}
+
+interface TaskRecord {
+  task: Task;
+  tool: string;
+  scope?: string | undefined;
+  videoId?: string | undefined;
+  saved?: Record<string, unknown> | undefined;
+  result?: CallToolResult | undefined;
+}
+
+/** What runs a tool in the background for a task: the same handler a plain call runs. */
+export interface TaskRun {
+  signal: AbortSignal;
+  /** Progress from the tool: becomes the task's statusMessage. */
+  progress(message: string): void;
+}
+
+export interface StartTaskOptions {
+  tool: string;
+  scope?: string | undefined;
+  /** The ttl the client asked for, if any. */
+  requestedTtl?: number | null | undefined;
+  /** Values to keep for a resumption (see ResumeInfo.saved). */
+  saved?: Record<string, unknown> | undefined;
+  /** Aborts when the server stops: the task then stays `working`, to be taken up again at the next start. */
+  stopping: AbortSignal;
+  run(task: TaskRun & { ttlMs: number }): Promise<CallToolResult>;
+}
+
+/** Runs a restarted task's wait, or answers undefined when its tool cannot take it up. */
+export type Resumer = (
+  record: { tool: string; scope?: string | undefined } & ResumeInfo,
+  run: TaskRun,
+) => Promise<CallToolResult> | undefined;
+
+export class McpTasks {
+  private readonly records = new Map<string, TaskRecord>();
+  private readonly runners = new Map<string, AbortController>();
+  private writing: Promise<void> = Promise.resolve();
+  private readonly sweeper: ReturnType<typeof setInterval>;
+
+  private constructor(
+    private readonly file: string | undefined,
+    private readonly pollIntervalMs: number,
+    private readonly logger: Logger,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), 60_000);
+    this.sweeper.unref();
+  }
+
+  /** Records kept in `dir` (created when missing), or in memory only when `dir` is undefined. */
+  static async open(dir: string | undefined, pollIntervalMs: number, logger: Logger): Promise<McpTasks> {
+    const tasks = new McpTasks(
+      dir === undefined ? undefined : path.join(dir, FILE_NAME),
+      pollIntervalMs,
+      logger,
+    );
+    if (tasks.file !== undefined) await tasks.load(tasks.file);
+    tasks.sweep();
+    return tasks;
+  }
+
+  /**
+   * Starts `options.run` in the background and answers with the task once the run has named its video_id
+   * (or has ended, e.g. a refusal before anything started, or an image that came back at once).
+   */
+  async start(options: StartTaskOptions): Promise<{ task: Task }> {
+    const ttlMs = boundTtl(options.requestedTtl);
+    const now = new Date().toISOString();
+    const record: TaskRecord = {
+      task: {
+        taskId: randomUUID(),
+        status: "working",
+        ttl: ttlMs,
+        createdAt: now,
+        lastUpdatedAt: now,
+        pollInterval: this.pollIntervalMs,
+        statusMessage: `${options.tool}: starting`,
+      },
+      tool: options.tool,
+      scope: options.scope,
+      saved: options.saved,
+    };
+    let announced: () => void = () => {};
+    const started = new Promise<void>((resolve) => (announced = resolve));
+    this.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
+    await started;
+    this.records.set(record.task.taskId, record);
+    this.trim();
+    this.persist();
+    // On disk before the client hears of it: a task id handed out survives even a kill -9.
+    await this.writing;
+    return { task: { ...record.task } };
+  }
+
+  /** Takes up, after a restart, every task that was still being waited for. */
+  resumeAll(resume: Resumer, stopping: AbortSignal): void {
+    for (const record of this.records.values()) {
+      if (record.task.status !== "working") continue;
+      const remaining = expiresAt(record.task) - Date.now();
+      const launched =
+        record.videoId === undefined
+          ? false
+          : this.launch(
+              record,
+              stopping,
+              () => {},
+              (run) =>
+                resume(
+                  {
+                    tool: record.tool,
+                    scope: record.scope,
+                    videoId: record.videoId ?? "",
+                    saved: record.saved ?? {},
+                    windowMs: remaining,
+                  },
+                  run,
+                ),
+            );
+      if (!launched) {
+        // Nothing to follow (the process stopped before the service named a task): say how to go on.
+        this.finish(
+          record,
+          "failed",
+          errorText(
+            "timeout: the server restarted before this task's generation was confirmed. " +
+              "Call the tool again: an identical request within 10 minutes returns the earlier task or image (reused: true) instead of paying twice.",
+          ),
+        );
+      }
+    }
+    this.persist();
+  }
+
+  /** The TaskStore the SDK's protocol handlers read, limited to one caller (`scope`) when there are several. */
+  view(scope?: string): TaskStore {
+    const find = (taskId: string): TaskRecord | undefined => {
+      const record = this.records.get(taskId);
+      if (record === undefined || record.scope !== scope || expiresAt(record.task) <= Date.now())
+        return undefined;
+      return record;
+    };
+    const mustFind = (taskId: string): TaskRecord => {
+      const record = find(taskId);
+      if (record === undefined) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      return record;
+    };
+    return {
+      createTask: () => {
+        // Tasks are created by start(), after the service has started the generation.
+        throw new McpError(ErrorCode.InternalError, "tasks are created by the tool call itself");
+      },
+      getTask: async (taskId) => {
+        const record = find(taskId);
+        return record === undefined ? null : { ...record.task };
+      },
+      storeTaskResult: async (taskId, status, result) => {
+        this.finish(mustFind(taskId), status, result as CallToolResult);
+      },
+      getTaskResult: async (taskId): Promise<Result> => {
+        const record = mustFind(taskId);
+        if (record.result === undefined) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `Task ${taskId} has no result yet (${record.task.status}).`,
+          );
+        }
+        return record.result;
+      },
+      updateTaskStatus: async (taskId, status, statusMessage) => {
+        const record = mustFind(taskId);
+        if (status === "cancelled") return this.cancel(record);
+        this.update(record, status, statusMessage);
+      },
+      listTasks: async (cursor) => {
+        const mine = [...this.records.values()]
+          .filter((record) => find(record.task.taskId) !== undefined)
+          .sort((a, b) => b.task.createdAt.localeCompare(a.task.createdAt));
+        const from = cursor === undefined ? 0 : Number(cursor);
+        if (!Number.isSafeInteger(from) || from < 0) throw new Error("invalid cursor");
+        const page = mine.slice(from, from + LIST_PAGE_SIZE).map((record) => ({ ...record.task }));
+        const next = from + LIST_PAGE_SIZE;
+        return next < mine.length ? { tasks: page, nextCursor: String(next) } : { tasks: page };
+      },
+    };
+  }
+
+  /** Stops the background waits (their tasks stay `working`) and writes the records out. */
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    for (const runner of this.runners.values()) runner.abort();
+    this.persist();
+    await this.writing;
+  }
+
+  /** Runs one background wait; returns false when there was nothing to run. */
+  private launch(
+    record: TaskRecord,
+    stopping: AbortSignal,
+    announced: () => void,
+    run: (task: TaskRun) => Promise<CallToolResult> | undefined,
+  ): boolean {
+    const controller = new AbortController();
+    const progress = (message: string) => {
+      const videoId = ANNOUNCEMENT.exec(message)?.[1];
+      if (videoId !== undefined && record.videoId === undefined) {
+        record.videoId = videoId;
+        // The generation exists: the task can be handed out, and taken up again after a restart.
+        announced();
+      }
+      if (record.task.status === "working") this.update(record, "working", message);
+    };
+    const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
+    if (running === undefined) return false;
+    this.runners.set(record.task.taskId, controller);
+    running
+      .then(
+        (result) => {
+          // A stop leaves the task working (it is taken up at the next start); a cancel has its answer already.
+          if (stopping.aborted || record.task.status !== "working") return;
+          this.finish(record, failed(result) ? "failed" : "completed", result);
+        },
+        (error: unknown) => {
+          this.logger.error("a background task failed unexpectedly", { error: String(error) });
+          if (record.task.status === "working") {
+            this.finish(
+              record,
+              "failed",
+              errorText("internal_error: the wait for this task failed unexpectedly."),
+            );
+          }
+        },
+      )
+      .finally(() => {
+        this.runners.delete(record.task.taskId);
+        announced();
+      });
+    return true;
+  }
+
+  private cancel(record: TaskRecord): void {
+    const id = record.videoId;
+    const text =
+      id === undefined
+        ? "cancelled: stopped before the service named a task."
+        : `cancelled: stopped waiting for video_id ${id}. The service has no cancel, so the generation itself goes on and is charged as usual: call get_status with video_id "${id}" to follow it.`;
+    this.finish(record, "cancelled", errorText(text), text);
+    this.runners.get(record.task.taskId)?.abort();
+  }
+
+  private finish(
+    record: TaskRecord,
+    status: "completed" | "failed" | "cancelled",
+    result: CallToolResult,
+    statusMessage?: string,
+  ): void {
+    record.result = result;
+    const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
+    this.update(record, status, statusMessage ?? firstLine);
+    this.persist();
+  }
+
+  private update(record: TaskRecord, status: Task["status"], statusMessage: string | undefined): void {
+    record.task = {
+      ...record.task,
+      status,
+      lastUpdatedAt: new Date().toISOString(),
+      ...(statusMessage !== undefined && { statusMessage }),
+    };
+  }
+
+  /** Drops records past their ttl (a running wait for one is stopped: nobody can ask for its result). */
+  private sweep(): void {
+    const now = Date.now();
+    let dropped = false;
+    for (const [taskId, record] of this.records) {
+      if (expiresAt(record.task) > now) continue;
+      this.runners.get(taskId)?.abort();
+      this.records.delete(taskId);
+      dropped = true;
+    }
+    if (dropped) this.persist();
+  }
+
+  private trim(): void {
+    if (this.records.size <= MAX_RECORDS) return;
+    const finished = [...this.records.values()]
+      .filter((record) => record.task.status !== "working")
+      .sort((a, b) => a.task.lastUpdatedAt.localeCompare(b.task.lastUpdatedAt));
+    for (const record of finished.slice(0, this.records.size - MAX_RECORDS))
+      this.records.delete(record.task.taskId);
+  }
+
+  private async load(file: string): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch {
+      return; // No records yet.
+    }
+    try {
+      const saved = JSON.parse(text) as { records?: TaskRecord[] };
+      for (const record of saved.records ?? []) {
+        if (typeof record?.task?.taskId === "string") this.records.set(record.task.taskId, record);
+      }
+    } catch {
+      this.logger.warning("the MCP task records could not be read; starting with none", { file });
+    }
+  }
+
+  /** Writes the records out, one write at a time, atomically (a crash leaves the old file or the new). */
+  private persist(): void {
+    const file = this.file;
+    if (file === undefined) return;
+    const body = JSON.stringify({ version: 1, records: [...this.records.values()] });
+    this.writing = this.writing.then(async () => {
+      try {
+        await mkdir(path.dirname(file), { recursive: true });
+        const temporary = `${file}.${process.pid}.tmp`;
+        await writeFile(temporary, body, { mode: 0o600 });
+        await rename(temporary, file);
+      } catch (error) {
+        this.logger.warning("the MCP task records could not be written", { error: String(error) });
+      }
+    });
+  }
+}
+
+/**
+ * A task failed when its call answered an error, or when the generation itself failed: a blocking call
+ * reports that as a normal answer with `status: "failed"`, which the task's result keeps as it is.
+ */
+function failed(result: CallToolResult): boolean {
+  const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
+  return result.isError === true || status === "failed";
+}
+
+function boundTtl(requested: number | null | undefined): number {
+  if (typeof requested !== "number" || !Number.isFinite(requested) || requested <= 0)
+    return DEFAULT_TASK_TTL_MS;
+  return Math.min(Math.round(requested), MAX_TASK_TTL_MS);
+}
+
+function expiresAt(task: Task): number {
+  return Date.parse(task.createdAt) + (task.ttl ?? MAX_TASK_TTL_MS);
+}
+
+function errorText(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
