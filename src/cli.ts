@@ -6,7 +6,14 @@
  */
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
-import { ConfigError, FLAG_TO_ENV, loadConfig, type Config, type HttpConfig } from "./config.js";
+import {
+  ConfigError,
+  FLAG_TO_ENV,
+  isUnfilledPlaceholder,
+  loadConfig,
+  type Config,
+  type HttpConfig,
+} from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import type { ServiceTarget } from "./runtime.js";
@@ -32,6 +39,8 @@ Usage:
                                  key as Authorization: Bearer, or, with caller tokens, the server's key serves
   generation-mcp sandbox [--port N] [--host H]
                                  only the sandbox REST service; prints its base URL and API keys on stderr
+  generation-mcp [options] [--] DIR...
+                                 DIRs: upload folders, as --allowed-dirs (how Claude Desktop bundles pass them)
   generation-mcp --help | --version
 
 Options (each mirrors an environment variable; flags win):
@@ -63,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   const options = Object.fromEntries(
     Object.keys(FLAG_TO_ENV).map((flag) => [flag.slice(2), { type: "string" as const }]),
   );
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args: argv,
     options: {
       ...options,
@@ -73,7 +82,7 @@ async function main(argv: string[]): Promise<number> {
       http: { type: "boolean" },
     },
     strict: true,
-    allowPositionals: false,
+    allowPositionals: true,
   });
   if (values.help) {
     process.stderr.write(HELP);
@@ -89,8 +98,9 @@ async function main(argv: string[]): Promise<number> {
     else if (value === true) flags[`--${name}`] = true;
   }
   // Registered before the configuration is checked: a refusal may quote a value the key was pasted into.
-  registerSecret(process.env["GENERATION_API_KEY"]?.trim());
-  const config = loadConfig({ env: process.env, flags });
+  const rawKey = process.env["GENERATION_API_KEY"]?.trim();
+  if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
+  const config = loadConfig({ env: process.env, flags, directories: positionals });
   registerSecret(config.apiKey);
   const logger = new Logger();
 

@@ -69,11 +69,23 @@ export const DEFAULT_HTTP_PORT = 8080;
 export const DEFAULT_HTTP_HOST = "127.0.0.1";
 export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
 
+/**
+ * Claude Desktop starts an MCPB bundle with `${user_config.<key>}` left as it is when the user left that
+ * optional field blank (and a cleared text field arrives as ""): both mean "not set", never a value.
+ */
+const UNFILLED_PLACEHOLDER = /^\$\{user_config\.[^}]*\}$/;
+
+export function isUnfilledPlaceholder(value: string): boolean {
+  return UNFILLED_PLACEHOLDER.test(value.trim());
+}
+
 const optionalText = z
   .string()
   .transform((value) => value.trim())
   .optional()
-  .transform((value) => (value === "" ? undefined : value));
+  .transform((value) =>
+    value === "" || (value !== undefined && isUnfilledPlaceholder(value)) ? undefined : value,
+  );
 
 const numberText = (schema: z.ZodNumber) =>
   z
@@ -119,6 +131,8 @@ const schema = z.object({
 export interface LoadConfigInput {
   env: NodeJS.ProcessEnv;
   flags?: Record<string, string | true>;
+  /** Folders given as command-line arguments: the upload folders, as `--allowed-dirs` would give them. */
+  directories?: readonly string[];
   home?: string;
   platform?: NodeJS.Platform;
   /** Reads GENERATION_HTTP_TOKENS_FILE; injectable for tests. */
@@ -128,6 +142,7 @@ export interface LoadConfigInput {
 export function loadConfig({
   env,
   flags = {},
+  directories = [],
   home = homedir(),
   platform = process.platform,
   readFile = (file) => readFileSync(file, "utf8"),
@@ -152,6 +167,7 @@ export function loadConfig({
     flags["--http"] === true || values.GENERATION_HTTP === "1" || values.GENERATION_HTTP === "true";
   const absolute = (value: string) =>
     path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
+  const folderArguments = argumentFolders(directories, flags);
   const config: Config = {
     apiKey: values.GENERATION_API_KEY,
     baseUrl: values.GENERATION_BASE_URL === undefined ? undefined : checkBaseUrl(values.GENERATION_BASE_URL),
@@ -159,10 +175,12 @@ export function loadConfig({
     pollIntervalMs: values.GENERATION_POLL_INTERVAL_MS ?? 5000,
     waitTimeoutS: values.GENERATION_WAIT_TIMEOUT_S ?? 45,
     outputDir: absolute(values.GENERATION_OUTPUT_DIR ?? path.join(home, "Downloads", "generation-mcp")),
-    allowedDirs: values.GENERATION_ALLOWED_DIRS?.split(path.delimiter)
-      .map((entry) => entry.trim())
-      .filter((entry) => entry.length > 0)
-      .map(absolute),
+    allowedDirs:
+      folderArguments ??
+      values.GENERATION_ALLOWED_DIRS?.split(path.delimiter)
+        .map((entry) => entry.trim())
+        .filter((entry) => entry.length > 0)
+        .map(absolute),
     stateDir: absolute(values.GENERATION_STATE_DIR ?? defaultStateDir(env, platform, home)),
     outputDirConfigured: values.GENERATION_OUTPUT_DIR !== undefined,
     http: http ? httpConfig(values, readFile) : undefined,
@@ -176,6 +194,34 @@ export function loadConfig({
     );
   }
   return config;
+}
+
+/**
+ * The upload folders given as arguments (`generation-mcp [options] [--] DIR...`). They exist for MCPB: a
+ * multi-folder field reaches the server only as one argument per folder (a variable cannot carry a list
+ * there), and as its bare placeholder when left blank. Like a flag they win over GENERATION_ALLOWED_DIRS.
+ * Only absolute paths are taken, so a mistyped subcommand (`generation-mcp sandbx`) is refused, not
+ * mistaken for a folder.
+ */
+function argumentFolders(
+  directories: readonly string[],
+  flags: Record<string, string | true>,
+): string[] | undefined {
+  const given = directories
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "" && !isUnfilledPlaceholder(entry));
+  if (given.length === 0) return undefined;
+  if (typeof flags["--allowed-dirs"] === "string") {
+    throw new ConfigError("give the upload folders either as --allowed-dirs or as arguments, not both.");
+  }
+  const relative = given.find((entry) => !path.isAbsolute(entry));
+  if (relative !== undefined) {
+    throw new ConfigError(
+      `unexpected argument ${showValue(relative)}: arguments after the options are upload folders ` +
+        "(as --allowed-dirs) and must be absolute paths.",
+    );
+  }
+  return given.map((entry) => path.resolve(entry));
 }
 
 const BASE_URL_RULE = "the service address up to and including /api/v1, e.g. https://<service>/api/v1";

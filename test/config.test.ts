@@ -1,5 +1,6 @@
 /** The configuration is refused at start when it cannot work, with the value we think was meant. */
 import { createHash } from "node:crypto";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, checkBaseUrl, loadConfig } from "../src/config.js";
 
@@ -146,5 +147,52 @@ describe("--http configuration", () => {
         flags: { "--http": true, "--sandbox": true },
       }),
     ).toThrow(/GENERATION_HTTP_ALLOWED_ORIGINS.*not an origin/);
+  });
+});
+
+describe("values as an MCPB bundle (Claude Desktop) passes them", () => {
+  const blank = {
+    GENERATION_API_KEY: "${user_config.api_key}",
+    GENERATION_BASE_URL: "${user_config.base_url}",
+    GENERATION_OUTPUT_DIR: "${user_config.output_dir}",
+    GENERATION_SANDBOX: "true",
+  };
+
+  it("takes a field left blank (its bare placeholder) or cleared (empty) as not set", () => {
+    for (const env of [blank, { ...blank, GENERATION_API_KEY: "", GENERATION_BASE_URL: " " }]) {
+      const config = loadConfig({ env, home: "/home/u" });
+      expect(config).toMatchObject({ sandbox: true, apiKey: undefined, baseUrl: undefined });
+      expect(config.outputDir).toBe(path.join("/home/u", "Downloads", "generation-mcp"));
+      expect(config.outputDirConfigured).toBe(false);
+    }
+    expect(() => loadConfig({ env: { ...blank, GENERATION_SANDBOX: "false" } })).toThrow(
+      /set GENERATION_API_KEY and GENERATION_BASE_URL/,
+    );
+  });
+
+  it("still reads a placeholder-like value that is more than the placeholder", () => {
+    expect(() =>
+      loadConfig({ env: { ...blank, GENERATION_BASE_URL: "${user_config.base_url}/api/v1" } }),
+    ).toThrow(/GENERATION_BASE_URL.*is not a URL/);
+  });
+
+  it("takes folders given as arguments as the upload folders, over GENERATION_ALLOWED_DIRS", () => {
+    const env = { ...blank, GENERATION_ALLOWED_DIRS: "/from/env" };
+    const dirs = [path.resolve("/pictures"), path.resolve("/work/shots")];
+    expect(loadConfig({ env, directories: dirs }).allowedDirs).toEqual(dirs);
+    // A blank multi-folder field arrives as its placeholder: the variable (or the defaults) apply.
+    expect(loadConfig({ env, directories: ["${user_config.allowed_dirs}"] }).allowedDirs).toEqual([
+      path.resolve("/from/env"),
+    ]);
+    expect(loadConfig({ env: blank, directories: [] }).allowedDirs).toBeUndefined();
+  });
+
+  it("refuses a relative folder argument (a mistyped subcommand) and folders given twice", () => {
+    expect(() => loadConfig({ env: blank, directories: ["sandbx"] })).toThrow(
+      /unexpected argument "sandbx".*absolute paths/,
+    );
+    expect(() =>
+      loadConfig({ env: blank, flags: { "--allowed-dirs": "/a" }, directories: [path.resolve("/b")] }),
+    ).toThrow(/either as --allowed-dirs or as arguments, not both/);
   });
 });
