@@ -76,7 +76,7 @@ function startTask(client: Client, name: string, args: Record<string, unknown>, 
 }
 
 async function until(client: Client, taskId: string, done: (task: Task) => boolean): Promise<Task> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const task = await client.experimental.tasks.getTask(taskId);
     if (done(task) || Date.now() > deadline) return task;
@@ -230,6 +230,44 @@ describe("MCP tasks over stdio", () => {
     })) as CallToolResult;
     expect(status.structuredContent).toMatchObject({ video_id: videoId, status: "completed" });
   });
+
+  it("runs as tasks in --sandbox mode too: a video with its video_url, an image with its image_urls", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, "--sandbox"],
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        HOME: dir,
+        GENERATION_STATE_DIR: path.join(dir, "state-sandbox"),
+        GENERATION_POLL_INTERVAL_MS: "500",
+      },
+      stderr: "ignore",
+    });
+    const client = new Client({ name: "tasks-sandbox", version: "1.0.0" }, { capabilities: { tasks: {} } });
+    await client.connect(transport);
+    open.push(client);
+    const video = await startTask(client, "generate_video", { prompt: "a lighthouse, sandbox task" });
+    const image = await startTask(client, "generate_image", { prompt: "a lighthouse, sandbox image task" });
+    expect(video.task.status).toBe("working");
+    const imageDone = await until(client, image.task.taskId, (t) => t.status !== "working");
+    expect(imageDone.status).toBe("completed");
+    const imageResult = await client.experimental.tasks.getTaskResult(
+      image.task.taskId,
+      CallToolResultSchema,
+    );
+    expect(imageResult.structuredContent).toMatchObject({ image_urls: [expect.stringMatching(/^http:/)] });
+    // The embedded sandbox takes about 12 s per video.
+    const videoDone = await until(client, video.task.taskId, (t) => t.status !== "working");
+    expect(videoDone.status).toBe("completed");
+    const videoResult = await client.experimental.tasks.getTaskResult(
+      video.task.taskId,
+      CallToolResultSchema,
+    );
+    expect(videoResult.structuredContent).toMatchObject({
+      status: "completed",
+      video_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/media\//),
+    });
+  }, 40_000);
 
   it("answers plain calls as before, for a client that declares no task support", async () => {
     const { client } = await connect(path.join(dir, "state"), {});
