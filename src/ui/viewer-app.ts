@@ -23,7 +23,7 @@ type Json = Record<string, unknown>;
 
 const PROTOCOL_VERSION: typeof LATEST_PROTOCOL_VERSION = "2026-01-26";
 /** While a video is processing, how often the viewer asks get_status through the host (when allowed). */
-const REFRESH_MS = 10_000;
+const REFRESH_MS = 5_000;
 /** Refreshing stops after this long; the model can still call get_status. */
 const REFRESH_LIMIT_MS = 30 * 60_000;
 
