@@ -217,16 +217,26 @@ function showProgress(videoId: string, status: string, data: Json): void {
   tick();
   show(line, element("p", "caption", videoId));
   ticker = setInterval(tick, 1000);
-  if (canCallTools && Date.now() - startedAt < REFRESH_LIMIT_MS) {
-    refresher = setTimeout(() => refresh(videoId), REFRESH_MS);
-  }
+  scheduleRefresh(videoId);
 }
 
-/** Asks the server for the task's status through the host, which forwards the call (serverTools). */
+function scheduleRefresh(videoId: string): void {
+  if (!canCallTools || Date.now() - (startedAt ?? 0) >= REFRESH_LIMIT_MS) return;
+  refresher = setTimeout(() => refresh(videoId), REFRESH_MS);
+}
+
+/**
+ * Asks the server for the task's status through the host, which forwards the call (serverTools). A failed
+ * ask (a rate limit, a network blip) leaves the status on screen and asks again later.
+ */
 function refresh(videoId: string): void {
   request("tools/call", { name: "get_status", arguments: { video_id: videoId } })
-    .then((result) => showResult(result as unknown as CallToolResult))
-    .catch(() => undefined);
+    .then((answer) => {
+      const result = answer as unknown as CallToolResult;
+      if (result.isError === true) scheduleRefresh(videoId);
+      else showResult(result);
+    })
+    .catch(() => scheduleRefresh(videoId));
 }
 
 function formatElapsed(ms: number): string {

@@ -4,7 +4,8 @@
  * headless Chromium driven by playwright-core (no browser download). The viewer page is served with the
  * Content-Security-Policy its resource declares, as a host would apply it.
  *
- * Chromium: `chromium` on PATH, or CHROMIUM_PATH. Without it this file fails, saying so (CI installs it).
+ * Chromium: `chromium` on PATH, or CHROMIUM_PATH. Without it every test here fails, saying so (CI installs
+ * it).
  * Screenshots are kept in test-artifacts/viewer/ (viewer-processing.png, viewer.png).
  */
 import { existsSync } from "node:fs";
@@ -33,8 +34,9 @@ let session: StdioSession;
 let root: string;
 let host: Server;
 let hostUrl: string;
-let browser: Browser;
+let browser: Browser | undefined;
 let page: Page;
+let opening: Promise<void> | undefined;
 
 function findChromium(): string {
   const named = process.env["CHROMIUM_PATH"];
@@ -128,8 +130,22 @@ async function call(name: string, args: Record<string, unknown>): Promise<CallTo
   return result;
 }
 
+/**
+ * Launches Chromium and opens the host page, once. Done from the tests rather than beforeAll, so that a
+ * machine without Chromium shows each test failed with the reason, not skipped.
+ */
+function openHostPage(): Promise<void> {
+  opening ??= (async () => {
+    browser = await chromium.launch({ executablePath: findChromium() });
+    page = await browser.newPage({ viewport: { width: 1064, height: 420 } });
+    await page.goto(`${hostUrl}/host.html`);
+  })();
+  return opening;
+}
+
 /** Mounts the viewer for one tool call in the host page and returns its frame. */
 async function mount(name: string, input: Record<string, unknown>, result: CallToolResult): Promise<Frame> {
+  await openHostPage();
   await page.evaluate(([n, i, r]) => window.mountViewer(n, i, r), [name, input, result] as const);
   const frame = page.frame({ name });
   if (frame === null) throw new Error(`no frame named ${name}`);
@@ -155,7 +171,6 @@ async function videoMetadata(frame: Frame, timeout: number): Promise<{ duration:
 }
 
 beforeAll(async () => {
-  const executablePath = findChromium();
   sandbox = await startSandbox({ timings: { queuedMs: 50, processingMs: 300 } });
   root = await mkdtemp(path.join(tmpdir(), "generation-mcp-viewer-"));
   session = await connectStdio([], {
@@ -171,9 +186,6 @@ beforeAll(async () => {
   const csp = (content._meta?.["ui"] as { csp: { resourceDomains: string[] } }).csp;
   host = await startHost(content.text, policyFor(csp));
   hostUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath });
-  page = await browser.newPage({ viewport: { width: 1064, height: 420 } });
-  await page.goto(`${hostUrl}/host.html`);
 }, 30_000);
 
 afterAll(async () => {
@@ -200,7 +212,7 @@ describe("the MCP Apps viewer in headless Chromium", () => {
     const shown = await frame.evaluate(() => document.querySelector("video")?.getBoundingClientRect().height);
     expect(shown).toBeGreaterThan(150);
     await expect.poll(async () => (await mounted("video")).heights.at(-1)).toBeGreaterThan(shown ?? 0);
-  });
+  }, 30_000);
 
   it("shows generate_image's images in a gallery, each decoded; other origins stay blocked", async () => {
     const input = { prompt: "a red fox in snow", aspect_ratio: "4:3" };
@@ -232,7 +244,7 @@ describe("the MCP Apps viewer in headless Chromium", () => {
       `${hostUrl}/pixel.png`,
     );
     expect(elsewhere).toBe("blocked");
-  });
+  }, 30_000);
 
   it("shows the status with elapsed time while processing, then the video once get_status says so", async () => {
     const input = { prompt: "a paper boat on a pond", wait: false };
