@@ -21,6 +21,7 @@ const INPUT_FILES = [
   "scripts/build.mjs",
   "scripts/build-stamp.mjs",
   "scripts/bundle.mjs",
+  "scripts/viewer.mjs",
 ];
 const isTsconfig = (name) => /^tsconfig(\..+)?\.json$/.test(name);
 

@@ -11,12 +11,15 @@ import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
+import { buildViewerHtml } from "./viewer.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "bundle");
 const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 // The tool list as tools/list answers it, computed from the tsc build of the same source.
 const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "server.js")).href);
+// The MCP Apps viewer as one self-contained page, served from memory (src/ui/viewer.ts).
+const viewerHtml = await buildViewerHtml();
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -33,6 +36,7 @@ const result = await build({
   define: {
     __GENERATION_MCP_VERSION__: JSON.stringify(version),
     __GENERATION_MCP_TOOLS__: JSON.stringify(describeTools()),
+    __GENERATION_MCP_VIEWER_HTML__: JSON.stringify(viewerHtml),
   },
   // Bundled CommonJS dependencies call require() for Node's built-ins; give ESM chunks one.
   banner: {
@@ -46,5 +50,6 @@ const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.
 const entry = outputs.find(([file]) => file.endsWith("bundle/cli.js"));
 process.stderr.write(
   `bundle: dist/bundle/cli.js ${Math.round((entry?.[1].bytes ?? 0) / 1024)} KiB at start, ` +
-    `${outputs.length - 1} lazy chunk(s), ${Math.round(outputs.reduce((n, [, o]) => n + o.bytes, 0) / 1024)} KiB in all\n`,
+    `${outputs.length - 1} lazy chunk(s), ${Math.round(outputs.reduce((n, [, o]) => n + o.bytes, 0) / 1024)} KiB in all; ` +
+    `viewer page ${Buffer.byteLength(viewerHtml)} bytes\n`,
 );

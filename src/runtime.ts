@@ -93,6 +93,7 @@ export async function createRuntime(
     logger,
     stopping: stopping.signal,
     mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
+    mediaOrigin: URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined,
     downloads: !remote || config.outputDirConfigured,
     scope,
     track: (call) => {

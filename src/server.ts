@@ -7,8 +7,11 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   ErrorCode,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   RootsListChangedNotificationSchema,
   isTaskAugmentedRequestParams,
   type CallToolResult,
@@ -26,6 +29,7 @@ import { cleanText, redact, redactValue } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
+import { listViewerResources, readViewerResource, viewerToolMeta } from "./ui/viewer.js";
 
 export const SERVER_NAME = "generation-mcp";
 
@@ -79,6 +83,7 @@ export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] 
     annotations: { title: tool.title, ...tool.annotations },
     // "optional", never "required": a client without task support calls these tools as before.
     ...(tool.task !== undefined && { execution: { taskSupport: "optional" as const } }),
+    ...(tool.viewer === true && { _meta: viewerToolMeta() }),
   }));
 }
 
@@ -98,6 +103,8 @@ export function createServer(
     {
       capabilities: {
         tools: {},
+        // Only the MCP Apps viewer (src/ui/viewer.ts): no subscriptions, the list never changes.
+        resources: {},
         logging: {},
         ...(tasks !== undefined && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
       },
@@ -122,6 +129,22 @@ export function createServer(
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: listViewerResources(deps.mediaOrigin),
+  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const uri = request.params.uri;
+    let contents;
+    try {
+      contents = readViewerResource(uri, deps.mediaOrigin);
+    } catch (error) {
+      throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error));
+    }
+    // -32002 is the code the MCP specification gives to an unknown resource.
+    if (contents === undefined) throw new McpError(-32002, `Resource not found: ${cleanText(uri, 200)}`);
+    return contents;
+  });
   const callTool = async (
     name: string,
     args: unknown,

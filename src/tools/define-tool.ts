@@ -24,6 +24,11 @@ export interface ServerDeps {
    * (the sandbox serves its media beside its API on 127.0.0.1). Everything else must be public.
    */
   mediaAllowHosts: readonly string[];
+  /**
+   * The configured service's origin, where it serves its media: the one origin the MCP Apps viewer may load
+   * media from (its CSP). Undefined when the base URL does not parse.
+   */
+  mediaOrigin?: string | undefined;
   /** Aborts when the server is shutting down: every call then answers at once with what it has. */
   stopping: AbortSignal;
   /** Registers a running call, so a shutdown can wait for its answer to go out. */
@@ -59,6 +64,8 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output exte
   annotations: ToolAnnotations;
   handler(args: z.output<Input>, deps: ServerDeps, context: ToolContext): Promise<z.input<Output>>;
   summarize(result: z.output<Output>): string;
+  /** Its results are shown by the MCP Apps viewer (`_meta.ui.resourceUri`, see src/ui/viewer.ts). */
+  viewer?: boolean;
   /** Present when the tool may run as an MCP task (`execution.taskSupport: "optional"`); see mcp-tasks.ts. */
   task?: {
     /** The arguments of the background run, whose wait may last the task's whole ttl. */

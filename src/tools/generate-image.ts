@@ -104,6 +104,7 @@ export const generateImage = defineTool({
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  viewer: true,
   async handler(args, deps, context) {
     const body: GenerateImageBody = {
       prompt: args.prompt,

@@ -131,6 +131,7 @@ export const generateVideo = defineTool({
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  viewer: true,
   async handler(args, deps, context) {
     const model = args.model ?? DEFAULT_VIDEO_MODEL;
     const duration = args.duration ?? DEFAULT_DURATION_S;

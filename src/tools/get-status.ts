@@ -34,6 +34,7 @@ export const getStatus = defineTool({
   // returns the file already saved with those bytes instead of writing a copy. Never destructive: nothing is
   // overwritten.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  viewer: true,
   async handler(args, deps, context) {
     refuseDownloadIfOff(deps, args.download);
     const download = args.download ?? false;
