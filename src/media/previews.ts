@@ -9,6 +9,7 @@
  */
 import type { ImageContent } from "@modelcontextprotocol/sdk/types.js";
 import type SharpModule from "sharp";
+import type { Sharp as SharpPipeline } from "sharp";
 import { AbortedError } from "../api/errors.js";
 import { fetchMediaBytes } from "../files/download.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "../files/sniff.js";
@@ -29,7 +30,7 @@ export const MAX_INPUT_PIXELS = 50_000_000;
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
 /** All previews of one result together: they come on top of the call's own wait. */
 export const PREVIEW_DEADLINE_MS = 10_000;
-const QUALITIES = [80, 65, 50] as const;
+const QUALITIES = [80, 65, 50];
 const SHRINK_STEP = 0.7;
 const MIN_SIDE = 160;
 const PREVIEWABLE = new Set(["png", "jpg", "webp", "gif"]);
@@ -91,8 +92,9 @@ export async function makePreviews(
     return {
       images: [],
       notes: [
-        `No preview: previews are unavailable because the optional package sharp could not be loaded ` +
-          `(${detail}). Install it beside generation-mcp (npm install sharp), or set GENERATION_PREVIEWS=off.`,
+        `No preview: previews are unavailable because the optional image library sharp is not installed ` +
+          `with this copy of generation-mcp (${detail}). Install sharp beside it for previews, or set ` +
+          "GENERATION_PREVIEWS=off to leave this note out.",
       ],
     };
   }
@@ -135,8 +137,7 @@ async function previewOne(sharp: Sharp, url: string, options: OneOptions): Promi
     throw new PreviewError("the file is not a PNG, JPEG, WebP or GIF image.");
   }
   await refuseBombs(sharp, bytes);
-  const scaled = await decodeScaled(sharp, bytes, options.maxSide);
-  return encodeWithin(sharp, scaled, options.budget);
+  return encodeWithin(sharp, bytes, options);
 }
 
 /** Reads the header only, so a small file claiming a huge canvas is refused before any pixel is decoded. */
@@ -166,43 +167,73 @@ interface RawImage {
   channels: 3;
 }
 
-async function decodeScaled(sharp: Sharp, bytes: Buffer, maxSide: number): Promise<RawImage> {
+/** Oriented, scaled to fit `maxSide` (never enlarged), flattened on white, sRGB without alpha. */
+function scaledPipeline(sharp: Sharp, bytes: Buffer, maxSide: number): SharpPipeline {
+  return sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error" })
+    .autoOrient()
+    .resize({ width: maxSide, height: maxSide, fit: "inside", withoutEnlargement: true })
+    .flatten({ background: "#ffffff" })
+    .toColourspace("srgb")
+    .removeAlpha();
+}
+
+/**
+ * JPEG at the best quality in one pipeline, which fits the budget for nearly every image; otherwise the
+ * scaled pixels once, then falling quality and smaller sizes from them until it fits.
+ */
+async function encodeWithin(
+  sharp: Sharp,
+  bytes: Buffer,
+  options: { maxSide: number; budget: number },
+): Promise<ImageContent> {
+  const [best, ...lower] = QUALITIES;
+  const direct = await decoding(() =>
+    scaledPipeline(sharp, bytes, options.maxSide).jpeg({ quality: best }).toBuffer(),
+  );
+  if (base64Length(direct.length) <= options.budget) return jpegContent(direct);
+  const { data, info } = await decoding(() =>
+    scaledPipeline(sharp, bytes, options.maxSide).raw().toBuffer({ resolveWithObject: true }),
+  );
+  const image: RawImage = { data, width: info.width, height: info.height, channels: 3 };
+  for (const quality of lower) {
+    const jpeg = await encodeRaw(sharp, image, 1, quality);
+    if (base64Length(jpeg.length) <= options.budget) return jpegContent(jpeg);
+  }
+  for (
+    let scale = SHRINK_STEP;
+    Math.max(image.width, image.height) * scale >= MIN_SIDE;
+    scale *= SHRINK_STEP
+  ) {
+    for (const quality of QUALITIES) {
+      const jpeg = await encodeRaw(sharp, image, scale, quality);
+      if (base64Length(jpeg.length) <= options.budget) return jpegContent(jpeg);
+    }
+  }
+  throw new PreviewError(`even a ${MIN_SIDE}-pixel preview would exceed its share of the result size.`);
+}
+
+function encodeRaw(sharp: Sharp, image: RawImage, scale: number, quality: number): Promise<Buffer> {
+  const { width, height, channels } = image;
+  let pipeline = sharp(image.data, { raw: { width, height, channels } });
+  if (scale < 1) {
+    pipeline = pipeline.resize({
+      width: Math.max(1, Math.round(width * scale)),
+      height: Math.max(1, Math.round(height * scale)),
+    });
+  }
+  return pipeline.jpeg({ quality }).toBuffer();
+}
+
+async function decoding<T>(step: () => Promise<T>): Promise<T> {
   try {
-    const { data, info } = await sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error" })
-      .autoOrient()
-      .resize({ width: maxSide, height: maxSide, fit: "inside", withoutEnlargement: true })
-      .flatten({ background: "#ffffff" })
-      .toColourspace("srgb")
-      .removeAlpha()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    return { data, width: info.width, height: info.height, channels: 3 };
+    return await step();
   } catch (error) {
     throw new PreviewError(`the image could not be decoded (${firstLine(error)}).`);
   }
 }
 
-/** JPEG at falling quality, then smaller, until it fits `budget` base64 characters. */
-async function encodeWithin(sharp: Sharp, image: RawImage, budget: number): Promise<ImageContent> {
-  const { width, height, channels } = image;
-  for (let scale = 1; Math.max(width, height) * scale >= MIN_SIDE; scale *= SHRINK_STEP) {
-    let pipeline = sharp(image.data, { raw: { width, height, channels } });
-    if (scale < 1) {
-      pipeline = pipeline.resize({
-        width: Math.max(1, Math.round(width * scale)),
-        height: Math.max(1, Math.round(height * scale)),
-      });
-    }
-    const scaled = await pipeline.raw().toBuffer({ resolveWithObject: true });
-    for (const quality of QUALITIES) {
-      const size = { width: scaled.info.width, height: scaled.info.height, channels };
-      const jpeg = await sharp(scaled.data, { raw: size }).jpeg({ quality }).toBuffer();
-      if (base64Length(jpeg.length) <= budget) {
-        return { type: "image", data: jpeg.toString("base64"), mimeType: "image/jpeg" };
-      }
-    }
-  }
-  throw new PreviewError(`even a ${MIN_SIDE}-pixel preview would exceed its share of the result size.`);
+function jpegContent(jpeg: Buffer): ImageContent {
+  return { type: "image", data: jpeg.toString("base64"), mimeType: "image/jpeg" };
 }
 
 function base64Length(bytes: number): number {
