@@ -142,8 +142,9 @@ const schema = z.object({
     numberText(z.number().int("must be a whole number").min(1).max(10_000)).optional(),
   ),
   GENERATION_PREVIEWS: onOffText,
+  // At most 2000: Claude refuses larger images in a request that holds many.
   GENERATION_PREVIEW_MAX_SIDE: optionalText.pipe(
-    numberText(z.number().int("must be a whole number of pixels").min(64).max(2048)).optional(),
+    numberText(z.number().int("must be a whole number of pixels").min(64).max(2000)).optional(),
   ),
   GENERATION_RESOURCE_LINKS: onOffText,
 });

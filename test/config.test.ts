@@ -224,7 +224,7 @@ describe("previews and media links", () => {
     });
   });
 
-  it("refuses what is not on/off and sides out of 64-2048, naming the variable and the flag", () => {
+  it("refuses what is not on/off and sides out of 64-2000, naming the variable and the flag", () => {
     expect(() => loadConfig({ env: { ...sandbox, GENERATION_PREVIEWS: "maybe" } })).toThrow(
       /^GENERATION_PREVIEWS \(or --previews\): must be on or off/,
     );

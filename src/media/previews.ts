@@ -26,7 +26,7 @@ export const MAX_PREVIEWS = 4;
 export const PREVIEW_BUDGET_CHARS = 160_000;
 /** Refused before decoding: above this many pixels an image is treated as a decompression bomb. */
 export const MAX_INPUT_PIXELS = 50_000_000;
-/** The largest source file fetched for a preview (a 4k PNG is about 20 MB at worst). */
+/** The largest source file fetched for a preview (a 4k photo as PNG is some 20-30 MB). */
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
 /** All previews of one result together: they come on top of the call's own wait. */
 export const PREVIEW_DEADLINE_MS = 10_000;
