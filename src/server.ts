@@ -222,8 +222,9 @@ function mediaSettings(deps: ServerDeps): MediaSettings {
 
 /**
  * A tool's run as the CallToolResult the client gets: the output checked against the tool's schema, its
- * text mirror, secrets masked, then its media items (media/content.ts); every failure an `isError` result. `cancelled` is the caller's own signal:
- * an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
+ * text mirror, secrets masked, then its media items (previews, links: media/content.ts); every failure an
+ * `isError` result. `cancelled` is the caller's own signal: an abort from it is a cancellation, one from
+ * `deps.stopping` alone a shutdown.
  */
 export async function toolResult(
   tool: ToolDefinition,
