@@ -9,7 +9,7 @@ import { resultMedia } from "./finished.js";
 import { mediaLinks } from "./links.js";
 import { makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
 
-/** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below it, this is a backstop. */
+/** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
 export const MAX_RESULT_BYTES = 1_000_000;
 
 export interface MediaSettings {
