@@ -20,6 +20,7 @@ import { connectHttpClients, httpOverheadRound, paths, startHttpServer, warmUp }
 import { ensurePeers } from "./peers.mjs";
 import { buildMinimalSdkServer } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
+import { previewsBench, previewRows } from "./previews.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
 
@@ -35,6 +36,8 @@ const N = {
   uploadRounds: QUICK ? 2 : 15,
   memoryRounds: QUICK ? 1 : 3,
   waitRounds: QUICK ? 1 : 3,
+  previewRounds: QUICK ? 1 : 3,
+  previewCalls: QUICK ? 10 : 40,
 };
 /** Time scaling of the waiting benchmark: 60 requests per WINDOW_MS, polls every INTERVAL_MS (spec 60 s / 5 s). */
 const WAIT = { windowMs: 3000, intervalMs: 250, ks: [1, 10, 50] };
@@ -324,6 +327,14 @@ try {
     }
     results.memory[variant] = v;
   }
+
+  // --- image previews --------------------------------------------------------------------------------------
+  log(`previews: generate_image on vs off at 1k/2k/4k, ${N.previewRounds} rounds x ${N.previewCalls} pairs`);
+  results.previews = await previewsBench(serverEnv, {
+    rounds: N.previewRounds,
+    calls: N.previewCalls,
+    log,
+  });
 } finally {
   await sandbox?.close();
 }
@@ -567,7 +578,13 @@ const notes = [
   `memory: ${N.memoryRounds} fresh servers per variant, ${me.calls} calls each, RSS sampled every ${me.block}; mix: ${me.mix}.`,
   `total bench time ${elapsedS.toFixed(0)} s${QUICK ? " (BENCH_QUICK=1: reduced repetitions)" : ""}.`,
 ];
-process.stdout.write(`\n${table}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
+const previewTable = previewRows(r.previews);
+notes.splice(
+  -1,
+  0,
+  `previews: ${N.previewRounds} fresh server pairs per size, ${N.previewCalls} interleaved pairs each; see bench/previews.mjs.`,
+);
+process.stdout.write(`\n${table}\n\n${previewTable}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
 
 const output = {
   command: "npm run bench",

@@ -3,6 +3,9 @@
  * Proves the bundle is self-contained: lists every module specifier that dist/bundle/**\/*.js can load at
  * run time and fails on any that is not a Node built-in or a file of the bundle itself. The published
  * package has no dependencies (the bundle inlines them), so one such import would crash a user's install.
+ * The one exception is OPTIONAL_EXTERNALS (sharp, native, for image previews), and only as `import()`: a
+ * dynamic import fails where it is awaited, which the previews turn into "previews unavailable", where a
+ * static import or a require would fail the whole start.
  *
  * What counts as a load: `import … from "x"`, `export … from "x"`, `import "x"`, `import("x")`, and a call
  * of an identifier with one string, `f("x")`, which is how esbuild's output requires a CommonJS module it
@@ -147,9 +150,12 @@ export function tokenize(source) {
   return tokens;
 }
 
+/** Optional packages the bundle may load with `import()` only; package.json lists them as optional. */
+export const OPTIONAL_EXTERNALS = new Set(["sharp"]);
+
 /**
- * The specifiers one source file can load: `{ specifier, kind: "import" | "call" }`. "import" covers the
- * module syntax and `import()`; "call" is `f("x")`, which may be a require or an ordinary call.
+ * The specifiers one source file can load: `{ specifier, kind: "import" | "dynamic" | "call" }`. "import"
+ * is the module syntax, "dynamic" `import()`; "call" is `f("x")`, which may be a require or an ordinary call.
  */
 export function findSpecifiers(source) {
   const tokens = tokenize(source);
@@ -166,7 +172,7 @@ export function findSpecifiers(source) {
       // require takes exactly one argument; import() may take options after it.
       const closes = tokens[k + 3];
       const single = closes?.type === "punct" && closes.value === ")";
-      if (t.value === "import" && !member) found.push({ specifier: tokens[k + 2].value, kind: "import" });
+      if (t.value === "import" && !member) found.push({ specifier: tokens[k + 2].value, kind: "dynamic" });
       else if (!member && single) found.push({ specifier: tokens[k + 2].value, kind: "call" });
     }
   }
@@ -200,14 +206,15 @@ function listJs(dir, into = []) {
 }
 
 /**
- * Scans every .js file under `dir`. An import of anything but a built-in or an existing file of the
- * bundle is a violation, and so is a one-string call naming a package in `packages` (a require esbuild
- * left external). Returns `{ files, builtins, violations }`, builtins and violations sorted, each
- * violation as `file: specifier (kind)`.
+ * Scans every .js file under `dir`. An import of anything but a built-in, an existing file of the bundle or
+ * (dynamic only) an optional external is a violation, and so is a one-string call naming a package in
+ * `packages` (a require esbuild left external). Returns `{ files, builtins, optional, violations }`, the
+ * lists sorted, each violation as `file: specifier (kind)`.
  */
 export function scanBundle(dir, packages) {
   const files = listJs(dir);
   const builtins = new Set();
+  const optional = new Set();
   const violations = new Set();
   for (const file of files) {
     const where = path.relative(dir, file);
@@ -215,15 +222,18 @@ export function scanBundle(dir, packages) {
       if (isBuiltin(specifier)) builtins.add(specifier);
       else if (/^\.{0,2}\//.test(specifier)) {
         const target = path.resolve(path.dirname(file), specifier);
-        if (kind === "import" && !existsSync(target)) violations.add(`${where}: ${specifier} (missing file)`);
-      } else if (kind === "import" || packages.has(packageName(specifier))) {
-        violations.add(`${where}: ${specifier} (${kind === "import" ? "import" : "require"})`);
+        if (kind !== "call" && !existsSync(target)) violations.add(`${where}: ${specifier} (missing file)`);
+      } else if (kind === "dynamic" && OPTIONAL_EXTERNALS.has(specifier)) {
+        optional.add(specifier);
+      } else if (kind !== "call" || packages.has(packageName(specifier))) {
+        violations.add(`${where}: ${specifier} (${kind === "call" ? "require" : "import"})`);
       }
     }
   }
   return {
     files: files.map((file) => path.relative(dir, file)),
     builtins: [...builtins].sort(),
+    optional: [...optional].sort(),
     violations: [...violations].sort(),
   };
 }
@@ -231,7 +241,7 @@ export function scanBundle(dir, packages) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
   const dir = path.resolve(process.argv[2] ?? path.join(root, "dist", "bundle"));
-  const { files, builtins, violations } = scanBundle(dir, lockedPackages(root));
+  const { files, builtins, optional, violations } = scanBundle(dir, lockedPackages(root));
   if (violations.length > 0) {
     process.stderr.write(`bundle-imports: ${violations.length} import(s) outside the bundle:\n`);
     for (const line of violations) process.stderr.write(`  ${line}\n`);
@@ -239,6 +249,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   }
   process.stderr.write(
     `bundle-imports: ${files.length} file(s) in ${path.relative(process.cwd(), dir) || "."} load only ` +
-      `Node built-ins (${builtins.length}) and each other\n`,
+      `Node built-ins (${builtins.length}) and each other` +
+      (optional.length > 0 ? `, plus import() of the optional ${optional.join(", ")}\n` : "\n"),
   );
 }

@@ -33,6 +33,9 @@ const result = await build({
   minify: true,
   legalComments: "none",
   chunkNames: "chunks/[name]-[hash]",
+  // sharp is native (libvips binaries per platform): it cannot be bundled. It is an optional dependency,
+  // imported with import() on the first image preview only (src/media/previews.ts).
+  external: ["sharp"],
   define: {
     __GENERATION_MCP_VERSION__: JSON.stringify(version),
     __GENERATION_MCP_TOOLS__: JSON.stringify(describeTools()),

@@ -58,6 +58,9 @@ Options (each mirrors an environment variable; flags win):
   --tokens-file FILE             GENERATION_HTTP_TOKENS_FILE     SHA-256 of caller tokens (gateway mode)
   --max-body-bytes N             GENERATION_HTTP_MAX_BODY_BYTES  default 4194304
   --max-concurrent N             GENERATION_HTTP_MAX_CONCURRENT  calls per key at once, default 16
+  --previews on|off              GENERATION_PREVIEWS           image previews in results, default on
+  --preview-max-side N           GENERATION_PREVIEW_MAX_SIDE   longest preview side in px, default 1024
+  --resource-links on|off        GENERATION_RESOURCE_LINKS     resource_link items for media, default off
 The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
 `;
 

@@ -23,6 +23,12 @@ export interface Config {
   outputDirConfigured: boolean;
   /** Streamable HTTP instead of stdio (`--http`), and where it listens. */
   http: HttpConfig | undefined;
+  /** Image previews (MCP `image` content) of finished images and video stills in results. */
+  previews: boolean;
+  /** Longest side of a preview, in pixels. */
+  previewMaxSide: number;
+  /** MCP `resource_link` content for finished media (off by default: some clients reject the whole result). */
+  resourceLinks: boolean;
 }
 
 export interface HttpConfig {
@@ -62,12 +68,17 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--tokens-file": "GENERATION_HTTP_TOKENS_FILE",
   "--max-body-bytes": "GENERATION_HTTP_MAX_BODY_BYTES",
   "--max-concurrent": "GENERATION_HTTP_MAX_CONCURRENT",
+  "--previews": "GENERATION_PREVIEWS",
+  "--preview-max-side": "GENERATION_PREVIEW_MAX_SIDE",
+  "--resource-links": "GENERATION_RESOURCE_LINKS",
 };
 
 /** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
 export const DEFAULT_HTTP_PORT = 8080;
 export const DEFAULT_HTTP_HOST = "127.0.0.1";
 export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
+/** Previews on; 1024 px keeps four of them inside one result's budget (see media/previews.ts). */
+export const DEFAULT_PREVIEW_MAX_SIDE = 1024;
 
 /**
  * Claude Desktop starts an MCPB bundle with `${user_config.<key>}` left as it is when the user left that
@@ -93,6 +104,10 @@ const numberText = (schema: z.ZodNumber) =>
     .regex(/^\d+(\.\d+)?$/, "must be a non-negative number")
     .transform(Number)
     .pipe(schema);
+
+const onOffText = optionalText
+  .transform((value) => value?.toLowerCase())
+  .pipe(z.enum(["on", "off", "1", "0", "true", "false"], "must be on or off").optional());
 
 const schema = z.object({
   GENERATION_API_KEY: optionalText,
@@ -126,6 +141,12 @@ const schema = z.object({
   GENERATION_HTTP_MAX_CONCURRENT: optionalText.pipe(
     numberText(z.number().int("must be a whole number").min(1).max(10_000)).optional(),
   ),
+  GENERATION_PREVIEWS: onOffText,
+  // At most 2000: Claude refuses larger images in a request that holds many.
+  GENERATION_PREVIEW_MAX_SIDE: optionalText.pipe(
+    numberText(z.number().int("must be a whole number of pixels").min(64).max(2000)).optional(),
+  ),
+  GENERATION_RESOURCE_LINKS: onOffText,
 });
 
 export interface LoadConfigInput {
@@ -184,6 +205,9 @@ export function loadConfig({
     stateDir: absolute(values.GENERATION_STATE_DIR ?? defaultStateDir(env, platform, home)),
     outputDirConfigured: values.GENERATION_OUTPUT_DIR !== undefined,
     http: http ? httpConfig(values, readFile) : undefined,
+    previews: isOn(values.GENERATION_PREVIEWS, true),
+    previewMaxSide: values.GENERATION_PREVIEW_MAX_SIDE ?? DEFAULT_PREVIEW_MAX_SIDE,
+    resourceLinks: isOn(values.GENERATION_RESOURCE_LINKS, false),
   };
   if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {
@@ -194,6 +218,10 @@ export function loadConfig({
     );
   }
   return config;
+}
+
+function isOn(value: string | undefined, byDefault: boolean): boolean {
+  return value === undefined ? byDefault : ["on", "1", "true"].includes(value);
 }
 
 /**

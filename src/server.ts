@@ -25,6 +25,7 @@ import { AbortedError, ValidationError } from "./api/errors.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
 import type { McpTasks } from "./mcp-tasks.js";
+import { withMedia, type MediaSettings } from "./media/content.js";
 import { cleanText, redact, redactValue } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
 import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
@@ -237,10 +238,16 @@ export function createServer(
   return server;
 }
 
+function mediaSettings(deps: ServerDeps): MediaSettings {
+  const { previews, previewMaxSide, resourceLinks } = deps.config;
+  return { previews, previewMaxSide, resourceLinks, allowHosts: deps.mediaAllowHosts };
+}
+
 /**
  * A tool's run as the CallToolResult the client gets: the output checked against the tool's schema, its
- * text mirror, secrets masked; every failure an `isError` result. `cancelled` is the caller's own signal:
- * an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
+ * text mirror, secrets masked, then its media items (previews, links: media/content.ts); every failure an
+ * `isError` result. `cancelled` is the caller's own signal: an abort from it is a cancellation, one from
+ * `deps.stopping` alone a shutdown.
  */
 export async function toolResult(
   tool: ToolDefinition,
@@ -250,11 +257,18 @@ export async function toolResult(
 ): Promise<CallToolResult> {
   deps.track?.(running);
   try {
-    const result = tool.output.parse(await running) as Record<string, unknown>;
-    return {
+    const returned = await running;
+    const result = tool.output.parse(returned) as Record<string, unknown>;
+    const answer: CallToolResult = {
       content: [{ type: "text", text: redact(tool.summarize(result)) }],
       structuredContent: redactValue(result),
     };
+    return await withMedia(
+      answer,
+      returned,
+      mediaSettings(deps),
+      AbortSignal.any([cancelled, deps.stopping]),
+    );
   } catch (error) {
     if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {
       return errorResult(new StoppingError());

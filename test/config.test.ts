@@ -196,3 +196,40 @@ describe("values as an MCPB bundle (Claude Desktop) passes them", () => {
     ).toThrow(/either as --allowed-dirs or as arguments, not both/);
   });
 });
+
+describe("previews and media links", () => {
+  const sandbox = { GENERATION_SANDBOX: "1" };
+
+  it("defaults to previews on at 1024 px and resource links off", () => {
+    expect(loadConfig({ env: sandbox })).toMatchObject({
+      previews: true,
+      previewMaxSide: 1024,
+      resourceLinks: false,
+    });
+  });
+
+  it("reads on/off in any case from the variables, and the flags win", () => {
+    const env = {
+      ...sandbox,
+      GENERATION_PREVIEWS: "OFF",
+      GENERATION_PREVIEW_MAX_SIDE: "512",
+      GENERATION_RESOURCE_LINKS: "on",
+    };
+    expect(loadConfig({ env })).toMatchObject({ previews: false, previewMaxSide: 512, resourceLinks: true });
+    const flags = { "--previews": "on", "--preview-max-side": "256", "--resource-links": "0" };
+    expect(loadConfig({ env, flags })).toMatchObject({
+      previews: true,
+      previewMaxSide: 256,
+      resourceLinks: false,
+    });
+  });
+
+  it("refuses what is not on/off and sides out of 64-2000, naming the variable and the flag", () => {
+    expect(() => loadConfig({ env: { ...sandbox, GENERATION_PREVIEWS: "maybe" } })).toThrow(
+      /^GENERATION_PREVIEWS \(or --previews\): must be on or off/,
+    );
+    expect(() => loadConfig({ env: sandbox, flags: { "--preview-max-side": "4096" } })).toThrow(
+      /^GENERATION_PREVIEW_MAX_SIDE \(or --preview-max-side\): /,
+    );
+  });
+});

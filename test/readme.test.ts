@@ -25,6 +25,9 @@ describe("README", () => {
       "GENERATION_OUTPUT_DIR",
       "GENERATION_ALLOWED_DIRS",
       "GENERATION_STATE_DIR",
+      "GENERATION_PREVIEWS",
+      "GENERATION_PREVIEW_MAX_SIDE",
+      "GENERATION_RESOURCE_LINKS",
     ]) {
       expect(readme).toContain(variable);
     }

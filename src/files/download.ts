@@ -172,6 +172,77 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
   }
 }
 
+export interface FetchMediaOptions {
+  /** The media address as the service gave it; only http: and https: are fetched. */
+  url: string;
+  maxBytes: number;
+  signal?: AbortSignal | undefined;
+  /** Deadline for the whole fetch, redirects included. Default 120 s. */
+  timeoutMs?: number | undefined;
+  /** As for `downloadMedia`: hosts that may be reached even on a non-public address. */
+  allowHosts?: readonly string[] | undefined;
+}
+
+/**
+ * Fetches media into memory (for a preview) under the same guards as `downloadMedia`: no credentials,
+ * public addresses only unless allowed, at most 3 redirects to http(s), the size capped from
+ * Content-Length and while reading, one deadline for everything. Errors as for `downloadMedia`.
+ */
+export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
+  if (opts.signal?.aborted) throw new AbortedError();
+  const startUrl = checkMediaUrl(opts.url, "The media address");
+  const allowHosts = opts.allowHosts ?? [];
+  checkPublicUrl(startUrl, allowHosts);
+  const timeoutMs = clampTimeout(opts.timeoutMs);
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error("fetch deadline reached"));
+  }, timeoutMs);
+  const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
+  opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+  const agent = await createPublicAgent({ allowHosts, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  try {
+    const { url, response } = await requestFollowingRedirects(startUrl, agent, allowHosts, controller.signal);
+    const shown = showUrl(url);
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      discard(response.body);
+      throw new GenerationError("internal_error", `${shown} answered HTTP ${response.statusCode}.`, {
+        status: response.statusCode,
+        nextStep: RETRY_DOWNLOAD,
+      });
+    }
+    const declared = headerValue(response.headers, "content-length");
+    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > opts.maxBytes) {
+      discard(response.body);
+      throw tooLarge(shown, opts.maxBytes);
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > opts.maxBytes) {
+        discard(response.body);
+        throw tooLarge(shown, opts.maxBytes);
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks, bytes);
+  } catch (error) {
+    throw toDownloadError(error, {
+      callerAborted: opts.signal?.aborted === true,
+      timedOut,
+      timeoutMs,
+      shown: showUrl(startUrl),
+    });
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onCallerAbort);
+    await agent.destroy();
+  }
+}
+
 /**
  * A file name stem safe on every platform: only `A-Z a-z 0-9 . _ -`, other runs collapsed to `_`, no
  * leading (or trailing) dots, at most 100 characters, `media` when nothing is left.

@@ -17,6 +17,11 @@ export interface VideoOutcome {
   local_path?: string;
   elapsed_seconds?: number;
   next_step?: string;
+  /**
+   * A still of the result (thumbnail, poster ...) for the preview: not in the output schema, so it never
+   * reaches structuredContent; media/finished.ts reads it from the handler's return value.
+   */
+  still_url?: string;
 }
 
 export function keepWaitingStep(videoId: string): string {
@@ -91,6 +96,7 @@ export function describeVideo(video: VideoStatus): VideoOutcome {
     video_id: video.video_id,
     status: video.status,
     ...(video.video_url !== undefined && { video_url: video.video_url }),
+    ...(video.still_url !== undefined && { still_url: video.still_url }),
     ...(video.status === "failed" && { error: describeTaskError(video.error) }),
     ...(!isFinalStatus(video.status) && { next_step: keepWaitingStep(video.video_id) }),
   };

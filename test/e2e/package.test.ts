@@ -20,6 +20,7 @@ const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8")) as
   name: string;
   version: string;
   dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
 };
 
 interface PackResult {
@@ -80,6 +81,8 @@ afterAll(() => {
 describe.skipIf(process.platform === "win32")("the packed package", () => {
   it("declares no dependencies and holds only the bundle, README and the example config", () => {
     expect(pkg.dependencies ?? {}).toEqual({});
+    // The one optional one: sharp (native) for image previews, exact-pinned; without it previews say so.
+    expect(pkg.optionalDependencies).toEqual({ sharp: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
     const files = packed.files.map((file) => file.path).sort();
     console.log(
       `${packed.filename}: ${files.length} files, ${(packed.size / 1024).toFixed(0)} KiB packed, ` +
@@ -118,9 +121,11 @@ describe.skipIf(process.platform === "win32")("the packed package", () => {
     const scan = scanBundle(path.join(installed, "dist", "bundle"), lockedPackages(repo)) as {
       files: string[];
       builtins: string[];
+      optional: string[];
       violations: string[];
     };
     expect(scan.violations).toEqual([]);
+    expect(scan.optional).toEqual(["sharp"]);
     expect(scan.files.length).toBeGreaterThan(1);
     // The scan sees esbuild's require shim (form-data requires "stream"), not just import statements.
     expect(scan.builtins).toEqual(expect.arrayContaining(["node:module", "stream"]));
@@ -171,6 +176,16 @@ describe.skipIf(process.platform === "win32")("the packed package", () => {
       const credits = (await client.callTool({ name: "get_credits", arguments: {} })) as CallToolResult;
       expect(credits.isError, JSON.stringify(credits.content)).toBeFalsy();
       expect(credits.structuredContent).toMatchObject({ credits: expect.any(Number) });
+
+      // Installed offline, the optional sharp could not come along: the image is made, the preview is not.
+      const image = (await client.callTool({
+        name: "generate_image",
+        arguments: { prompt: "a kite without preview" },
+      })) as CallToolResult;
+      expect(image.isError, JSON.stringify(image.content)).toBeFalsy();
+      expect(image.structuredContent?.["image_urls"]).toHaveLength(1);
+      expect(image.content.filter((item) => item.type === "image")).toEqual([]);
+      expect(JSON.stringify(image.content)).toMatch(/No preview: previews are unavailable/);
     } catch (error) {
       throw new Error(`${String(error)}\nserver stderr:\n${stderr}`, { cause: error });
     } finally {

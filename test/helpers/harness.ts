@@ -82,6 +82,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     stateDir: path.join(root, "state"),
     outputDirConfigured: true,
     http: undefined,
+    previews: true,
+    previewMaxSide: 1024,
+    resourceLinks: false,
     ...options.config,
   };
   const logs: string[] = [];

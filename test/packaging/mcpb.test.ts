@@ -143,6 +143,11 @@ describe("the MCPB bundle", () => {
       const credits = await call(client, "get_credits", {});
       expect(credits.isError, text(credits)).toBeFalsy();
       expect(credits.structuredContent).toEqual(expect.any(Object));
+      // The bundle carries no sharp (native, per platform): images come without a preview, and say why.
+      const image = await call(client, "generate_image", { prompt: "a kite in the desktop app" });
+      expect(image.isError, text(image)).toBeFalsy();
+      expect(image.content.filter((item) => item.type === "image")).toEqual([]);
+      expect(text(image)).toMatch(/No preview: previews are unavailable/);
     } finally {
       await client.close();
     }

@@ -11,7 +11,7 @@ import { findSpecifiers, packageName, scanBundle, tokenize } from "../../scripts
 
 interface Found {
   specifier: string;
-  kind: "import" | "call";
+  kind: "import" | "dynamic" | "call";
 }
 const specifiers = (source: string, kind: Found["kind"]) =>
   (findSpecifiers(source) as Found[]).filter((found) => found.kind === kind).map((found) => found.specifier);
@@ -30,14 +30,8 @@ describe("findSpecifiers", () => {
   ].join("\n");
 
   it("finds module syntax and import() with a string", () => {
-    expect(specifiers(source, "import")).toEqual([
-      "./chunks/chunk.js",
-      "side-effect",
-      "re-export",
-      "spaced",
-      "undici",
-      "opts",
-    ]);
+    expect(specifiers(source, "import")).toEqual(["./chunks/chunk.js", "side-effect", "re-export", "spaced"]);
+    expect(specifiers(source, "dynamic")).toEqual(["undici", "opts"]);
   });
 
   it("finds one-string calls in code, template substitutions included, and nothing in strings or comments", () => {
@@ -70,11 +64,26 @@ describe("scanBundle", () => {
       const result = scanBundle(dir, new Set(["busboy", "zod"]));
       expect(result.files).toEqual(["chunks/shim.js", "cli.js"]);
       expect(result.builtins).toEqual(["node:module", "stream"]);
+      expect(result.optional).toEqual([]);
       expect(result.violations).toEqual([
         "chunks/shim.js: zod (import)",
         "cli.js: ./chunks/gone.js (missing file)",
         "cli.js: busboy/lib/main (require)",
       ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("allows the optional sharp through import() only, never a static import or a require", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "generation-mcp-scan-"));
+    try {
+      writeFileSync(path.join(dir, "lazy.js"), 'const s=async()=>(await import("sharp")).default;');
+      writeFileSync(path.join(dir, "static.js"), 'import s from"sharp";');
+      writeFileSync(path.join(dir, "required.js"), 'var s=r("sharp");');
+      const result = scanBundle(dir, new Set(["sharp"]));
+      expect(result.optional).toEqual(["sharp"]);
+      expect(result.violations).toEqual(["required.js: sharp (require)", "static.js: sharp (import)"]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -62,9 +62,11 @@ export const serveImage: MediaHandler = async (ctx, req, file) => {
   const record = ctx.store.findImage(id);
   if (!record || extension !== record.request.outputFormat) throw missing(file);
   const format = record.request.outputFormat;
-  const bytes = await ctx.images.get(id, () =>
-    renderImage(format, record.width, record.height, seedOf(record.request.prompt)),
-  );
+  const seed = seedOf(record.request.prompt);
+  // Keyed by what the bytes depend on, not by id: the same prompt at the same size renders once (a 4k PNG
+  // takes the sandbox about 150 ms, which would otherwise hide the client's own cost in the previews bench).
+  const key = `image:${format}:${record.width}x${record.height}:${seed}`;
+  const bytes = await ctx.images.get(key, () => renderImage(format, record.width, record.height, seed));
   return serveBytes(req.method ?? "GET", range(req), bytes, IMAGE_CONTENT_TYPES[format]);
 };
 

@@ -1,0 +1,138 @@
+/**
+ * Image previews: what `generate_image` costs with previews on against the same call with them off, at the
+ * sandbox's 1k, 2k and 4k sizes (PNG, 1:1). Two servers (GENERATION_PREVIEWS=on / off) against one sandbox,
+ * called in interleaved pairs with the same prompt, so the sandbox renders each image once (its cache is
+ * keyed by content) and only the preview (fetch, decode, scale, encode) separates the two.
+ *
+ * Memory, per size, on a fresh previews-on server: RSS idle after start; after one warm-up preview (sharp
+ * and libvips loaded); the peak (VmHWM, reset after the warm-up) during the measured calls; RSS 2 s after.
+ */
+import { call, connectServer } from "./mcp.mjs";
+import { now, procMemory, quantile, resetPeak, sleep, summary } from "./lib.mjs";
+
+export const PREVIEW_SIZES = ["1k", "2k", "4k"];
+
+async function timedCall(client, args) {
+  const t0 = now();
+  const result = await call(client, "generate_image", args, { timeout: 120_000 });
+  return { ms: now() - t0, result };
+}
+
+/** One size: `calls` interleaved pairs (on, off alternating which goes first). */
+export async function previewsRound(serverEnv, { resolution, calls }) {
+  const on = await connectServer({ ...serverEnv, GENERATION_PREVIEWS: "on" });
+  const off = await connectServer({ ...serverEnv, GENERATION_PREVIEWS: "off" });
+  try {
+    await sleep(500);
+    const idle = procMemory(on.pid).rss;
+    const args = { prompt: `previews bench ${resolution}`, resolution, aspect_ratio: "1:1" };
+    // Warm-up: renders the image in the sandbox, loads sharp in the on-server, JITs both paths.
+    for (let i = 0; i < 3; i++) {
+      const warm = await timedCall(on.client, args);
+      if (!warm.result.content.some((item) => item.type === "image")) {
+        throw new Error(`no preview at ${resolution}: ${JSON.stringify(warm.result.content.slice(1))}`);
+      }
+      await timedCall(off.client, args);
+    }
+    await sleep(500);
+    const warmed = procMemory(on.pid).rss;
+    const peakReset = resetPeak(on.pid);
+    const added = [];
+    const onMs = [];
+    const offMs = [];
+    let previewChars = 0;
+    for (let i = 0; i < calls; i++) {
+      const first = i % 2 === 0 ? on : off;
+      const second = first === on ? off : on;
+      const a = await timedCall(first.client, args);
+      const b = await timedCall(second.client, args);
+      const [withPreview, without] = first === on ? [a, b] : [b, a];
+      onMs.push(withPreview.ms);
+      offMs.push(without.ms);
+      added.push(withPreview.ms - without.ms);
+      previewChars = withPreview.result.content
+        .filter((item) => item.type === "image")
+        .reduce((sum, item) => sum + item.data.length, 0);
+    }
+    const peak = procMemory(on.pid).hwm;
+    await sleep(2000);
+    const after = procMemory(on.pid).rss;
+    return {
+      resolution,
+      addedP50Ms: quantile(added, 0.5),
+      addedP95Ms: quantile(added, 0.95),
+      onP50Ms: quantile(onMs, 0.5),
+      offP50Ms: quantile(offMs, 0.5),
+      previewBase64Chars: previewChars,
+      idleRss: idle,
+      warmedRss: warmed,
+      peakGrowth: peakReset ? peak - warmed : undefined,
+      afterGrowth: after - warmed,
+      peakMethod: peakReset ? "VmHWM reset after warm-up" : "VmHWM not resettable: peak not measured",
+    };
+  } finally {
+    await on.close();
+    await off.close();
+  }
+}
+
+/** Every size, `rounds` fresh server pairs each; figures summarized over the rounds. */
+export async function previewsBench(serverEnv, { rounds, calls, log }) {
+  const bySize = {};
+  for (const resolution of PREVIEW_SIZES) {
+    const runs = [];
+    for (let r = 0; r < rounds; r++) runs.push(await previewsRound(serverEnv, { resolution, calls }));
+    log?.(`  previews ${resolution}: added p50 ${runs[0].addedP50Ms.toFixed(1)} ms (first round)`);
+    const pick = (key) => summary(runs.map((run) => run[key]));
+    bySize[resolution] = {
+      addedP50Ms: pick("addedP50Ms"),
+      addedP95Ms: pick("addedP95Ms"),
+      onP50Ms: pick("onP50Ms"),
+      offP50Ms: pick("offP50Ms"),
+      previewBase64Chars: pick("previewBase64Chars"),
+      idleRssBytes: pick("idleRss"),
+      warmedRssBytes: pick("warmedRss"),
+      peakRssGrowthBytes: pick("peakGrowth"),
+      rssGrowthAfterBytes: pick("afterGrowth"),
+      peakMethod: runs[0].peakMethod,
+    };
+  }
+  return bySize;
+}
+
+const mib = (bytes) => (Number.isFinite(bytes) ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : "n/a");
+const ms = (value) => (Number.isFinite(value) ? value.toFixed(1) : "n/a");
+const ADDED_GOAL_MS = 150;
+
+/** The README's small previews table: one row per size, medians over rounds (min – max for the added p50). */
+export function previewRows(bySize) {
+  const header = [
+    "size",
+    "added p50, ms",
+    "added p95, ms",
+    "call on / off p50, ms",
+    "preview (base64)",
+    "peak RSS growth",
+    "RSS growth 2 s after",
+    "goal",
+    "met",
+  ];
+  const rows = Object.entries(bySize).map(([size, s]) => {
+    const goal = size === "2k" ? `< ${ADDED_GOAL_MS} ms added` : "";
+    const met = size === "2k" ? (s.addedP50Ms.median < ADDED_GOAL_MS ? "yes" : "NO") : "";
+    return [
+      size,
+      `${ms(s.addedP50Ms.median)} (${ms(s.addedP50Ms.min)} – ${ms(s.addedP50Ms.max)})`,
+      ms(s.addedP95Ms.median),
+      `${ms(s.onP50Ms.median)} / ${ms(s.offP50Ms.median)}`,
+      `${(s.previewBase64Chars.median / 1000).toFixed(0)} kB`,
+      mib(s.peakRssGrowthBytes.median),
+      mib(s.rssGrowthAfterBytes.median),
+      goal,
+      met,
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const line = (cells) => `| ${cells.map((cell, i) => cell.padEnd(widths[i])).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}

@@ -1,0 +1,163 @@
+/**
+ * Image previews and media links through a real MCP client (the in-process harness) against the sandbox:
+ * the previews are decoded and measured, every failure keeps the call successful with a reason, and the
+ * settings switch previews and resource links on and off.
+ */
+import type { ContentBlock, ImageContent, ResourceLink } from "@modelcontextprotocol/sdk/types.js";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_RESULT_BYTES } from "../../src/media/content.js";
+import { startHarness, type Harness } from "../helpers/harness.js";
+
+const images = (content: ContentBlock[]) =>
+  content.filter((item): item is ImageContent => item.type === "image");
+const links = (content: ContentBlock[]) =>
+  content.filter((item): item is ResourceLink => item.type === "resource_link");
+
+async function decoded(item: ImageContent) {
+  const metadata = await sharp(Buffer.from(item.data, "base64")).metadata();
+  return { format: metadata.format, width: metadata.width, height: metadata.height };
+}
+
+describe("image previews with the defaults (previews on, links off)", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(() => h.close());
+
+  it("previews a 4k image as a JPEG of at most 1024 px, the whole result under 1 MB", async () => {
+    const { result, structured } = await h.call("generate_image", {
+      prompt: "a lighthouse at dusk",
+      resolution: "4k",
+      aspect_ratio: "16:9",
+    });
+    expect(result.isError).toBeFalsy();
+    const [preview, ...more] = images(result.content);
+    expect(more).toEqual([]);
+    expect(preview?.mimeType).toBe("image/jpeg");
+    expect(await decoded(preview as ImageContent)).toEqual({ format: "jpeg", width: 1024, height: 576 });
+    expect(Buffer.byteLength(JSON.stringify(result))).toBeLessThan(MAX_RESULT_BYTES);
+    // The text and structuredContent stay as they were; links are off by default.
+    expect(result.content[0]).toMatchObject({
+      type: "text",
+      text: expect.stringMatching(/^Generated 1 image/),
+    });
+    expect(Object.keys(structured ?? {}).sort()).toEqual(["estimated_credits", "image_urls", "result"]);
+    expect(links(result.content)).toEqual([]);
+  });
+
+  it("never enlarges: a 1k portrait image keeps its size", async () => {
+    const { result } = await h.call("generate_image", {
+      prompt: "a tall tree",
+      resolution: "1k",
+      aspect_ratio: "9:16",
+    });
+    const [preview] = images(result.content);
+    expect(await decoded(preview as ImageContent)).toEqual({ format: "jpeg", width: 576, height: 1024 });
+  });
+
+  it("keeps the call successful and says why when the image answers 404", async () => {
+    h.sandbox.faults.failNext("media", { status: 404, code: "not_found" });
+    const { result, text, structured } = await h.call("generate_image", { prompt: "a missing image" });
+    expect(result.isError).toBeFalsy();
+    expect(structured?.["image_urls"]).toHaveLength(1);
+    expect(images(result.content)).toEqual([]);
+    expect(text).toMatch(/No preview of the image: .*HTTP 404/);
+  });
+
+  it("keeps the call successful and says why when the image URL serves something that is no image", async () => {
+    h.sandbox.faults.malformedNext("media", "html");
+    const { result, text } = await h.call("generate_image", { prompt: "garbage bytes" });
+    expect(result.isError).toBeFalsy();
+    expect(images(result.content)).toEqual([]);
+    expect(text).toMatch(/No preview of the image: the file is not a PNG, JPEG, WebP or GIF image\./);
+  });
+
+  it("makes no preview for a dry run", async () => {
+    const mark = h.sandbox.requests.length;
+    const { result } = await h.call("generate_image", { prompt: "only the price", dry_run: true });
+    expect(result.content).toHaveLength(1);
+    expect(h.requestsSince(mark)).toEqual([]);
+  });
+});
+
+describe("previews off", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ config: { previews: false } });
+  });
+  afterAll(() => h.close());
+
+  it("fetches nothing and says that previews are off", async () => {
+    const mark = h.sandbox.requests.length;
+    const { result, text } = await h.call("generate_image", { prompt: "no preview please" });
+    expect(result.isError).toBeFalsy();
+    expect(images(result.content)).toEqual([]);
+    expect(text).toContain("No preview: previews are off (GENERATION_PREVIEWS=off).");
+    expect(h.requestsSince(mark).filter((request) => request.route === "media")).toEqual([]);
+  });
+});
+
+describe("resource links on, a smaller preview side, a service that nests its answers", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      sandbox: { shapes: { nesting: "nested" } },
+      config: { resourceLinks: true, previewMaxSide: 256 },
+    });
+  });
+  afterAll(() => h.close());
+
+  it("links the finished image with its MIME type and a name from its id, and scales to the set side", async () => {
+    const { result, structured } = await h.call("generate_image", {
+      prompt: "a linked image",
+      aspect_ratio: "1:1",
+    });
+    const urls = structured?.["image_urls"] as string[];
+    expect(links(result.content)).toEqual([
+      {
+        type: "resource_link",
+        uri: urls[0],
+        name: expect.stringMatching(/^image-[A-Za-z0-9._-]+\.png$/),
+        title: "Generated image",
+        mimeType: "image/png",
+      },
+    ]);
+    const [preview] = images(result.content);
+    expect(await decoded(preview as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 256 });
+  });
+
+  it("links the finished video and previews the still the status answer carries", async () => {
+    const { result, structured } = await h.call("generate_video", {
+      prompt: "a boat with a poster",
+      duration: 2,
+    });
+    expect(result.isError).toBeFalsy();
+    expect(structured?.["status"]).toBe("completed");
+    expect(structured).not.toHaveProperty("still_url");
+    expect(links(result.content)).toEqual([
+      {
+        type: "resource_link",
+        uri: structured?.["video_url"],
+        name: `video-${String(structured?.["video_id"])}.mp4`,
+        title: "Generated video",
+        mimeType: "video/mp4",
+      },
+    ]);
+    // The sandbox's poster is 320x180: scaled down never, re-encoded as JPEG.
+    const [still] = images(result.content);
+    expect(await decoded(still as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 144 });
+  });
+
+  it("links nothing while the video is still running", async () => {
+    const { result, structured } = await h.call("generate_video", {
+      prompt: "a slow boat",
+      duration: 2,
+      wait: false,
+    });
+    expect(structured?.["status"]).not.toBe("completed");
+    expect(links(result.content)).toEqual([]);
+    expect(images(result.content)).toEqual([]);
+  });
+});
