@@ -100,7 +100,7 @@ export const generateImage = defineTool({
   description:
     `Generate an image from a prompt with ${DEFAULT_IMAGE_MODEL}, optionally editing reference images (images URLs or image_paths). ` +
     `Needs a paid plan; costs ${IMAGE_CREDITS_PER_IMAGE} credits per image (estimated_credits; dry_run: true shows it without spending). ` +
-    "Returns image_urls (and local_paths with download: true). An identical request within 10 minutes returns the earlier result (reused: true) unless allow_duplicate is true.",
+    "Returns image_urls (and local_paths with download: true), plus a small preview of each image that you can look at to check the result. An identical request within 10 minutes returns the earlier result (reused: true) unless allow_duplicate is true.",
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
