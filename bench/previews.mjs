@@ -4,11 +4,34 @@
  * called in interleaved pairs with the same prompt, so the sandbox renders each image once (its cache is
  * keyed by content) and only the preview (fetch, decode, scale, encode) separates the two.
  *
- * Memory, per size, on a fresh previews-on server: RSS idle after start; after one warm-up preview (sharp
- * and libvips loaded); the peak (VmHWM, reset after the warm-up) during the measured calls; RSS 2 s after.
+ * Memory, per size, on a fresh previews-on server. The server decodes in a worker process (src/media/
+ * preview-engine.ts) that it stops after WORKER_IDLE_MS without a preview, so both are measured: the
+ * server's RSS idle after start, after the warm-up and its peak (VmHWM, reset after the warm-up); the
+ * worker's peak; and the server plus its children once the worker has had time to stop (back to baseline?).
  */
+import { readFileSync } from "node:fs";
 import { call, connectServer } from "./mcp.mjs";
 import { now, procMemory, quantile, resetPeak, sleep, summary } from "./lib.mjs";
+
+/** src/media/preview-engine.ts WORKER_IDLE_MS, plus a margin. */
+const WORKER_STOP_WAIT_MS = 32_000;
+
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** RSS of a process and all its children. */
+function treeRss(pid) {
+  return [pid, ...childPids(pid)].reduce((sum, each) => sum + (procMemory(each).rss ?? 0), 0);
+}
 
 export const PREVIEW_SIZES = ["1k", "2k", "4k"];
 
@@ -19,7 +42,7 @@ async function timedCall(client, args) {
 }
 
 /** One size: `calls` interleaved pairs (on, off alternating which goes first). */
-export async function previewsRound(serverEnv, { resolution, calls }) {
+export async function previewsRound(serverEnv, { resolution, calls, waitForWorkerStop = false }) {
   const on = await connectServer({ ...serverEnv, GENERATION_PREVIEWS: "on" });
   const off = await connectServer({ ...serverEnv, GENERATION_PREVIEWS: "off" });
   try {
@@ -55,8 +78,15 @@ export async function previewsRound(serverEnv, { resolution, calls }) {
         .reduce((sum, item) => sum + item.data.length, 0);
     }
     const peak = procMemory(on.pid).hwm;
+    const workers = childPids(on.pid);
+    const workerPeak = workers.reduce((max, pid) => Math.max(max, procMemory(pid).hwm ?? 0), 0);
     await sleep(2000);
     const after = procMemory(on.pid).rss;
+    let settled;
+    if (waitForWorkerStop) {
+      await sleep(WORKER_STOP_WAIT_MS);
+      settled = { treeRss: treeRss(on.pid), children: childPids(on.pid).length };
+    }
     return {
       resolution,
       addedP50Ms: quantile(added, 0.5),
@@ -68,6 +98,9 @@ export async function previewsRound(serverEnv, { resolution, calls }) {
       warmedRss: warmed,
       peakGrowth: peakReset ? peak - warmed : undefined,
       afterGrowth: after - warmed,
+      workerPeakRss: workers.length > 0 ? workerPeak : undefined,
+      settledGrowth: settled === undefined ? undefined : settled.treeRss - idle,
+      settledChildren: settled?.children,
       peakMethod: peakReset ? "VmHWM reset after warm-up" : "VmHWM not resettable: peak not measured",
     };
   } finally {
@@ -81,7 +114,10 @@ export async function previewsBench(serverEnv, { rounds, calls, log }) {
   const bySize = {};
   for (const resolution of PREVIEW_SIZES) {
     const runs = [];
-    for (let r = 0; r < rounds; r++) runs.push(await previewsRound(serverEnv, { resolution, calls }));
+    for (let r = 0; r < rounds; r++) {
+      // The first round of each size also waits for the worker to stop: does memory return to baseline?
+      runs.push(await previewsRound(serverEnv, { resolution, calls, waitForWorkerStop: r === 0 }));
+    }
     log?.(`  previews ${resolution}: added p50 ${runs[0].addedP50Ms.toFixed(1)} ms (first round)`);
     const pick = (key) => summary(runs.map((run) => run[key]));
     bySize[resolution] = {
@@ -94,6 +130,9 @@ export async function previewsBench(serverEnv, { rounds, calls, log }) {
       warmedRssBytes: pick("warmedRss"),
       peakRssGrowthBytes: pick("peakGrowth"),
       rssGrowthAfterBytes: pick("afterGrowth"),
+      workerPeakRssBytes: pick("workerPeakRss"),
+      settledGrowthBytes: runs[0].settledGrowth,
+      workerStopped: runs[0].settledChildren === 0,
       peakMethod: runs[0].peakMethod,
     };
   }
@@ -103,6 +142,8 @@ export async function previewsBench(serverEnv, { rounds, calls, log }) {
 const mib = (bytes) => (Number.isFinite(bytes) ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : "n/a");
 const ms = (value) => (Number.isFinite(value) ? value.toFixed(1) : "n/a");
 const ADDED_GOAL_MS = 150;
+/** "Back to baseline": the server and its children within this much of the idle server once the worker stopped. */
+const BASELINE_SLACK_BYTES = 16 * 2 ** 20;
 
 /** The README's small previews table: one row per size, medians over rounds (min – max for the added p50). */
 export function previewRows(bySize) {
@@ -112,14 +153,17 @@ export function previewRows(bySize) {
     "added p95, ms",
     "call on / off p50, ms",
     "preview (base64)",
-    "peak RSS growth",
-    "RSS growth 2 s after",
+    "server peak RSS growth",
+    "server RSS growth 2 s after",
+    "worker peak RSS",
+    "all RSS vs idle once the worker stopped",
     "goal",
     "met",
   ];
   const rows = Object.entries(bySize).map(([size, s]) => {
-    const goal = size === "2k" ? `< ${ADDED_GOAL_MS} ms added` : "";
-    const met = size === "2k" ? (s.addedP50Ms.median < ADDED_GOAL_MS ? "yes" : "NO") : "";
+    const back = s.workerStopped && s.settledGrowthBytes <= BASELINE_SLACK_BYTES;
+    const goal = `${size === "2k" ? `< ${ADDED_GOAL_MS} ms added; ` : ""}RSS back to idle (+${mib(BASELINE_SLACK_BYTES)})`;
+    const met = `${size === "2k" ? (s.addedP50Ms.median < ADDED_GOAL_MS ? "yes; " : "NO; ") : ""}${back ? "yes" : "NO"}`;
     return [
       size,
       `${ms(s.addedP50Ms.median)} (${ms(s.addedP50Ms.min)} – ${ms(s.addedP50Ms.max)})`,
@@ -128,6 +172,8 @@ export function previewRows(bySize) {
       `${(s.previewBase64Chars.median / 1000).toFixed(0)} kB`,
       mib(s.peakRssGrowthBytes.median),
       mib(s.rssGrowthAfterBytes.median),
+      mib(s.workerPeakRssBytes.median),
+      `${mib(s.settledGrowthBytes)}${s.workerStopped ? "" : " (worker still running)"}`,
       goal,
       met,
     ];

@@ -23,7 +23,11 @@ const viewerHtml = await buildViewerHtml();
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  entryPoints: [path.join(root, "src", "cli.ts")],
+  // The preview worker is its own entry: the server forks it (src/media/preview-engine.ts).
+  entryPoints: {
+    cli: path.join(root, "src", "cli.ts"),
+    "preview-worker": path.join(root, "src", "media", "preview-worker.ts"),
+  },
   outdir,
   bundle: true,
   splitting: true,
@@ -34,7 +38,7 @@ const result = await build({
   legalComments: "none",
   chunkNames: "chunks/[name]-[hash]",
   // sharp is native (libvips binaries per platform): it cannot be bundled. It is an optional dependency,
-  // imported with import() on the first image preview only (src/media/previews.ts).
+  // imported with import() on the first image preview only, in the preview worker (src/media/preview-worker.ts).
   external: ["sharp"],
   define: {
     __GENERATION_MCP_VERSION__: JSON.stringify(version),
@@ -53,6 +57,6 @@ const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.
 const entry = outputs.find(([file]) => file.endsWith("bundle/cli.js"));
 process.stderr.write(
   `bundle: dist/bundle/cli.js ${Math.round((entry?.[1].bytes ?? 0) / 1024)} KiB at start, ` +
-    `${outputs.length - 1} lazy chunk(s), ${Math.round(outputs.reduce((n, [, o]) => n + o.bytes, 0) / 1024)} KiB in all; ` +
+    `${outputs.length - 2} lazy chunk(s) and the preview worker, ${Math.round(outputs.reduce((n, [, o]) => n + o.bytes, 0) / 1024)} KiB in all; ` +
     `viewer page ${Buffer.byteLength(viewerHtml)} bytes\n`,
 );

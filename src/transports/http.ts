@@ -195,7 +195,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     }
     const body = await readBody(req, config.maxBodyBytes);
     if (body.kind === "too-large") {
-      res.setHeader("connection", "close");
+      // No "Connection: close": closing while the client still sends would cost it the answer (it sees
+      // EPIPE, not 413). Node discards the rest of the body; the request timeout bounds a client that
+      // never stops sending.
       return jsonRpcError(
         res,
         413,
