@@ -17,6 +17,7 @@ import {
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import type { ServiceTarget } from "./runtime.js";
+import type { StateHub } from "./state/shared-state.js";
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
 declare const __GENERATION_MCP_VERSION__: string | undefined;
@@ -58,6 +59,8 @@ Options (each mirrors an environment variable; flags win):
   --tokens-file FILE             GENERATION_HTTP_TOKENS_FILE     SHA-256 of caller tokens (gateway mode)
   --max-body-bytes N             GENERATION_HTTP_MAX_BODY_BYTES  default 4194304
   --max-concurrent N             GENERATION_HTTP_MAX_CONCURRENT  calls per key at once, default 16
+  --redis-url URL                GENERATION_REDIS_URL     replicas share rate budget, polls and duplicate guard
+  --redis-prefix P               GENERATION_REDIS_PREFIX  prefix of every Redis key, default generation-mcp:
 The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
 `;
 
@@ -124,7 +127,8 @@ async function main(argv: string[]): Promise<number> {
     import("./server.js"),
     import("./transports/stdio.js"),
   ]);
-  const runtime = await createRuntime(config, target, logger, VERSION);
+  const hub = await openSharedState(config, logger);
+  const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
   const server = createServer(VERSION, runtime.depsFactory, { tasks: runtime.tasks });
 
   let closing = false;
@@ -135,7 +139,7 @@ async function main(argv: string[]): Promise<number> {
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
     await runtime.close().catch(() => undefined);
-    await Promise.allSettled([server.close(), closeSandbox()]);
+    await Promise.allSettled([server.close(), closeSandbox(), hub?.close()]);
     process.exit(0);
   };
   server.onclose = () => void shutdown();
@@ -162,8 +166,9 @@ async function serveHttp(
     import("./transports/http.js"),
   ]);
   const gateway = http.tokenHashes !== undefined;
+  const hub = await openSharedState(config, logger);
   const pool = new RuntimePool({
-    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION),
+    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION, {}, hub),
     maxConcurrentPerKey: http.maxConcurrentPerKey,
   });
   const server = await startHttpServer({
@@ -172,6 +177,7 @@ async function serveHttp(
     logger,
     pool,
     serverKey: gateway ? target.apiKey : undefined,
+    ...(hub !== undefined && { sharedStateReady: () => hub.ready() }),
   });
   let closing = false;
   const shutdown = async () => {
@@ -179,7 +185,7 @@ async function serveHttp(
     closing = true;
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     await server.close().catch(() => undefined);
-    await closeSandbox().catch(() => undefined);
+    await Promise.allSettled([closeSandbox(), hub?.close()]);
     process.exit(0);
   };
   process.on("SIGINT", () => void shutdown());
@@ -189,6 +195,19 @@ async function serveHttp(
     : "each caller sends its own service key as Authorization: Bearer";
   logger.info(`generation-mcp ${VERSION} serving MCP at ${server.url} (${mode})`);
   return -1;
+}
+
+/**
+ * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk); the
+ * address may carry a password, so it is registered with the redaction point first.
+ */
+async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
+  if (config.redis === undefined) return undefined;
+  registerSecret(config.redis.url);
+  const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
+  if (password !== "") registerSecret(decodeURIComponent(password));
+  const { connectRedis } = await import("./state/redis.js");
+  return connectRedis(config.redis, logger);
 }
 
 main(process.argv.slice(2)).then(

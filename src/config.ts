@@ -23,6 +23,15 @@ export interface Config {
   outputDirConfigured: boolean;
   /** Streamable HTTP instead of stdio (`--http`), and where it listens. */
   http: HttpConfig | undefined;
+  /** Shared state on Redis for many replicas (GENERATION_REDIS_URL); undefined: all state is local. */
+  redis: RedisConfig | undefined;
+}
+
+export interface RedisConfig {
+  /** redis:// or rediss:// address; may carry a password, so it is a secret and never logged whole. */
+  url: string;
+  /** Every key starts with it, so several deployments can share one Redis. */
+  prefix: string;
 }
 
 export interface HttpConfig {
@@ -62,7 +71,11 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--tokens-file": "GENERATION_HTTP_TOKENS_FILE",
   "--max-body-bytes": "GENERATION_HTTP_MAX_BODY_BYTES",
   "--max-concurrent": "GENERATION_HTTP_MAX_CONCURRENT",
+  "--redis-url": "GENERATION_REDIS_URL",
+  "--redis-prefix": "GENERATION_REDIS_PREFIX",
 };
+
+export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
 
 /** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
 export const DEFAULT_HTTP_PORT = 8080;
@@ -126,6 +139,21 @@ const schema = z.object({
   GENERATION_HTTP_MAX_CONCURRENT: optionalText.pipe(
     numberText(z.number().int("must be a whole number").min(1).max(10_000)).optional(),
   ),
+  GENERATION_REDIS_URL: optionalText.pipe(
+    z
+      .string()
+      .refine(
+        (value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol),
+        "must be a redis:// or rediss:// address, e.g. redis://127.0.0.1:6379",
+      )
+      .optional(),
+  ),
+  GENERATION_REDIS_PREFIX: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9:_.-]{1,64}$/, "must be 1 to 64 letters, digits or : _ . -")
+      .optional(),
+  ),
 });
 
 export interface LoadConfigInput {
@@ -184,6 +212,13 @@ export function loadConfig({
     stateDir: absolute(values.GENERATION_STATE_DIR ?? defaultStateDir(env, platform, home)),
     outputDirConfigured: values.GENERATION_OUTPUT_DIR !== undefined,
     http: http ? httpConfig(values, readFile) : undefined,
+    redis:
+      values.GENERATION_REDIS_URL === undefined
+        ? undefined
+        : {
+            url: values.GENERATION_REDIS_URL,
+            prefix: values.GENERATION_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX,
+          },
   };
   if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {

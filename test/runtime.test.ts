@@ -58,6 +58,7 @@ describe("journal per service", () => {
         stateDir,
         outputDirConfigured: false,
         http: undefined,
+        redis: undefined,
       };
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");

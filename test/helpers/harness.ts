@@ -82,6 +82,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     stateDir: path.join(root, "state"),
     outputDirConfigured: true,
     http: undefined,
+    redis: undefined,
     ...options.config,
   };
   const logs: string[] = [];
