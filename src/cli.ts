@@ -198,12 +198,12 @@ async function serveHttp(
 }
 
 /**
- * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk); the
- * address may carry a password, so it is registered with the redaction point first.
+ * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk). The
+ * address may carry a password: that is registered with the redaction point (the rest of the address is not
+ * a secret, and masking it would mask every loopback address in the logs).
  */
 async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
   if (config.redis === undefined) return undefined;
-  registerSecret(config.redis.url);
   const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
   if (password !== "") registerSecret(decodeURIComponent(password));
   const { connectRedis } = await import("./state/redis.js");

@@ -225,6 +225,24 @@ export class PollEngine {
 
   /** One status request of our own; the delay before the next one, or "stop". */
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
+    // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
+    // take the poll over and both would ask for the same task.
+    const coordinator = this.coordinator;
+    const keep =
+      coordinator === undefined
+        ? undefined
+        : setInterval(
+            () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
+            this.intervalMs,
+          );
+    try {
+      return await this.pollWithLease(loop);
+    } finally {
+      clearInterval(keep);
+    }
+  }
+
+  private async pollWithLease(loop: Loop): Promise<number | "stop"> {
     const signal = loop.controller.signal;
     try {
       await this.takeTurn(loop);
