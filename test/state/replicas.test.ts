@@ -88,8 +88,7 @@ describe("readiness", () => {
       GENERATION_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${await freePort()}`,
     });
     const [up] = await replicas(sandbox, 1);
-    const readyz = async (server: HttpServerProcess) =>
-      (await fetch(new URL("/readyz", server.url))).status;
+    const readyz = async (server: HttpServerProcess) => (await fetch(new URL("/readyz", server.url))).status;
     expect(await readyz(down!)).toBe(503);
     expect(await readyz(up!)).toBe(200);
     expect(down!.stderr()).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer at start/);
@@ -163,17 +162,19 @@ describe("waits shared by three replicas", () => {
     for (const request of sandbox.requests.filter((entry) => entry.route === "video-status")) {
       polls.set(request.path, [...(polls.get(request.path) ?? []), request.at]);
     }
-    const gaps = [...polls.values()].flatMap((times) =>
-      times.slice(1).map((at, i) => at - (times[i] ?? 0)),
-    );
+    const gaps = [...polls.values()].flatMap((times) => times.slice(1).map((at, i) => at - (times[i] ?? 0)));
     expect(gaps.filter((gap) => gap < INTERVAL_MS * 0.9)).toEqual([]);
   }, 180_000);
 });
 
 describe("Redis lost and back", () => {
   it("delivers every id of 20 waits while Redis is stopped and restarted, with one charge each", async () => {
-    const sandbox = await sandboxFor({ timings: { queuedMs: 1000, processingMs: 6000 } });
-    const clients = await clientsOf(await replicas(sandbox, 2), sandbox.keys.paid);
+    const sandbox = await sandboxFor({
+      rateLimit: { limit: 60, windowMs: 6000 },
+      timings: { queuedMs: 1000, processingMs: 6000 },
+    });
+    const servers = await replicas(sandbox, 2);
+    const clients = await clientsOf(servers, sandbox.keys.paid);
     const waits = Array.from({ length: 20 }, (_, i) =>
       call(clients[i % 2]!, "generate_video", {
         prompt: `through the outage ${i}`,
@@ -190,6 +191,8 @@ describe("Redis lost and back", () => {
     expect(answers.filter((answer) => answer["status"] === "completed")).toHaveLength(20);
     expect(new Set(answers.map((answer) => answer["video_id"])).size).toBe(20);
     expect(count(sandbox, "generate")).toBe(20);
+    // Both rejoined: ready again, so a load balancer sends them calls.
+    for (const server of servers) expect((await fetch(new URL("/readyz", server.url))).status).toBe(200);
   }, 150_000);
 });
 
