@@ -22,6 +22,7 @@ import { buildMinimalSdkServer } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
+import { replicasBench, replicasTable } from "./replicas.mjs";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const N = {
@@ -38,6 +39,8 @@ const N = {
 };
 /** Time scaling of the waiting benchmark: 60 requests per WINDOW_MS, polls every INTERVAL_MS (spec 60 s / 5 s). */
 const WAIT = { windowMs: 3000, intervalMs: 250, ks: [1, 10, 50] };
+/** Replicas sharing state on Redis, at the same time scale: K waits over each replica count. */
+const REPLICAS = { ks: [10, 50, 100], replicaCounts: [1, 2, 4] };
 const UPLOAD_LIMIT = 10 * 1024 * 1024;
 /** Concurrent clients of the HTTP comparison (the server's per-key cap is raised above it for the bench). */
 const HTTP_CLIENTS = 32;
@@ -365,6 +368,15 @@ log(
   };
 }
 
+// --- replicas sharing state on Redis -----------------------------------------------------------------------
+log(`replicas: K = ${REPLICAS.ks.join(", ")} over ${REPLICAS.replicaCounts.join(", ")} replicas, one Redis`);
+results.replicas = await replicasBench({
+  ...REPLICAS,
+  windowMs: WAIT.windowMs,
+  intervalMs: WAIT.intervalMs,
+  log,
+});
+
 rmSync(tmp, { recursive: true, force: true });
 
 // --- report ----------------------------------------------------------------------------------------------
@@ -567,7 +579,10 @@ const notes = [
   `memory: ${N.memoryRounds} fresh servers per variant, ${me.calls} calls each, RSS sampled every ${me.block}; mix: ${me.mix}.`,
   `total bench time ${elapsedS.toFixed(0)} s${QUICK ? " (BENCH_QUICK=1: reduced repetitions)" : ""}.`,
 ];
-process.stdout.write(`\n${table}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
+const replicasSection = r.replicas.skipped
+  ? `replicas: skipped (${r.replicas.skipped})`
+  : `replicas (one round; waits spread round-robin; time scaled as the waiting rows):\n\n${replicasTable(r.replicas.rows)}`;
+process.stdout.write(`\n${table}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n\n${replicasSection}\n`);
 
 const output = {
   command: "npm run bench",
