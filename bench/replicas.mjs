@@ -59,7 +59,7 @@ export async function startRedisServer() {
 }
 
 /** One scenario: `k` waits over `replicas` replicas; `redisUrl` undefined = the single-process baseline. */
-export async function replicasScenario({ k, replicas, windowMs, intervalMs, redisUrl }) {
+export async function replicasScenario({ k, replicas, windowMs, intervalMs, redisUrl, everywhere = false }) {
   const setup = await prepare({ k, windowMs, intervalMs });
   const nodes = [];
   try {
@@ -77,10 +77,14 @@ export async function replicasScenario({ k, replicas, windowMs, intervalMs, redi
     }
     const timeoutMs = 10 * windowMs + 20 * intervalMs;
     const detected = new Map();
+    // Round-robin: one waiter per task. Everywhere: every replica waits on every task (a caller per replica).
+    const waits = setup.videoIds.flatMap((id, i) =>
+      (everywhere ? nodes : [nodes[i % replicas]]).map((node) => ({ id, node })),
+    );
     await Promise.all(
-      setup.videoIds.map(async (id, i) => {
-        const result = await nodes[i % replicas].poller.wait(id, { timeoutMs });
-        if (result.outcome === "final") detected.set(id, Date.now());
+      waits.map(async ({ id, node }) => {
+        const result = await node.poller.wait(id, { timeoutMs });
+        if (result.outcome === "final" && !detected.has(id)) detected.set(id, Date.now());
       }),
     );
     return score(setup, detected, k);
@@ -111,6 +115,23 @@ export async function replicasBench({ ks, replicaCounts, windowMs, intervalMs, l
       const most = Math.max(...replicaCounts);
       const alone = await replicasScenario({ k, replicas: most, windowMs, intervalMs, redisUrl: undefined });
       rows.push({ k, setup: `${most} replicas, local state each (no Redis)`, ...alone });
+      // Poll sharing: every replica waits on every task.
+      for (const redisUrl of [redis.url, undefined]) {
+        const everywhere = await replicasScenario({
+          k,
+          replicas: most,
+          windowMs,
+          intervalMs,
+          redisUrl,
+          everywhere: true,
+        });
+        const state = redisUrl === undefined ? "local state each (no Redis)" : "Redis";
+        rows.push({
+          k,
+          setup: `${most} replicas, ${state}, every task waited on by all ${most}`,
+          ...everywhere,
+        });
+      }
       log(`  replicas: K=${k} done`);
     }
   } finally {

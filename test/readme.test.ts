@@ -25,6 +25,8 @@ describe("README", () => {
       "GENERATION_OUTPUT_DIR",
       "GENERATION_ALLOWED_DIRS",
       "GENERATION_STATE_DIR",
+      "GENERATION_REDIS_URL",
+      "GENERATION_REDIS_PREFIX",
     ]) {
       expect(readme).toContain(variable);
     }
