@@ -81,6 +81,14 @@ export class RedisBudget implements RateBudget {
   retryDelayMs(headers?: HeaderBag): number {
     return this.local.retryDelayMs(headers);
   }
+
+  /**
+   * The local bucket's estimate: it follows the same headers (the service counts every replica's requests),
+   * so a foreground call that could not be served within its deadline still answers at once.
+   */
+  expectedWaitMs(priority: RequestPriority): number {
+    return this.local.expectedWaitMs(priority);
+  }
 }
 
 /** The answer's rate-limit headers as the observe script takes them. */

@@ -218,8 +218,10 @@ export class PollEngine {
         }
       }
     } finally {
-      // The last waiter here left (or the task ended): another replica may take the poll over at once.
-      if (this.coordinator !== undefined) void this.coordinator.release(loop.videoId);
+      // The last waiter here left: another replica may take the poll over at once. A final task keeps its
+      // lease until it lapses, so no follower polls it again before reading the final status.
+      const final = loop.last !== undefined && isFinalStatus(loop.last.status);
+      if (this.coordinator !== undefined && !final) void this.coordinator.release(loop.videoId);
     }
   }
 
@@ -276,18 +278,21 @@ export class PollEngine {
   }
 
   /**
-   * Another replica polls this task: take the status it stored when it is newer than ours, then wait for its
-   * next one (woken as soon as it is published) before trying the lease again.
+   * Another replica polls this task: take the status it stored when it is newer than ours, wait for its next
+   * one (woken as soon as it is published), and take that before trying the lease again: the poller lets
+   * the lease go once the task is final, and a follower must see the final status rather than poll again.
    */
   private async follow(loop: Loop, coordinator: PollCoordinator): Promise<number | "stop"> {
-    const signal = loop.controller.signal;
+    if (await this.takeShared(loop, coordinator)) return "stop";
+    await coordinator.nextChange(loop.videoId, this.intervalMs, loop.controller.signal);
+    return (await this.takeShared(loop, coordinator)) ? "stop" : 0;
+  }
+
+  /** Delivers the stored status when it is newer than ours; true when this loop is over. */
+  private async takeShared(loop: Loop, coordinator: PollCoordinator): Promise<boolean> {
     const shared = await coordinator.latest(loop.videoId);
-    if (signal.aborted) return "stop";
-    if (shared !== undefined && shared.at > loop.lastAt && this.deliver(loop, shared.video, shared.at)) {
-      return "stop";
-    }
-    await coordinator.nextChange(loop.videoId, this.intervalMs, signal);
-    return 0;
+    if (loop.controller.signal.aborted) return true;
+    return shared !== undefined && shared.at > loop.lastAt && this.deliver(loop, shared.video, shared.at);
   }
 
   /** Hands a good status to every waiter; true when it is final (the waiters are then finished). */
