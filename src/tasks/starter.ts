@@ -148,8 +148,11 @@ export class TaskStarter {
       await this.refreshJournal();
       await this.settleLeftovers(options.deadline);
       if (options.allowDuplicate) return this.sendVideo(body, options);
-      if (this.claims !== undefined) return this.startClaimedVideo(body, options, this.claims);
-      return this.startOnceVideo(body, options);
+      if (this.claims === undefined) return this.startOnceVideo(body, options);
+      return this.startClaimed("video", options, this.claims, {
+        earlier: () => this.liveDuplicate(options),
+        start: () => this.startOnceVideo(body, options),
+      });
     });
   }
 
@@ -167,27 +170,28 @@ export class TaskStarter {
    * one that finds it claimed waits for the started task the claimant mirrors, and answers with it as reused.
    * A claimant that died lets its claim expire; the next one settles the intent it left, as its own.
    */
-  private async startClaimedVideo(
-    body: GenerateVideoBody,
+  private async startClaimed<T>(
+    kind: "video" | "image",
     options: StartOptions,
     claims: StartClaims,
-  ): Promise<StartOutcome> {
+    steps: { earlier: () => Promise<T | undefined>; start: () => Promise<T> },
+  ): Promise<T> {
     const fingerprint = options.fingerprint;
     const giveUpAt = options.deadline ?? this.now() + CLAIM_TTL_MS;
     for (;;) {
       await this.adoptShared(claims, fingerprint, "started");
-      const earlier = await this.liveDuplicate(options);
-      if (earlier) return earlier;
+      const earlier = await steps.earlier();
+      if (earlier !== undefined) return earlier;
       if (await claims.claim(fingerprint, CLAIM_TTL_MS)) {
         try {
           // Between our look and our claim, the last claimant may have finished: look again, now alone.
           await this.adoptShared(claims, fingerprint, "both");
-          return await this.startOnceVideo(body, options);
+          return await steps.start();
         } finally {
           await claims.unclaim(fingerprint);
         }
       }
-      if (this.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere();
+      if (this.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere(kind);
       await this.sleep(CLAIM_RETRY_MS, options.signal);
     }
   }
@@ -233,21 +237,33 @@ export class TaskStarter {
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true }));
     return this.track(key, async () => {
       await this.refreshJournal();
-      if (!options.allowDuplicate) {
-        const earlier = this.journal.findDuplicate(options.fingerprint, this.duplicateWindowMs);
-        if (earlier?.kind === "image") {
-          this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
-          const raw = earlier.result ?? {};
-          return { result: undefined, image_urls: stringArray(raw["image_urls"]), reused: true, raw };
-        }
-        const lost = this.journal.pendingIntent(options.fingerprint);
-        if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
-          // The service keeps no image history to settle this with: only the user can say.
-          throw unsettledImage(lost, this.now());
-        }
-      }
-      return this.sendImage(body, options);
+      if (options.allowDuplicate) return this.sendImage(body, options);
+      if (this.claims === undefined) return this.startOnceImage(body, options);
+      return this.startClaimed("image", options, this.claims, {
+        earlier: async () => this.imageDuplicate(options.fingerprint),
+        start: () => this.startOnceImage(body, options),
+      });
     });
+  }
+
+  /** The identical image request of the duplicate window, as its answer (the journal keeps the URLs). */
+  private imageDuplicate(fingerprint: string): ImageStartOutcome | undefined {
+    const earlier = this.journal.findDuplicate(fingerprint, this.duplicateWindowMs);
+    if (earlier?.kind !== "image") return undefined;
+    this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
+    const raw = earlier.result ?? {};
+    return { result: undefined, image_urls: stringArray(raw["image_urls"]), reused: true, raw };
+  }
+
+  private async startOnceImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
+    const earlier = this.imageDuplicate(options.fingerprint);
+    if (earlier) return earlier;
+    const lost = this.journal.pendingIntent(options.fingerprint);
+    if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
+      // The service keeps no image history to settle this with: only the user can say.
+      throw unsettledImage(lost, this.now());
+    }
+    return this.sendImage(body, options);
   }
 
   /** The identical task of the duplicate window, checked to still exist on this service. */
@@ -578,14 +594,14 @@ function isUnknownTask(error: GenerationError): boolean {
 }
 
 /** An identical start held by another replica did not finish within this call's time. */
-function claimedElsewhere(): GenerationError {
+function claimedElsewhere(kind: "video" | "image"): GenerationError {
+  const tool = kind === "video" ? "generate_video" : "generate_image";
   return new GenerationError(
     "timeout",
-    "An identical generate_video request is being started by another replica of this server and did not finish in time.",
+    `An identical ${tool} request is being started by another replica of this server and did not finish in time.`,
     {
       maybeProcessed: true,
-      nextStep:
-        "Call generate_video again with the same arguments in a moment: it returns that task instead of paying again.",
+      nextStep: `Call ${tool} again with the same arguments in a moment: it returns that result instead of paying again.`,
     },
   );
 }

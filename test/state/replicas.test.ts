@@ -111,6 +111,17 @@ describe("the duplicate guard across replicas", () => {
     expect(count(sandbox, "generate")).toBe(1);
   });
 
+  it("starts one image for the same generate_image sent to two replicas at once; both get its URLs", async () => {
+    const sandbox = await sandboxFor({});
+    const clients = await clientsOf(await replicas(sandbox, 2), sandbox.keys.paid);
+    const request = { prompt: "two replicas, one lantern" };
+    const answers = await Promise.all(clients.map((client) => call(client, "generate_image", request)));
+    expect(answers[0]?.["image_urls"]).toEqual(expect.arrayContaining([expect.any(String)]));
+    expect(answers[1]?.["image_urls"]).toEqual(answers[0]?.["image_urls"]);
+    expect(answers.map((answer) => answer["reused"] === true).sort()).toEqual([false, true]);
+    expect(count(sandbox, "generate-image")).toBe(1);
+  });
+
   it("after kill -9 of the replica that started a task mid-wait, another replica finds and delivers it", async () => {
     const sandbox = await sandboxFor({ timings: { queuedMs: 500, processingMs: 4000 } });
     const [first, second] = await replicas(sandbox, 2);
