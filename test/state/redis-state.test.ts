@@ -169,6 +169,22 @@ describe("poll sharing and start claims", () => {
 });
 
 describe("without Redis", () => {
+  it("does not wait on a Redis that stops answering: each command gives up after its timeout", async () => {
+    const a = await replica();
+    // Redis holds every client's commands (as a stalled server would) for longer than the command timeout.
+    const pause = new Redis(redis.url, { lazyConnect: true });
+    await pause.connect();
+    try {
+      await pause.call("CLIENT", "PAUSE", "4000", "ALL");
+      await a.budget.acquire("foreground");
+      expect(await a.polls?.lead("vid-slow", 5000)).toBe(true);
+      expect(await a.claims?.claim("fp-slow", 60_000)).toBe(true);
+    } finally {
+      await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
+      pause.disconnect();
+    }
+  });
+
   it("goes on with local state, reports not ready, and rejoins when Redis is back", async () => {
     const a = await replica();
     expect(a.hub.ready()).toBe(true);
