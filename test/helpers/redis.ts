@@ -27,8 +27,9 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-export async function startRedis(): Promise<RedisProcess> {
-  const port = await freePort();
+/** Starts redis-server on `port` (a free one by default). */
+export async function startRedis(port?: number): Promise<RedisProcess> {
+  port ??= await freePort();
   let child = await spawnRedis(port);
   return {
     port,

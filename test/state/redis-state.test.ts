@@ -12,7 +12,7 @@ import type { VideoStatus } from "../../src/api/types.js";
 import { Logger } from "../../src/logger.js";
 import { connectRedis } from "../../src/state/redis.js";
 import type { SharedState, StateHub } from "../../src/state/shared-state.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import { freePort, startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const API_KEY = "sk-live-shared-state-0123456789";
 const TARGET = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: API_KEY };
@@ -182,6 +182,26 @@ describe("without Redis", () => {
     } finally {
       await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
       pause.disconnect();
+    }
+  });
+
+  it("starts without Redis, not ready, and becomes ready once Redis comes up", async () => {
+    const port = await freePort();
+    const hub = await connectRedis(
+      { url: `redis://127.0.0.1:${port}`, prefix: PREFIX },
+      new Logger("debug", (line) => logs.push(line)),
+    );
+    hubs.push(hub);
+    expect(hub.ready()).toBe(false);
+    expect(logs.join("\n")).toContain(`Redis at redis://127.0.0.1:${port} did not answer at start`);
+    const late = await startRedis(port);
+    try {
+      await vi.waitFor(() => expect(hub.ready()).toBe(true), { timeout: 10_000 });
+      const state = hub.forKey(TARGET, { local: new TokenBucketBudget() });
+      expect(await state.claims?.claim("fp-late", 60_000)).toBe(true);
+      expect(await state.claims?.claim("fp-late", 60_000)).toBe(false);
+    } finally {
+      await late.stop();
     }
   });
 
