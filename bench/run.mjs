@@ -23,6 +23,7 @@ import { writePngUnder } from "./png.mjs";
 import { previewsBench, previewRows } from "./previews.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
+import { replicasBench, replicasTable } from "./replicas.mjs";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const N = {
@@ -41,6 +42,8 @@ const N = {
 };
 /** Time scaling of the waiting benchmark: 60 requests per WINDOW_MS, polls every INTERVAL_MS (spec 60 s / 5 s). */
 const WAIT = { windowMs: 3000, intervalMs: 250, ks: [1, 10, 50] };
+/** Replicas sharing state on Redis, at the same time scale: K waits over each replica count. */
+const REPLICAS = { ks: [10, 50, 100], replicaCounts: [1, 2, 4] };
 const UPLOAD_LIMIT = 10 * 1024 * 1024;
 /** Concurrent clients of the HTTP comparison (the server's per-key cap is raised above it for the bench). */
 const HTTP_CLIENTS = 32;
@@ -376,6 +379,15 @@ log(
   };
 }
 
+// --- replicas sharing state on Redis -----------------------------------------------------------------------
+log(`replicas: K = ${REPLICAS.ks.join(", ")} over ${REPLICAS.replicaCounts.join(", ")} replicas, one Redis`);
+results.replicas = await replicasBench({
+  ...REPLICAS,
+  windowMs: WAIT.windowMs,
+  intervalMs: WAIT.intervalMs,
+  log,
+});
+
 rmSync(tmp, { recursive: true, force: true });
 
 // --- report ----------------------------------------------------------------------------------------------
@@ -584,7 +596,12 @@ notes.splice(
   0,
   `previews: ${N.previewRounds} fresh server pairs per size, ${N.previewCalls} interleaved pairs each; see bench/previews.mjs.`,
 );
-process.stdout.write(`\n${table}\n\n${previewTable}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
+const replicasSection = r.replicas.skipped
+  ? `replicas: skipped (${r.replicas.skipped})`
+  : `replicas (one round; waits spread round-robin; time scaled as the waiting rows):\n\n${replicasTable(r.replicas.rows)}`;
+process.stdout.write(
+  `\n${table}\n\n${previewTable}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n\n${replicasSection}\n`,
+);
 
 const output = {
   command: "npm run bench",

@@ -17,6 +17,7 @@ import {
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import type { ServiceTarget } from "./runtime.js";
+import type { StateHub } from "./state/shared-state.js";
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
 declare const __GENERATION_MCP_VERSION__: string | undefined;
@@ -61,6 +62,8 @@ Options (each mirrors an environment variable; flags win):
   --previews on|off              GENERATION_PREVIEWS           image previews in results, default on
   --preview-max-side N           GENERATION_PREVIEW_MAX_SIDE   longest preview side in px, default 1024
   --resource-links on|off        GENERATION_RESOURCE_LINKS     resource_link items for media, default off
+  --redis-url URL                GENERATION_REDIS_URL     replicas share rate budget, polls and duplicate guard
+  --redis-prefix P               GENERATION_REDIS_PREFIX  prefix of every Redis key, default generation-mcp:
 The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
 `;
 
@@ -127,7 +130,8 @@ async function main(argv: string[]): Promise<number> {
     import("./server.js"),
     import("./transports/stdio.js"),
   ]);
-  const runtime = await createRuntime(config, target, logger, VERSION);
+  const hub = await openSharedState(config, logger);
+  const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
   const server = createServer(VERSION, runtime.depsFactory, { tasks: runtime.tasks });
 
   let closing = false;
@@ -138,7 +142,7 @@ async function main(argv: string[]): Promise<number> {
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
     await runtime.close().catch(() => undefined);
-    await Promise.allSettled([server.close(), closeSandbox()]);
+    await Promise.allSettled([server.close(), closeSandbox(), hub?.close()]);
     process.exit(0);
   };
   server.onclose = () => void shutdown();
@@ -165,8 +169,9 @@ async function serveHttp(
     import("./transports/http.js"),
   ]);
   const gateway = http.tokenHashes !== undefined;
+  const hub = await openSharedState(config, logger);
   const pool = new RuntimePool({
-    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION),
+    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION, {}, hub),
     maxConcurrentPerKey: http.maxConcurrentPerKey,
   });
   const server = await startHttpServer({
@@ -175,6 +180,7 @@ async function serveHttp(
     logger,
     pool,
     serverKey: gateway ? target.apiKey : undefined,
+    ...(hub !== undefined && { sharedStateReady: () => hub.ready() }),
   });
   let closing = false;
   const shutdown = async () => {
@@ -182,7 +188,7 @@ async function serveHttp(
     closing = true;
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     await server.close().catch(() => undefined);
-    await closeSandbox().catch(() => undefined);
+    await Promise.allSettled([closeSandbox(), hub?.close()]);
     process.exit(0);
   };
   process.on("SIGINT", () => void shutdown());
@@ -192,6 +198,19 @@ async function serveHttp(
     : "each caller sends its own service key as Authorization: Bearer";
   logger.info(`generation-mcp ${VERSION} serving MCP at ${server.url} (${mode})`);
   return -1;
+}
+
+/**
+ * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk). The
+ * address may carry a password: that is registered with the redaction point (the rest of the address is not
+ * a secret, and masking it would mask every loopback address in the logs).
+ */
+async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
+  if (config.redis === undefined) return undefined;
+  const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
+  if (password !== "") registerSecret(decodeURIComponent(password));
+  const { connectRedis } = await import("./state/redis.js");
+  return connectRedis(config.redis, logger);
 }
 
 main(process.argv.slice(2)).then(

@@ -29,6 +29,15 @@ export interface Config {
   previewMaxSide: number;
   /** MCP `resource_link` content for finished media (off by default: some clients reject the whole result). */
   resourceLinks: boolean;
+  /** Shared state on Redis for many replicas (GENERATION_REDIS_URL); undefined: all state is local. */
+  redis: RedisConfig | undefined;
+}
+
+export interface RedisConfig {
+  /** redis:// or rediss:// address; may carry a password, so it is a secret and never logged whole. */
+  url: string;
+  /** Every key starts with it, so several deployments can share one Redis. */
+  prefix: string;
 }
 
 export interface HttpConfig {
@@ -71,7 +80,11 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--previews": "GENERATION_PREVIEWS",
   "--preview-max-side": "GENERATION_PREVIEW_MAX_SIDE",
   "--resource-links": "GENERATION_RESOURCE_LINKS",
+  "--redis-url": "GENERATION_REDIS_URL",
+  "--redis-prefix": "GENERATION_REDIS_PREFIX",
 };
+
+export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
 
 /** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
 export const DEFAULT_HTTP_PORT = 8080;
@@ -147,6 +160,21 @@ const schema = z.object({
     numberText(z.number().int("must be a whole number of pixels").min(64).max(2000)).optional(),
   ),
   GENERATION_RESOURCE_LINKS: onOffText,
+  GENERATION_REDIS_URL: optionalText.pipe(
+    z
+      .string()
+      .refine(
+        (value) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol),
+        "must be a redis:// or rediss:// address, e.g. redis://127.0.0.1:6379",
+      )
+      .optional(),
+  ),
+  GENERATION_REDIS_PREFIX: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9:_.-]{1,64}$/, "must be 1 to 64 letters, digits or : _ . -")
+      .optional(),
+  ),
 });
 
 export interface LoadConfigInput {
@@ -208,6 +236,13 @@ export function loadConfig({
     previews: isOn(values.GENERATION_PREVIEWS, true),
     previewMaxSide: values.GENERATION_PREVIEW_MAX_SIDE ?? DEFAULT_PREVIEW_MAX_SIDE,
     resourceLinks: isOn(values.GENERATION_RESOURCE_LINKS, false),
+    redis:
+      values.GENERATION_REDIS_URL === undefined
+        ? undefined
+        : {
+            url: values.GENERATION_REDIS_URL,
+            prefix: values.GENERATION_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX,
+          },
   };
   if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {

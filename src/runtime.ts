@@ -17,6 +17,7 @@ import { Journal } from "./tasks/journal.js";
 import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
+import { LOCAL_STATE, type StateHub } from "./state/shared-state.js";
 import type { ToolContext } from "./tools/define-tool.js";
 import { TOOLS } from "./tools/index.js";
 
@@ -63,8 +64,12 @@ export async function createRuntime(
   version: string,
   /** Tests tighten timeouts and retries here; the CLI uses the defaults. */
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries" | "uploadTimeoutMs">> = {},
+  /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
+  hub: StateHub = LOCAL_STATE,
 ): Promise<Runtime> {
-  const budget = new TokenBucketBudget();
+  // The embedded sandbox lives and dies with this process: nothing of it is shared.
+  const shared = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local: new TokenBucketBudget() });
+  const budget = shared.budget;
   const client = new GenerationClient({
     baseUrl: target.baseUrl,
     apiKey: target.apiKey,
@@ -77,8 +82,13 @@ export async function createRuntime(
   const journal = target.ephemeral
     ? Journal.inMemory({ logger: log })
     : await Journal.open(journalDir(config.stateDir, target), { logger: log });
-  const poller = new PollEngine({ api: client, intervalMs: config.pollIntervalMs, logger: log });
-  const starter = new TaskStarter({ api: client, journal, budget, logger: log });
+  const poller = new PollEngine({
+    api: client,
+    intervalMs: config.pollIntervalMs,
+    logger: log,
+    coordinator: shared.polls,
+  });
+  const starter = new TaskStarter({ api: client, journal, budget, logger: log, claims: shared.claims });
 
   const stopping = new AbortController();
   const running = new Set<Promise<unknown>>();

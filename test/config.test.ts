@@ -233,3 +233,31 @@ describe("previews and media links", () => {
     );
   });
 });
+
+describe("shared state on Redis", () => {
+  const base = { GENERATION_API_KEY: "k", GENERATION_BASE_URL: "http://127.0.0.1:8787/api/v1" };
+
+  it("is off unless GENERATION_REDIS_URL (or --redis-url) is set; the prefix defaults to generation-mcp:", () => {
+    expect(loadConfig({ env: base }).redis).toBeUndefined();
+    expect(loadConfig({ env: { ...base, GENERATION_REDIS_URL: "redis://127.0.0.1:6379" } }).redis).toEqual({
+      url: "redis://127.0.0.1:6379",
+      prefix: "generation-mcp:",
+    });
+    const flagged = loadConfig({
+      env: { ...base, GENERATION_REDIS_URL: "redis://ignored:1" },
+      flags: { "--redis-url": "rediss://cache.internal:6380/2", "--redis-prefix": "team-a:" },
+    });
+    expect(flagged.redis).toEqual({ url: "rediss://cache.internal:6380/2", prefix: "team-a:" });
+  });
+
+  it("refuses an address that is not redis:// or rediss://, and a prefix with other characters", () => {
+    expect(() => loadConfig({ env: { ...base, GENERATION_REDIS_URL: "http://127.0.0.1:6379" } })).toThrow(
+      /^GENERATION_REDIS_URL \(or --redis-url\): must be a redis:\/\/ or rediss:\/\/ address/,
+    );
+    expect(() =>
+      loadConfig({
+        env: { ...base, GENERATION_REDIS_URL: "redis://127.0.0.1:6379", GENERATION_REDIS_PREFIX: "a b" },
+      }),
+    ).toThrow(/^GENERATION_REDIS_PREFIX \(or --redis-prefix\): /);
+  });
+});

@@ -28,6 +28,8 @@ describe("README", () => {
       "GENERATION_PREVIEWS",
       "GENERATION_PREVIEW_MAX_SIDE",
       "GENERATION_RESOURCE_LINKS",
+      "GENERATION_REDIS_URL",
+      "GENERATION_REDIS_PREFIX",
     ]) {
       expect(readme).toContain(variable);
     }

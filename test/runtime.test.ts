@@ -61,6 +61,7 @@ describe("journal per service", () => {
         previews: true,
         previewMaxSide: 1024,
         resourceLinks: false,
+        redis: undefined,
       };
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");

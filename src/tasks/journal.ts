@@ -149,6 +149,17 @@ export class Journal {
     return tasks.slice(Math.max(0, tasks.length - (limit ?? tasks.length))).reverse();
   }
 
+  /** Whether this very line (same phase, key and id) is already here: for copies from another replica. */
+  knows(entry: JournalEntry): boolean {
+    return this.entries.some(
+      (known) =>
+        known.phase === entry.phase &&
+        known.key === entry.key &&
+        known.id === entry.id &&
+        known.fingerprint === entry.fingerprint,
+    );
+  }
+
   has(id: string): boolean {
     return this.entries.some((entry) => entry.id === id && isTask(entry));
   }
@@ -186,7 +197,7 @@ export class Journal {
     this.needsNewline = text.length > 0 && !text.endsWith("\n");
     this.entries = [];
     for (const line of text.split("\n")) {
-      const entry = parseEntry(line);
+      const entry = parseJournalLine(line);
       if (entry) this.entries.push(entry);
     }
   }
@@ -305,7 +316,8 @@ function isVoided(entry: JournalEntry, voided: Voided): boolean {
   );
 }
 
-function parseEntry(line: string): JournalEntry | undefined {
+/** One journal line (or a mirrored copy of it), checked; undefined when it is not a valid entry. */
+export function parseJournalLine(line: string): JournalEntry | undefined {
   if (line.trim() === "") return undefined;
   let value: unknown;
   try {

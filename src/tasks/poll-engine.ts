@@ -7,6 +7,7 @@
 import { GenerationError } from "../api/errors.js";
 import type { GenerationApi, VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
+import type { PollCoordinator } from "../state/shared-state.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
 import { sleep } from "../sleep.js";
@@ -52,6 +53,8 @@ export interface PollEngineOptions {
    * here, least recently polled id first, so no task starves when the budget cannot poll them all. Default 8.
    */
   maxConcurrentPolls?: number;
+  /** Shares each task's poll with other replicas (Redis); undefined: this process polls alone. */
+  coordinator?: PollCoordinator | undefined;
 }
 
 /** No wait may last longer than this, whatever the caller asks. */
@@ -60,6 +63,11 @@ export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
 const MAX_RATE_LIMIT_WAIT_MS = 65_000;
 /** Ids whose last poll time is remembered for fairness, beyond the ones being polled. */
 const POLL_HISTORY_SIZE = 1000;
+/**
+ * A poll lease lasts this many intervals: the replica that holds it renews it at every poll, so it only
+ * lapses when that replica stops (or waits that long for its rate budget); then another one takes over.
+ */
+const LEASE_INTERVALS = 3;
 
 interface Waiter {
   startedAt: number;
@@ -96,6 +104,7 @@ export class PollEngine {
   private readonly maxBackoffMs: number;
   private readonly random: () => number;
   private readonly maxConcurrentPolls: number;
+  private readonly coordinator: PollCoordinator | undefined;
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
   private readonly lastPolled = new Map<string, number>();
@@ -111,6 +120,7 @@ export class PollEngine {
     this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
     this.random = options.random ?? Math.random;
     this.maxConcurrentPolls = Math.max(1, options.maxConcurrentPolls ?? 8);
+    this.coordinator = options.coordinator;
   }
 
   /** Ids being polled right now. */
@@ -187,53 +197,114 @@ export class PollEngine {
     return loop;
   }
 
-  /** Polls until the task is final, a permanent error comes, or no waiter is left (each has a deadline). */
+  /**
+   * Polls until the task is final, a permanent error comes, or no waiter is left (each has a deadline). With a
+   * coordinator, only the replica holding the task's lease polls; the others follow what it publishes.
+   */
   private async run(loop: Loop): Promise<void> {
     const signal = loop.controller.signal;
-    while (!signal.aborted) {
-      let delay = this.intervalMs;
-      try {
-        await this.takeTurn(loop);
-      } catch {
-        return;
-      }
-      try {
-        const video = await this.api
-          .getVideo(loop.videoId, { priority: "background", signal })
-          .finally(() => this.endTurn(loop));
-        if (signal.aborted) return;
-        loop.last = video;
-        loop.lastAt = this.now();
-        loop.lastError = undefined;
-        loop.failures = 0;
-        for (const waiter of [...loop.waiters]) this.notify(waiter, loop, undefined);
-        if (isFinalStatus(video.status)) {
-          for (const waiter of [...loop.waiters]) this.finish(loop, waiter, "final");
+    try {
+      while (!signal.aborted) {
+        const next =
+          this.coordinator === undefined ||
+          (await this.coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS))
+            ? await this.pollOnce(loop)
+            : await this.follow(loop, this.coordinator);
+        if (next === "stop" || loop.waiters.size === 0) return;
+        try {
+          await sleep(next, signal);
+        } catch {
           return;
         }
-      } catch (error) {
-        if (signal.aborted) return;
-        if (!(error instanceof GenerationError) || !error.transient) {
-          this.fail(loop, error);
-          return;
-        }
-        loop.lastError = error;
-        loop.failures += 1;
-        delay = this.backoff(loop.failures, error);
-        this.logger("debug", "Status poll failed; backing off.", {
-          video_id: loop.videoId,
-          code: error.code,
-          delay_ms: delay,
-        });
-        for (const waiter of [...loop.waiters]) this.notify(waiter, loop, error);
       }
-      if (loop.waiters.size === 0) return;
-      try {
-        await sleep(delay, signal);
-      } catch {
-        return;
-      }
+    } finally {
+      // The last waiter here left: another replica may take the poll over at once. A final task keeps its
+      // lease until it lapses, so no follower polls it again before reading the final status.
+      const final = loop.last !== undefined && isFinalStatus(loop.last.status);
+      if (this.coordinator !== undefined && !final) void this.coordinator.release(loop.videoId);
     }
+  }
+
+  /** One status request of our own; the delay before the next one, or "stop". */
+  private async pollOnce(loop: Loop): Promise<number | "stop"> {
+    // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
+    // take the poll over and both would ask for the same task.
+    const coordinator = this.coordinator;
+    const keep =
+      coordinator === undefined
+        ? undefined
+        : setInterval(
+            () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
+            this.intervalMs,
+          );
+    try {
+      return await this.pollWithLease(loop);
+    } finally {
+      clearInterval(keep);
+    }
+  }
+
+  private async pollWithLease(loop: Loop): Promise<number | "stop"> {
+    const signal = loop.controller.signal;
+    try {
+      await this.takeTurn(loop);
+    } catch {
+      return "stop";
+    }
+    try {
+      const video = await this.api
+        .getVideo(loop.videoId, { priority: "background", signal })
+        .finally(() => this.endTurn(loop));
+      if (signal.aborted) return "stop";
+      if (this.coordinator !== undefined) void this.coordinator.publish(loop.videoId, video);
+      return this.deliver(loop, video, this.now()) ? "stop" : this.intervalMs;
+    } catch (error) {
+      if (signal.aborted) return "stop";
+      if (!(error instanceof GenerationError) || !error.transient) {
+        this.fail(loop, error);
+        return "stop";
+      }
+      loop.lastError = error;
+      loop.failures += 1;
+      const delay = this.backoff(loop.failures, error);
+      this.logger("debug", "Status poll failed; backing off.", {
+        video_id: loop.videoId,
+        code: error.code,
+        delay_ms: delay,
+      });
+      for (const waiter of [...loop.waiters]) this.notify(waiter, loop, error);
+      return delay;
+    }
+  }
+
+  /**
+   * Another replica polls this task: take the status it stored when it is newer than ours, wait for its next
+   * one (woken as soon as it is published), and take that before trying the lease again: the poller lets
+   * the lease go once the task is final, and a follower must see the final status rather than poll again.
+   */
+  private async follow(loop: Loop, coordinator: PollCoordinator): Promise<number | "stop"> {
+    if (await this.takeShared(loop, coordinator)) return "stop";
+    await coordinator.nextChange(loop.videoId, this.intervalMs, loop.controller.signal);
+    return (await this.takeShared(loop, coordinator)) ? "stop" : 0;
+  }
+
+  /** Delivers the stored status when it is newer than ours; true when this loop is over. */
+  private async takeShared(loop: Loop, coordinator: PollCoordinator): Promise<boolean> {
+    const shared = await coordinator.latest(loop.videoId);
+    if (loop.controller.signal.aborted) return true;
+    return shared !== undefined && shared.at > loop.lastAt && this.deliver(loop, shared.video, shared.at);
+  }
+
+  /** Hands a good status to every waiter; true when it is final (the waiters are then finished). */
+  private deliver(loop: Loop, video: VideoStatus, at: number): boolean {
+    loop.last = video;
+    loop.lastAt = at;
+    loop.lastError = undefined;
+    loop.failures = 0;
+    for (const waiter of [...loop.waiters]) this.notify(waiter, loop, undefined);
+    if (!isFinalStatus(video.status)) return false;
+    for (const waiter of [...loop.waiters]) this.finish(loop, waiter, "final");
+    return true;
   }
 
   /** Resolves when this loop may send its request; rejects when the loop stops first. */

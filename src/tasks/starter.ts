@@ -27,6 +27,7 @@ import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject
 import { resolveVideoModel } from "../models.js";
 import { normalizePrompt } from "./fingerprint.js";
 import type { Journal, JournalEntry } from "./journal.js";
+import type { StartClaims } from "../state/shared-state.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
 import type { Sleep } from "../sleep.js";
@@ -44,6 +45,13 @@ const RECONCILE_RESERVE_MS = 5000;
 const MIN_START_MS = 10_000;
 /** An unsettled intent older than this cannot be a duplicate any more, and the history page would not show it. */
 const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
+/**
+ * How long a replica's claim on starting a fingerprint lasts at most: longer than a start and its settling
+ * take, short enough that the claim of a replica that died mid-start lapses within a tool call or two.
+ */
+const CLAIM_TTL_MS = 60_000;
+/** How often a replica waiting on another's claim looks for the started task. */
+const CLAIM_RETRY_MS = 200;
 
 export const VIDEO_CHARGE_POSSIBLE =
   "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos to check for a task with this prompt (or get_credits) before starting again. An identical generate_video call is safe: it looks in the history first and does not pay twice.";
@@ -90,6 +98,8 @@ export interface TaskStarterOptions {
   sleep?: Sleep;
   logger?: TaskLogger;
   duplicateWindowMs?: number;
+  /** The duplicate guard shared with other replicas (Redis); undefined: this process alone. */
+  claims?: StartClaims | undefined;
 }
 
 type Attempt<T> = (idempotencyKey: string) => Promise<T>;
@@ -103,6 +113,7 @@ export class TaskStarter {
   private readonly sleep: Sleep;
   private readonly logger: TaskLogger;
   private readonly duplicateWindowMs: number;
+  private readonly claims: StartClaims | undefined;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<StartOutcome | ImageStartOutcome>>();
   /** Intents this process wrote: they are not an earlier run's lost answers. */
@@ -118,6 +129,7 @@ export class TaskStarter {
     this.sleep = options.sleep ?? defaultSleep;
     this.logger = options.logger ?? silentLogger;
     this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
+    this.claims = options.claims;
   }
 
   /**
@@ -136,12 +148,72 @@ export class TaskStarter {
       await this.refreshJournal();
       await this.settleLeftovers(options.deadline);
       if (options.allowDuplicate) return this.sendVideo(body, options);
-      const earlier = await this.liveDuplicate(options);
-      if (earlier) return earlier;
-      const lost = this.journal.pendingIntent(options.fingerprint);
-      if (lost?.kind === "video" && lost.key !== undefined) return this.settleAndResend(lost, body, options);
-      return this.sendVideo(body, options);
+      if (this.claims === undefined) return this.startOnceVideo(body, options);
+      return this.startClaimed("video", options, this.claims, {
+        earlier: () => this.liveDuplicate(options),
+        start: () => this.startOnceVideo(body, options),
+      });
     });
+  }
+
+  /** The duplicate guard of one process: an identical earlier task, a lost answer to settle, or a new start. */
+  private async startOnceVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
+    const earlier = await this.liveDuplicate(options);
+    if (earlier) return earlier;
+    const lost = this.journal.pendingIntent(options.fingerprint);
+    if (lost?.kind === "video" && lost.key !== undefined) return this.settleAndResend(lost, body, options);
+    return this.sendVideo(body, options);
+  }
+
+  /**
+   * The duplicate guard across replicas: the replica that claims the fingerprint starts (or settles) the task;
+   * one that finds it claimed waits for the started task the claimant mirrors, and answers with it as reused.
+   * A claimant that died lets its claim expire; the next one settles the intent it left, as its own.
+   */
+  private async startClaimed<T>(
+    kind: "video" | "image",
+    options: StartOptions,
+    claims: StartClaims,
+    steps: { earlier: () => Promise<T | undefined>; start: () => Promise<T> },
+  ): Promise<T> {
+    const fingerprint = options.fingerprint;
+    const giveUpAt = options.deadline ?? this.now() + CLAIM_TTL_MS;
+    for (;;) {
+      await this.adoptShared(claims, fingerprint, "started");
+      const earlier = await steps.earlier();
+      if (earlier !== undefined) return earlier;
+      if (await claims.claim(fingerprint, CLAIM_TTL_MS)) {
+        try {
+          // Between our look and our claim, the last claimant may have finished: look again, now alone.
+          await this.adoptShared(claims, fingerprint, "both");
+          return await steps.start();
+        } finally {
+          await claims.unclaim(fingerprint);
+        }
+      }
+      if (this.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere(kind);
+      await this.sleep(CLAIM_RETRY_MS, options.signal);
+    }
+  }
+
+  /** Copies what another replica recorded for this fingerprint into our journal, so the usual guard sees it. */
+  private async adoptShared(
+    claims: StartClaims,
+    fingerprint: string,
+    what: "started" | "both",
+  ): Promise<void> {
+    const shared = await claims.read(fingerprint);
+    const adopt = what === "both" ? [shared.started, shared.intent] : [shared.started];
+    for (const entry of adopt) {
+      if (entry === undefined || this.journal.knows(entry)) continue;
+      try {
+        await this.journal.append(entry);
+      } catch (error) {
+        this.logger("warning", "Could not copy another replica's start into the journal.", {
+          error: String(error),
+        });
+      }
+    }
   }
 
   /**
@@ -150,6 +222,8 @@ export class TaskStarter {
    */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
+    if (this.claims !== undefined && (await this.claims.read(fingerprint)).started?.kind === kind)
+      return true;
     await this.refreshJournal();
     return this.journal.findDuplicate(fingerprint, this.duplicateWindowMs)?.kind === kind;
   }
@@ -163,21 +237,33 @@ export class TaskStarter {
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true }));
     return this.track(key, async () => {
       await this.refreshJournal();
-      if (!options.allowDuplicate) {
-        const earlier = this.journal.findDuplicate(options.fingerprint, this.duplicateWindowMs);
-        if (earlier?.kind === "image") {
-          this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
-          const raw = earlier.result ?? {};
-          return { result: undefined, image_urls: stringArray(raw["image_urls"]), reused: true, raw };
-        }
-        const lost = this.journal.pendingIntent(options.fingerprint);
-        if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
-          // The service keeps no image history to settle this with: only the user can say.
-          throw unsettledImage(lost, this.now());
-        }
-      }
-      return this.sendImage(body, options);
+      if (options.allowDuplicate) return this.sendImage(body, options);
+      if (this.claims === undefined) return this.startOnceImage(body, options);
+      return this.startClaimed("image", options, this.claims, {
+        earlier: async () => this.imageDuplicate(options.fingerprint),
+        start: () => this.startOnceImage(body, options),
+      });
     });
+  }
+
+  /** The identical image request of the duplicate window, as its answer (the journal keeps the URLs). */
+  private imageDuplicate(fingerprint: string): ImageStartOutcome | undefined {
+    const earlier = this.journal.findDuplicate(fingerprint, this.duplicateWindowMs);
+    if (earlier?.kind !== "image") return undefined;
+    this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
+    const raw = earlier.result ?? {};
+    return { result: undefined, image_urls: stringArray(raw["image_urls"]), reused: true, raw };
+  }
+
+  private async startOnceImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
+    const earlier = this.imageDuplicate(options.fingerprint);
+    if (earlier) return earlier;
+    const lost = this.journal.pendingIntent(options.fingerprint);
+    if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
+      // The service keeps no image history to settle this with: only the user can say.
+      throw unsettledImage(lost, this.now());
+    }
+    return this.sendImage(body, options);
   }
 
   /** The identical task of the duplicate window, checked to still exist on this service. */
@@ -458,6 +544,8 @@ export class TaskStarter {
   private async record(entry: JournalEntry): Promise<void> {
     try {
       await this.journal.append(entry);
+      // Other replicas see the open intent and the started task; the local journal stays the record of ours.
+      await this.claims?.mirror(entry, this.duplicateWindowMs);
     } catch (error) {
       // A start is not refused for it: the task id still reaches the caller in the answer.
       this.logger("error", "Could not write the task journal; this start is not protected against a crash.", {
@@ -503,6 +591,19 @@ function voidOf(entry: JournalEntry): JournalEntry {
 /** The service does not know the id: 404, or the 400 some services give for an unknown id. */
 function isUnknownTask(error: GenerationError): boolean {
   return error.code === "not_found" || (error.code === "validation_error" && error.status === 400);
+}
+
+/** An identical start held by another replica did not finish within this call's time. */
+function claimedElsewhere(kind: "video" | "image"): GenerationError {
+  const tool = kind === "video" ? "generate_video" : "generate_image";
+  return new GenerationError(
+    "timeout",
+    `An identical ${tool} request is being started by another replica of this server and did not finish in time.`,
+    {
+      maybeProcessed: true,
+      nextStep: `Call ${tool} again with the same arguments in a moment: it returns that result instead of paying again.`,
+    },
+  );
 }
 
 function unsettledImage(intent: JournalEntry, now: number): GenerationError {

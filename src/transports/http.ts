@@ -30,6 +30,8 @@ export interface HttpServerOptions {
   pool: RuntimePool;
   /** Gateway mode: the service key the server holds; every admitted caller's calls use it. */
   serverKey?: string | undefined;
+  /** False while the state shared with other replicas (Redis) is unreachable: `/readyz` says not ready. */
+  sharedStateReady?: () => boolean;
 }
 
 export interface HttpServerHandle {
@@ -88,7 +90,15 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return json(res, 200, { status: "ok" });
     }
     if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
-      return json(res, ready ? 200 : 503, { status: ready ? "ready" : stopping ? "stopping" : "starting" });
+      const shared = options.sharedStateReady?.() ?? true;
+      const status = !ready
+        ? stopping
+          ? "stopping"
+          : "starting"
+        : shared
+          ? "ready"
+          : "shared state unavailable";
+      return json(res, ready && shared ? 200 : 503, { status });
     }
     if (!hostAllowed(req.headers.host, allowedHosts)) {
       return json(res, 403, { error: "forbidden", message: "This Host is not served here." });

@@ -20,6 +20,7 @@ import { createRuntime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
 import { createServer } from "../../src/server.js";
+import type { StateHub } from "../../src/state/shared-state.js";
 
 export interface Harness {
   sandbox: SandboxHandle;
@@ -61,6 +62,8 @@ export interface HarnessOptions {
   apiKey?: "paid" | "free" | "poor";
   /** Per-attempt timeout and read retries of the API client (tests keep them small). */
   client?: { timeoutMs?: number; maxRetries?: number };
+  /** State shared with other replicas (a Redis hub); local by default. */
+  hub?: StateHub;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -85,6 +88,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     previews: true,
     previewMaxSide: 1024,
     resourceLinks: false,
+    redis: undefined,
     ...options.config,
   };
   const logs: string[] = [];
@@ -95,6 +99,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logger,
     "test",
     { timeoutMs: 2000, maxRetries: 1, ...options.client },
+    options.hub,
   );
   const server = createServer("test", runtime.depsFactory);
   const client = new Client(

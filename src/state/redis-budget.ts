@@ -1,0 +1,113 @@
+/**
+ * The key's rate budget shared by every replica: the token bucket lives in Redis and is taken from and fed by
+ * two Lua scripts (redis-scripts.ts), so replicas together stay under the service's limit. When Redis does not
+ * answer, the replica falls back on its own local bucket (always kept seeded from the same headers): calls go
+ * on, at the price of a possible 429 that the usual backoff absorbs.
+ */
+import { AbortedError } from "../api/errors.js";
+import { headerValue, type HeaderBag } from "../api/headers.js";
+import {
+  DEFAULT_MAX_WAIT_MS,
+  MIN_RETRY_DELAY_MS,
+  parseResetHeader,
+  parseRetryAfter,
+  type RateBudget,
+  type TokenBucketBudget,
+} from "../api/rate-budget.js";
+import type { RequestPriority } from "../api/types.js";
+import { sleep } from "../sleep.js";
+
+/** The two scripts, bound to this key's Redis keys. */
+export interface BudgetStore {
+  take(grantId: string, background: boolean, now: number): Promise<number>;
+  observe(grantId: string, reading: BudgetReading): Promise<void>;
+}
+
+export interface BudgetReading {
+  now: number;
+  status: number;
+  /** -1 when the header is absent or unreadable. */
+  limit: number;
+  remaining: number;
+  /** Epoch ms; -1 when unknown. */
+  resetAt: number;
+}
+
+/** Longest one sleep between two takes: another replica's answer may free a token sooner than predicted. */
+const MAX_STEP_MS = 1000;
+const HINTLESS_BACKOFF_MS = 1000;
+
+export class RedisBudget implements RateBudget {
+  /** Grant ids in the order they were given; undefined for a grant of the local fallback. */
+  private readonly grants: Array<string | undefined> = [];
+  private nextGrant = 0;
+
+  constructor(
+    private readonly store: BudgetStore,
+    private readonly local: TokenBucketBudget,
+    private readonly owner: string,
+    private readonly onStoreError: (error: unknown) => void,
+  ) {}
+
+  async acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal?.aborted) throw new AbortedError();
+      const grantId = `${this.owner}:${this.nextGrant++}`;
+      let waitMs: number;
+      try {
+        waitMs = await this.store.take(grantId, priority === "background", Date.now());
+      } catch (error) {
+        this.onStoreError(error);
+        await this.local.acquire(priority, signal);
+        this.grants.push(undefined);
+        return;
+      }
+      if (waitMs <= 0) {
+        this.grants.push(grantId);
+        return;
+      }
+      await sleep(Math.min(waitMs, MAX_STEP_MS), signal);
+    }
+  }
+
+  observe(status: number, headers: HeaderBag): void {
+    const grantId = this.grants.shift();
+    // The local bucket always learns the window too: it is what serves if Redis goes away.
+    this.local.observe(status, headers);
+    if (grantId === undefined) return;
+    this.store.observe(grantId, readHeaders(status, headers, Date.now())).catch(this.onStoreError);
+  }
+
+  retryDelayMs(headers?: HeaderBag): number {
+    return this.local.retryDelayMs(headers);
+  }
+
+  /**
+   * The local bucket's estimate: it follows the same headers (the service counts every replica's requests),
+   * so a foreground call that could not be served within its deadline still answers at once.
+   */
+  expectedWaitMs(priority: RequestPriority): number {
+    return this.local.expectedWaitMs(priority);
+  }
+}
+
+/** The answer's rate-limit headers as the observe script takes them. */
+export function readHeaders(status: number, headers: HeaderBag, now: number): BudgetReading {
+  const count = (name: string) => {
+    const value = Number(headerValue(headers, name));
+    return Number.isFinite(value) && value >= 0 ? Math.floor(value) : -1;
+  };
+  const limit = Math.min(100_000, count("x-ratelimit-limit"));
+  const remaining = count("x-ratelimit-remaining");
+  let resetAt = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) ?? -1;
+  if (status === 429) {
+    const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
+    const until =
+      retryAfter !== undefined ? now + retryAfter : resetAt >= 0 ? resetAt : now + HINTLESS_BACKOFF_MS;
+    resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
+  } else if (remaining === 0 && resetAt < 0) {
+    // "Nothing left" with no reset we can read: probe again soon rather than hold every replica a minute.
+    resetAt = now + HINTLESS_BACKOFF_MS;
+  }
+  return { now, status, limit: limit > 0 ? limit : -1, remaining, resetAt };
+}

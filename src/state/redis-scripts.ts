@@ -1,0 +1,125 @@
+/**
+ * The Lua scripts that keep the shared invariants atomic on Redis: one script per invariant, named after it.
+ * Times are the caller's epoch milliseconds (replicas of one deployment share a clock closely enough for a
+ * budget whose windows are seconds long). Every write renews the key's TTL, so nothing outlives its use.
+ */
+
+/**
+ * budget_take: grants one request of the key's budget, or says how long to wait. The same rules as the local
+ * TokenBucketBudget: before any header, requests are spaced evenly at the assumed limit; once seeded, the
+ * tokens are the window's remaining requests, foreground calls may spend them all, background polls only
+ * those above the reserve, spread over what is left of the window.
+ * KEYS: budget hash, in-flight sorted set. ARGV: now, background (0/1), reserve fraction, assumed limit,
+ * grant id, ttl ms. Returns 0 when granted, else the milliseconds to wait.
+ */
+export const BUDGET_TAKE = `
+local now = tonumber(ARGV[1])
+local background = ARGV[2] == "1"
+local reserveFraction = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[6])
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
+local inflight = redis.call("ZCARD", KEYS[2])
+local b = redis.call("HMGET", KEYS[1], "limit", "seeded", "remaining", "reset_at", "next_paced_at", "last_bg_at")
+local limit = tonumber(b[1]) or tonumber(ARGV[4])
+local seeded = b[2] == "1"
+local remaining = tonumber(b[3]) or 0
+local resetAt = tonumber(b[4]) or 0
+local nextPaced = tonumber(b[5]) or 0
+local lastBg = tonumber(b[6]) or -1e15
+if seeded and now >= resetAt then
+  remaining = math.max(0, limit - inflight)
+  resetAt = now + 60000
+end
+local at
+if not seeded then
+  at = math.max(now, nextPaced)
+else
+  local reserve = math.min(limit - 1, math.max(1, math.ceil(limit * reserveFraction)))
+  local usable = remaining
+  if background then usable = remaining - reserve end
+  if usable < 1 then
+    at = math.max(resetAt, now + 1)
+  elseif not background then
+    at = now
+  else
+    at = math.max(now, lastBg + math.max(0, resetAt - now) / usable)
+  end
+end
+if at <= now then
+  redis.call("ZADD", KEYS[2], now, ARGV[5])
+  if seeded then remaining = remaining - 1 else nextPaced = now + 60000 / limit end
+  if background then lastBg = now end
+end
+redis.call("HSET", KEYS[1], "limit", limit, "seeded", seeded and "1" or "0", "remaining", remaining,
+  "reset_at", resetAt, "next_paced_at", nextPaced, "last_bg_at", lastBg)
+redis.call("PEXPIRE", KEYS[1], ttl)
+redis.call("PEXPIRE", KEYS[2], ttl)
+if at <= now then return 0 end
+return math.ceil(at - now)
+`;
+
+/**
+ * budget_observe: feeds one answer back. ARGV: now, grant id, status (0 = no answer), header limit,
+ * header remaining, reset epoch ms (-1 = none; the caller has already read the headers and applied its
+ * fallbacks), ttl ms. A 429 empties the window until the reset; a remaining count seeds or lowers the tokens,
+ * less the requests still in flight on every replica.
+ */
+export const BUDGET_OBSERVE = `
+local now = tonumber(ARGV[1])
+local status = tonumber(ARGV[3])
+local headerLimit = tonumber(ARGV[4])
+local headerRemaining = tonumber(ARGV[5])
+local reset = tonumber(ARGV[6])
+local ttl = tonumber(ARGV[7])
+redis.call("ZREM", KEYS[2], ARGV[2])
+if status == 0 then return 0 end
+local b = redis.call("HMGET", KEYS[1], "limit", "seeded", "remaining", "reset_at")
+local limit = tonumber(b[1]) or 60
+if headerLimit > 0 then limit = headerLimit end
+local seeded = b[2] == "1"
+local remaining = tonumber(b[3]) or 0
+local resetAt = tonumber(b[4]) or 0
+if status == 429 then
+  redis.call("HSET", KEYS[1], "limit", limit, "seeded", "1", "remaining", 0, "reset_at", reset)
+  redis.call("PEXPIRE", KEYS[1], ttl)
+  return 0
+end
+if headerRemaining < 0 then
+  redis.call("HSET", KEYS[1], "limit", limit)
+  redis.call("PEXPIRE", KEYS[1], ttl)
+  return 0
+end
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
+local inflight = redis.call("ZCARD", KEYS[2])
+if seeded and now >= resetAt then
+  remaining = math.max(0, limit - inflight)
+  resetAt = now + 60000
+end
+local fromHeader = math.max(0, headerRemaining - inflight)
+if reset < 0 then reset = now + 60000 end
+if (not seeded) or reset > resetAt + 1000 then
+  remaining = math.min(fromHeader, limit)
+else
+  remaining = math.min(remaining, fromHeader)
+end
+redis.call("HSET", KEYS[1], "limit", limit, "seeded", "1", "remaining", remaining, "reset_at", reset)
+redis.call("PEXPIRE", KEYS[1], ttl)
+return 0
+`;
+
+/**
+ * poll_lead: takes the lease on a task's poll when it is free, or renews it when it is already ours.
+ * KEYS: lease. ARGV: owner, ttl ms. Returns 1 when this owner holds the lease now.
+ */
+export const POLL_LEAD = `
+local holder = redis.call("GET", KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return 1
+`;
+
+/** release_if_owner: deletes a lease or claim only while it is still this owner's. KEYS: key. ARGV: owner. */
+export const RELEASE_IF_OWNER = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0
+`;

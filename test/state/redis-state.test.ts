@@ -1,0 +1,228 @@
+/**
+ * The Redis implementation of the shared state, against a real redis-server: two hubs stand for two
+ * replicas. One token bucket for both (Lua), one poll lease and its wake-ups, one claim per start; keys carry
+ * a hash of the service key, never the key, and all expire; with Redis gone every part falls back on local
+ * state instead of failing, and the hub reports ready again once Redis is back.
+ */
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { AbortedError } from "../../src/api/errors.js";
+import { TokenBucketBudget } from "../../src/api/rate-budget.js";
+import type { VideoStatus } from "../../src/api/types.js";
+import { Logger } from "../../src/logger.js";
+import { connectRedis } from "../../src/state/redis.js";
+import type { SharedState, StateHub } from "../../src/state/shared-state.js";
+import { freePort, startRedis, type RedisProcess } from "../helpers/redis.js";
+
+const API_KEY = "sk-live-shared-state-0123456789";
+const TARGET = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: API_KEY };
+const PREFIX = "gm-test:";
+
+let redis: RedisProcess;
+let inspect: Redis;
+const hubs: StateHub[] = [];
+const logs: string[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  inspect = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await inspect.connect();
+});
+afterEach(async () => {
+  await Promise.all(hubs.splice(0).map((hub) => hub.close()));
+  await inspect.flushall().catch(() => undefined);
+});
+afterAll(async () => {
+  inspect?.disconnect();
+  await redis?.stop();
+});
+
+async function replica(): Promise<SharedState & { hub: StateHub }> {
+  const hub = await connectRedis(
+    { url: redis.url, prefix: PREFIX },
+    new Logger("debug", (line) => logs.push(line)),
+  );
+  hubs.push(hub);
+  return { hub, ...hub.forKey(TARGET, { local: new TokenBucketBudget() }) };
+}
+
+const windowHeaders = (remaining: number) => ({
+  "x-ratelimit-limit": "10",
+  "x-ratelimit-remaining": String(remaining),
+  "x-ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 60),
+});
+
+async function budgetField(field: string): Promise<string | null> {
+  const [key] = await inspect.keys(`${PREFIX}*:budget`);
+  return key === undefined ? null : inspect.hget(key, field);
+}
+
+const video = (status: string): VideoStatus => ({
+  video_id: "vid-1",
+  status,
+  video_url: undefined,
+  error: undefined,
+  raw: { status },
+});
+
+describe("the shared rate budget", () => {
+  it("is one bucket for all replicas, seeded from the service's headers", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    await a.budget.acquire("foreground");
+    a.budget.observe(200, windowHeaders(9));
+    await vi.waitFor(async () => expect(await budgetField("seeded")).toBe("1"));
+
+    // Nine tokens left, taken from either replica: all granted, and the bucket is empty for both.
+    await Promise.all(
+      Array.from({ length: 9 }, (_, i) => (i % 2 === 0 ? a : b).budget.acquire("foreground")),
+    );
+    expect(await budgetField("remaining")).toBe("0");
+
+    const stop = new AbortController();
+    let granted = false;
+    const tenth = b.budget.acquire("foreground", stop.signal).then(() => (granted = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(granted).toBe(false);
+    stop.abort();
+    await expect(tenth).rejects.toBeInstanceOf(AbortedError);
+  });
+
+  it("keeps the reserve for foreground calls: background polls stop above it", async () => {
+    const a = await replica();
+    await a.budget.acquire("foreground");
+    // Two left, both within the reserve (20 % of 10): only foreground calls may take them.
+    a.budget.observe(200, windowHeaders(2));
+    await vi.waitFor(async () => expect(await budgetField("seeded")).toBe("1"));
+    const stop = new AbortController();
+    let granted = false;
+    const poll = a.budget.acquire("background", stop.signal).then(() => (granted = true));
+    await a.budget.acquire("foreground");
+    expect(granted).toBe(false);
+    stop.abort();
+    await expect(poll).rejects.toBeInstanceOf(AbortedError);
+  });
+
+  it("names its keys by a hash of the service key, never the key, and lets every one expire", async () => {
+    const a = await replica();
+    await a.budget.acquire("foreground");
+    a.budget.observe(200, windowHeaders(5));
+    await a.polls?.publish("vid-1", video("processing"));
+    await a.claims?.claim("fingerprint-1", 60_000);
+    await vi.waitFor(async () => expect(await budgetField("seeded")).toBe("1"));
+    const keys = await inspect.keys("*");
+    expect(keys.length).toBeGreaterThanOrEqual(3);
+    for (const key of keys) {
+      expect(key).toMatch(/^gm-test:[0-9a-f]{16}:/);
+      expect(key).not.toContain(API_KEY);
+      expect(await inspect.pttl(key)).toBeGreaterThan(0);
+      const type = await inspect.type(key);
+      const value = type === "string" ? await inspect.get(key) : JSON.stringify(await inspect.hgetall(key));
+      expect(value ?? "").not.toContain(API_KEY);
+    }
+  });
+});
+
+describe("poll sharing and start claims", () => {
+  it("gives the poll of a task to one replica and wakes the others when it publishes", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
+    expect(await b.polls?.lead("vid-1", 5000)).toBe(false);
+    expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
+
+    const woken = b.polls?.nextChange("vid-1", 60_000, new AbortController().signal);
+    await a.polls?.publish("vid-1", video("completed"));
+    await woken;
+    expect((await b.polls?.latest("vid-1"))?.video.status).toBe("completed");
+
+    await a.polls?.release("vid-1");
+    expect(await b.polls?.lead("vid-1", 5000)).toBe(true);
+  });
+
+  it("lets one replica claim a start; the claim frees only by its owner", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    expect(await a.claims?.claim("fp", 60_000)).toBe(true);
+    expect(await b.claims?.claim("fp", 60_000)).toBe(false);
+    await b.claims?.unclaim("fp");
+    expect(await b.claims?.claim("fp", 60_000)).toBe(false);
+    await a.claims?.unclaim("fp");
+    expect(await b.claims?.claim("fp", 60_000)).toBe(true);
+  });
+
+  it("mirrors the open intent and the started task for the other replicas", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const intent = {
+      kind: "video" as const,
+      phase: "intent" as const,
+      key: "idem-1",
+      id: undefined,
+      fingerprint: "fp",
+      started_at: Date.now(),
+      request: { prompt: "a fox" },
+    };
+    await a.claims?.mirror(intent, 60_000);
+    expect((await b.claims?.read("fp"))?.intent?.key).toBe("idem-1");
+    await a.claims?.mirror({ ...intent, phase: "started", id: "vid-9" }, 60_000);
+    const seen = await b.claims?.read("fp");
+    expect(seen?.started?.id).toBe("vid-9");
+    expect(seen?.intent).toBeUndefined();
+  });
+});
+
+describe("without Redis", () => {
+  it("does not wait on a Redis that stops answering: each command gives up after its timeout", async () => {
+    const a = await replica();
+    // Redis holds every client's commands (as a stalled server would) for longer than the command timeout.
+    const pause = new Redis(redis.url, { lazyConnect: true });
+    await pause.connect();
+    try {
+      await pause.call("CLIENT", "PAUSE", "4000", "ALL");
+      await a.budget.acquire("foreground");
+      expect(await a.polls?.lead("vid-slow", 5000)).toBe(true);
+      expect(await a.claims?.claim("fp-slow", 60_000)).toBe(true);
+    } finally {
+      await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
+      pause.disconnect();
+    }
+  });
+
+  it("starts without Redis, not ready, and becomes ready once Redis comes up", async () => {
+    const port = await freePort();
+    const hub = await connectRedis(
+      { url: `redis://127.0.0.1:${port}`, prefix: PREFIX },
+      new Logger("debug", (line) => logs.push(line)),
+    );
+    hubs.push(hub);
+    expect(hub.ready()).toBe(false);
+    expect(logs.join("\n")).toContain(`Redis at redis://127.0.0.1:${port} did not answer at start`);
+    const late = await startRedis(port);
+    try {
+      await vi.waitFor(() => expect(hub.ready()).toBe(true), { timeout: 10_000 });
+      const state = hub.forKey(TARGET, { local: new TokenBucketBudget() });
+      expect(await state.claims?.claim("fp-late", 60_000)).toBe(true);
+      expect(await state.claims?.claim("fp-late", 60_000)).toBe(false);
+    } finally {
+      await late.stop();
+    }
+  });
+
+  it("goes on with local state, reports not ready, and rejoins when Redis is back", async () => {
+    const a = await replica();
+    expect(a.hub.ready()).toBe(true);
+    await redis.stop();
+    try {
+      await vi.waitFor(() => expect(a.hub.ready()).toBe(false));
+      await a.budget.acquire("foreground");
+      a.budget.observe(200, windowHeaders(5));
+      expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
+      expect(await a.claims?.claim("fp", 60_000)).toBe(true);
+      expect(await a.polls?.latest("vid-1")).toBeUndefined();
+      expect(logs.join("\n")).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/);
+    } finally {
+      await redis.restart();
+      await inspect.connect().catch(() => undefined);
+    }
+    await vi.waitFor(() => expect(a.hub.ready()).toBe(true), { timeout: 10_000 });
+    expect(await a.claims?.claim("fp-2", 60_000)).toBe(true);
+    expect(await a.claims?.claim("fp-2", 60_000)).toBe(false);
+  });
+});
