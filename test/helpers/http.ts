@@ -34,10 +34,11 @@ export async function startHttpBin(args: string[], env: Record<string, string>):
     child.once("exit", (code, signal) => resolve(code ?? signal)),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no "serving MCP at" line in time:\n${stderr}`)),
-      START_LIMIT_MS,
-    );
+    const timer = setTimeout(() => {
+      // A server that never came up must not outlive the test that started it.
+      child.kill("SIGKILL");
+      reject(new Error(`no "serving MCP at" line in time:\n${stderr}`));
+    }, START_LIMIT_MS);
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       stderr += chunk;
       const found = /serving MCP at (http:\/\/\S+\/mcp)/.exec(stderr)?.[1];
