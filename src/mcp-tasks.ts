@@ -13,6 +13,11 @@
  * Records are kept beside the journal (one small JSON file per service key) and outlive a restart: a task
  * still `working` when the process stopped is taken up again at start, from its video_id. A task past its
  * ttl is dropped; its video_id stays recoverable with get_status.
+ *
+ * With several replicas (GENERATION_REDIS_URL) every record is also written to the shared store, so any
+ * replica answers tasks/get, tasks/result, tasks/list and tasks/cancel. The replica that started a task
+ * follows it and renews a lease at every poll; when the lease lapses (that replica died), the next replica
+ * asked about the task takes it over from its video_id, as after a restart.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
@@ -26,6 +31,7 @@ import {
   type Task,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "./logger.js";
+import type { TaskRecordStore } from "./state/shared-state.js";
 
 /** Requested ttls are bounded by this; a call that names none gets DEFAULT_TTL_MS. */
 export const MAX_TASK_TTL_MS = 24 * 60 * 60 * 1000;
@@ -85,22 +91,34 @@ export class McpTasks {
   private readonly runners = new Map<string, AbortController>();
   private writing: Promise<void> = Promise.resolve();
   private readonly sweeper: ReturnType<typeof setInterval>;
+  /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
+  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   private constructor(
     private readonly file: string | undefined,
     private readonly pollIntervalMs: number,
     private readonly logger: Logger,
+    private readonly shared: TaskRecordStore | undefined,
   ) {
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     this.sweeper.unref();
   }
 
-  /** Records kept in `dir` (created when missing), or in memory only when `dir` is undefined. */
-  static async open(dir: string | undefined, pollIntervalMs: number, logger: Logger): Promise<McpTasks> {
+  /**
+   * Records kept in `dir` (created when missing), or in memory only when `dir` is undefined; and in
+   * `shared` too when replicas share state.
+   */
+  static async open(
+    dir: string | undefined,
+    pollIntervalMs: number,
+    logger: Logger,
+    shared?: TaskRecordStore,
+  ): Promise<McpTasks> {
     const tasks = new McpTasks(
       dir === undefined ? undefined : path.join(dir, FILE_NAME),
       pollIntervalMs,
       logger,
+      shared,
     );
     if (tasks.file !== undefined) await tasks.load(tasks.file);
     tasks.sweep();
@@ -135,60 +153,97 @@ export class McpTasks {
     this.records.set(record.task.taskId, record);
     this.trim();
     this.persist();
+    await this.shared?.follow(record.task.taskId, this.leaseMs());
+    await this.share(record);
     // On disk before the client hears of it: a task id handed out survives even a kill -9.
     await this.writing;
     return { task: { ...record.task } };
   }
 
-  /** Takes up, after a restart, every task that was still being waited for. */
+  /** Takes up, after a restart, every task that was still being waited for (unless another replica does). */
   resumeAll(resume: Resumer, stopping: AbortSignal): void {
+    this.resumer = { resume, stopping };
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
-      const remaining = expiresAt(record.task) - Date.now();
-      const launched =
-        record.videoId === undefined
-          ? false
-          : this.launch(
-              record,
-              stopping,
-              () => {},
-              (run) =>
-                resume(
-                  {
-                    tool: record.tool,
-                    scope: record.scope,
-                    videoId: record.videoId ?? "",
-                    saved: record.saved ?? {},
-                    windowMs: remaining,
-                  },
-                  run,
-                ),
-            );
-      if (!launched) {
-        // Nothing to follow (the process stopped before the service named a task): say how to go on.
-        this.finish(
-          record,
-          "failed",
-          errorText(
-            "timeout: the server restarted before this task's generation was confirmed. " +
-              "Call the tool again: an identical request within 10 minutes returns the earlier task or image (reused: true) instead of paying twice.",
-          ),
-        );
+      if (this.shared === undefined) {
+        this.takeUp(record);
+        continue;
       }
+      // Another replica may have taken the task over while this one was down.
+      void this.shared.follow(record.task.taskId, this.leaseMs()).then((mine) => {
+        if (mine) this.takeUp(record);
+        else this.records.delete(record.task.taskId);
+      });
     }
     this.persist();
   }
 
+  /** Follows a working task from its video_id; one that never named a task fails with advice. */
+  private takeUp(record: TaskRecord): void {
+    const resumer = this.resumer;
+    if (resumer === undefined || this.runners.has(record.task.taskId)) return;
+    const remaining = expiresAt(record.task) - Date.now();
+    const launched =
+      record.videoId === undefined
+        ? false
+        : this.launch(
+            record,
+            resumer.stopping,
+            () => {},
+            (run) =>
+              resumer.resume(
+                {
+                  tool: record.tool,
+                  scope: record.scope,
+                  videoId: record.videoId ?? "",
+                  saved: record.saved ?? {},
+                  windowMs: remaining,
+                },
+                run,
+              ),
+          );
+    if (!launched) {
+      // Nothing to follow (the process stopped before the service named a task): say how to go on.
+      this.finish(
+        record,
+        "failed",
+        errorText(
+          "timeout: the server restarted before this task's generation was confirmed. " +
+            "Call the tool again: an identical request within 10 minutes returns the earlier task or image (reused: true) instead of paying twice.",
+        ),
+      );
+    }
+  }
+
+  /**
+   * The record, from this replica or the shared store (for a task another replica started); a working task
+   * whose follower is gone is taken over here.
+   */
+  private async lookup(taskId: string): Promise<TaskRecord | undefined> {
+    const local = this.records.get(taskId);
+    // Followed here, or cancelled here (its follower elsewhere stops at its next poll): this copy is current.
+    const current = local !== undefined && (this.runners.has(taskId) || local.task.status === "cancelled");
+    if (this.shared === undefined || current) return local;
+    const text = await this.shared.get(taskId);
+    const record = text === undefined ? undefined : parseRecord(text);
+    if (record === undefined) return local;
+    if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs()))) {
+      this.records.set(taskId, record);
+      this.takeUp(record);
+      this.persist();
+    }
+    return record;
+  }
+
   /** The TaskStore the SDK's protocol handlers read, limited to one caller (`scope`) when there are several. */
   view(scope?: string): TaskStore {
-    const find = (taskId: string): TaskRecord | undefined => {
-      const record = this.records.get(taskId);
-      if (record === undefined || record.scope !== scope || expiresAt(record.task) <= Date.now())
-        return undefined;
-      return record;
-    };
-    const mustFind = (taskId: string): TaskRecord => {
-      const record = find(taskId);
+    const visible = (record: TaskRecord | undefined): TaskRecord | undefined =>
+      record === undefined || record.scope !== scope || expiresAt(record.task) <= Date.now()
+        ? undefined
+        : record;
+    const find = async (taskId: string) => visible(await this.lookup(taskId));
+    const mustFind = async (taskId: string): Promise<TaskRecord> => {
+      const record = await find(taskId);
       if (record === undefined) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       return record;
     };
@@ -198,14 +253,14 @@ export class McpTasks {
         throw new McpError(ErrorCode.InternalError, "tasks are created by the tool call itself");
       },
       getTask: async (taskId) => {
-        const record = find(taskId);
+        const record = await find(taskId);
         return record === undefined ? null : { ...record.task };
       },
       storeTaskResult: async (taskId, status, result) => {
-        this.finish(mustFind(taskId), status, result as CallToolResult);
+        this.finish(await mustFind(taskId), status, result as CallToolResult);
       },
       getTaskResult: async (taskId): Promise<Result> => {
-        const record = mustFind(taskId);
+        const record = await mustFind(taskId);
         if (record.result === undefined) {
           throw new McpError(
             ErrorCode.InvalidParams,
@@ -215,13 +270,21 @@ export class McpTasks {
         return record.result;
       },
       updateTaskStatus: async (taskId, status, statusMessage) => {
-        const record = mustFind(taskId);
-        if (status === "cancelled") return this.cancel(record);
+        const record = await mustFind(taskId);
+        if (status === "cancelled") {
+          this.cancel(record);
+          return this.share(record);
+        }
         this.update(record, status, statusMessage);
       },
       listTasks: async (cursor) => {
-        const mine = [...this.records.values()]
-          .filter((record) => find(record.task.taskId) !== undefined)
+        const ids = new Set(this.records.keys());
+        for (const id of (await this.shared?.list(MAX_RECORDS)) ?? []) ids.add(id);
+        const found = await Promise.all(
+          [...ids].map(async (id) => visible(this.records.get(id) ?? (await this.lookup(id)))),
+        );
+        const mine = found
+          .filter((record): record is TaskRecord => record !== undefined)
           .sort((a, b) => b.task.createdAt.localeCompare(a.task.createdAt));
         const from = cursor === undefined ? 0 : Number(cursor);
         if (!Number.isSafeInteger(from) || from < 0) throw new Error("invalid cursor");
@@ -255,7 +318,9 @@ export class McpTasks {
         // The generation exists: the task can be handed out, and taken up again after a restart.
         announced();
       }
-      if (record.task.status === "working") this.update(record, "working", message);
+      if (record.task.status !== "working") return;
+      this.update(record, "working", message);
+      if (record.videoId !== undefined) void this.heartbeat(record);
     };
     const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
     if (running === undefined) return false;
@@ -286,12 +351,17 @@ export class McpTasks {
   }
 
   private cancel(record: TaskRecord): void {
+    // The follower may be another replica: it stops at its next poll.
+    if (this.shared !== undefined && !this.runners.has(record.task.taskId)) {
+      void this.shared.requestCancel(record.task.taskId, Math.max(1, expiresAt(record.task) - Date.now()));
+    }
     const id = record.videoId;
     const text =
       id === undefined
         ? "cancelled: stopped before the service named a task."
         : `cancelled: stopped waiting for video_id ${id}. The service has no cancel, so the generation itself goes on and is charged as usual: call get_status with video_id "${id}" to follow it.`;
     this.finish(record, "cancelled", errorText(text), text);
+    this.records.set(record.task.taskId, record);
     this.runners.get(record.task.taskId)?.abort();
   }
 
@@ -305,6 +375,38 @@ export class McpTasks {
     const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
     this.update(record, status, statusMessage ?? firstLine);
     this.persist();
+    void this.share(record);
+  }
+
+  /**
+   * At every poll of a followed task: the shared record is refreshed and the lease renewed; a cancel that
+   * another replica wrote there ends the wait here.
+   */
+  private async heartbeat(record: TaskRecord): Promise<void> {
+    const shared = this.shared;
+    if (shared === undefined) return;
+    if (await shared.cancelRequested(record.task.taskId)) {
+      if (record.task.status === "working") this.cancel(record);
+      return;
+    }
+    await shared.follow(record.task.taskId, this.leaseMs());
+    await this.share(record);
+  }
+
+  private async share(record: TaskRecord): Promise<void> {
+    const left = expiresAt(record.task) - Date.now();
+    if (this.shared === undefined || left <= 0) return;
+    await this.shared.put(
+      record.task.taskId,
+      JSON.stringify(record),
+      left,
+      Date.parse(record.task.createdAt),
+    );
+  }
+
+  /** How long a follower's lease lasts: a few polls, so a dead replica's tasks are taken over soon. */
+  private leaseMs(): number {
+    return Math.max(3 * this.pollIntervalMs, 1000);
   }
 
   private update(record: TaskRecord, status: Task["status"], statusMessage: string | undefined): void {
@@ -380,6 +482,15 @@ export class McpTasks {
 function failed(result: CallToolResult): boolean {
   const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
   return result.isError === true || status === "failed";
+}
+
+function parseRecord(text: string): TaskRecord | undefined {
+  try {
+    const record = JSON.parse(text) as TaskRecord;
+    return typeof record?.task?.taskId === "string" && typeof record.tool === "string" ? record : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function boundTtl(requested: number | null | undefined): number {

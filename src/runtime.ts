@@ -123,6 +123,7 @@ export async function createRuntime(
     target.ephemeral ? undefined : journalDir(config.stateDir, target),
     config.pollIntervalMs,
     logger,
+    shared.tasks,
   );
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   tasks.resumeAll((record, run) => {

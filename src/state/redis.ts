@@ -26,6 +26,7 @@ import type {
   StartClaims,
   StateHub,
   StateTarget,
+  TaskRecordStore,
 } from "./shared-state.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
@@ -151,6 +152,68 @@ function stateForKey(
     budget: new RedisBudget(budgetStore(context, base), local, context.owner, context.onError),
     polls: pollCoordinator(context, base, digest),
     claims: startClaims(context, base),
+    tasks: taskRecords(context, base),
+  };
+}
+
+/** The longest an MCP task lives (src/mcp-tasks.ts MAX_TASK_TTL_MS): the index forgets ids older than that. */
+const TASK_INDEX_TTL_MS = 24 * 60 * 60 * 1000;
+
+function taskRecords(context: KeyContext, base: string): TaskRecordStore {
+  const { commands, owner } = context;
+  const record = (taskId: string) => `${base}mcptask:${taskId}`;
+  const lease = (taskId: string) => `${base}mcptask-lease:${taskId}`;
+  const cancel = (taskId: string) => `${base}mcptask-cancel:${taskId}`;
+  const index = `${base}mcptasks`;
+  return {
+    async put(taskId, text, ttlMs, createdAtMs) {
+      try {
+        await commands
+          .multi()
+          .set(record(taskId), text, "PX", Math.max(1, Math.round(ttlMs)))
+          .zadd(index, createdAtMs, taskId)
+          .zremrangebyscore(index, "-inf", Date.now() - TASK_INDEX_TTL_MS)
+          .pexpire(index, TASK_INDEX_TTL_MS)
+          .exec();
+      } catch (error) {
+        context.onError(error);
+      }
+    },
+    async get(taskId) {
+      try {
+        return (await commands.get(record(taskId))) ?? undefined;
+      } catch (error) {
+        context.onError(error);
+        return undefined;
+      }
+    },
+    async list(limit) {
+      try {
+        return await commands.zrevrange(index, 0, Math.max(0, limit - 1));
+      } catch (error) {
+        context.onError(error);
+        return [];
+      }
+    },
+    async follow(taskId, ttlMs) {
+      try {
+        return Number(await commands.pollLead(lease(taskId), owner, Math.max(1, Math.round(ttlMs)))) === 1;
+      } catch (error) {
+        context.onError(error);
+        return true;
+      }
+    },
+    async requestCancel(taskId, ttlMs) {
+      await commands.set(cancel(taskId), "1", "PX", Math.max(1, Math.round(ttlMs))).catch(context.onError);
+    },
+    async cancelRequested(taskId) {
+      try {
+        return (await commands.exists(cancel(taskId))) === 1;
+      } catch (error) {
+        context.onError(error);
+        return false;
+      }
+    },
   };
 }
 

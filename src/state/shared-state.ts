@@ -27,6 +27,25 @@ export interface SharedState {
   budget: RateBudget;
   polls: PollCoordinator | undefined;
   claims: StartClaims | undefined;
+  tasks: TaskRecordStore | undefined;
+}
+
+/**
+ * MCP task records (src/mcp-tasks.ts) that every replica can answer for: each record as JSON, the ids newest
+ * first, and a lease on following the task (the replica holding it runs the background wait; when it lapses,
+ * because that replica died, the next replica asked about the task takes it over). Fails soft: an
+ * unreachable store stores nothing, finds nothing and grants every lease.
+ */
+export interface TaskRecordStore {
+  put(taskId: string, record: string, ttlMs: number, createdAtMs: number): Promise<void>;
+  get(taskId: string): Promise<string | undefined>;
+  /** Task ids, newest first. */
+  list(limit: number): Promise<string[]>;
+  /** Takes or renews the lease on following this task for `ttlMs`; true when this replica holds it. */
+  follow(taskId: string, ttlMs: number): Promise<boolean>;
+  /** Asks the follower, wherever it runs, to stop waiting (tasks/cancel reached another replica). */
+  requestCancel(taskId: string, ttlMs: number): Promise<void>;
+  cancelRequested(taskId: string): Promise<boolean>;
 }
 
 /** What the replica that leads a task's poll stored for the others. */
@@ -72,6 +91,6 @@ export interface StartClaims {
 /** Today's behaviour: everything in this process. */
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
-  forKey: (_target, { local }) => ({ budget: local, polls: undefined, claims: undefined }),
+  forKey: (_target, { local }) => ({ budget: local, polls: undefined, claims: undefined, tasks: undefined }),
   close: async () => {},
 };

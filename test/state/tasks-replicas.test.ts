@@ -1,0 +1,123 @@
+/**
+ * MCP tasks across `--http` replicas sharing state on Redis (real processes: the built bin, redis-server,
+ * the sandbox): a task started on one replica is answered by another (tasks/get, tasks/result, tasks/list),
+ * a cancel sent to another replica stops the follower's polling, and a task whose replica was killed with -9
+ * is taken over by the next replica asked about it, without a second charge. Needs `npm run build`.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { CallToolResultSchema, CreateTaskResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { tempRoot } from "../helpers/http-calls.js";
+import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { startRedis, type RedisProcess } from "../helpers/redis.js";
+
+const POLL_MS = 250;
+let redis: RedisProcess;
+let sandbox: SandboxHandle;
+let root: Awaited<ReturnType<typeof tempRoot>>;
+const stops: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  [redis, root] = await Promise.all([startRedis(), tempRoot("redis-tasks-")]);
+  sandbox = await startSandbox({
+    timings: { queuedMs: 300, processingMs: 3000 },
+    rateLimit: { limit: 100_000, windowMs: 60_000 },
+  });
+});
+afterAll(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  await sandbox?.close();
+  await redis?.stop();
+  await root?.remove();
+});
+
+let count = 0;
+async function replica(): Promise<HttpServerProcess> {
+  const server = await startHttpBin([], {
+    HOME: root.dir,
+    GENERATION_BASE_URL: sandbox.baseUrl,
+    GENERATION_REDIS_URL: redis.url,
+    GENERATION_STATE_DIR: `${root.dir}/replica-${count++}`,
+    GENERATION_POLL_INTERVAL_MS: String(POLL_MS),
+  });
+  stops.push(() => server.stop());
+  return server;
+}
+
+async function client(server: HttpServerProcess): Promise<Client> {
+  const connected = await connectHttp(server.url, sandbox.keys.paid);
+  stops.push(() => connected.close());
+  return connected;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const starts = () => sandbox.requests.filter((r) => r.route === "generate").length;
+const reads = (videoId: string) =>
+  sandbox.requests.filter((r) => r.route === "video-status" && r.path.endsWith(`/${videoId}`)).length;
+
+async function startTask(on: Client, prompt: string) {
+  const { task } = await on.request(
+    { method: "tools/call", params: { name: "generate_video", arguments: { prompt }, task: {} } },
+    CreateTaskResultSchema,
+  );
+  const videoId = /video_id (\S+?):/.exec(task.statusMessage ?? "")?.[1] ?? "";
+  expect(videoId).not.toBe("");
+  return { task, videoId };
+}
+
+async function until(on: Client, taskId: string, done: (task: Task) => boolean): Promise<Task> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const task = await on.experimental.tasks.getTask(taskId);
+    if (done(task) || Date.now() > deadline) return task;
+    await sleep(POLL_MS);
+  }
+}
+
+describe("MCP tasks across replicas on Redis", () => {
+  it("answers for a task started on another replica: get, result and list", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const [onA, onB] = await Promise.all([client(a), client(b)]);
+    const { task, videoId } = await startTask(onA, "a task seen from the other replica");
+
+    const seen = await onB.experimental.tasks.getTask(task.taskId);
+    expect(seen.status).toBe("working");
+    const done = await until(onB, task.taskId, (t) => t.status !== "working");
+    expect(done.status).toBe("completed");
+    const result = await onB.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ video_id: videoId, status: "completed" });
+    const { tasks } = await onB.experimental.tasks.listTasks();
+    expect(tasks.map((t) => t.taskId)).toContain(task.taskId);
+  }, 60_000);
+
+  it("a cancel sent to another replica stops the follower's polling", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const [onA, onB] = await Promise.all([client(a), client(b)]);
+    const { task, videoId } = await startTask(onA, "a task cancelled from the other replica");
+    const cancelled = await onB.experimental.tasks.cancelTask(task.taskId);
+    expect(cancelled.status).toBe("cancelled");
+    // The follower on A notices at its next poll and stops.
+    await sleep(POLL_MS * 3);
+    const settled = reads(videoId);
+    await sleep(POLL_MS * 6);
+    expect(reads(videoId)).toBeLessThanOrEqual(settled + 1);
+    expect((await onA.experimental.tasks.getTask(task.taskId)).status).toBe("cancelled");
+  }, 60_000);
+
+  it("takes over a task whose replica was killed with -9, without charging again", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const [onA, onB] = await Promise.all([client(a), client(b)]);
+    const before = starts();
+    const { task, videoId } = await startTask(onA, "a task whose replica dies");
+    a.child.kill("SIGKILL");
+    await a.exited;
+
+    const done = await until(onB, task.taskId, (t) => t.status !== "working");
+    expect(done.status).toBe("completed");
+    const result = await onB.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ video_id: videoId, status: "completed" });
+    expect(starts()).toBe(before + 1);
+  }, 60_000);
+});
