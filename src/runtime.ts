@@ -11,14 +11,12 @@ import type { Config } from "./config.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import { McpTasks } from "./mcp-tasks.js";
-import { redact } from "./redact.js";
-import { toolResult, type ServerDepsFactory } from "./server.js";
+import { backgroundContext, toolResult, type ServerDepsFactory } from "./server.js";
 import { Journal } from "./tasks/journal.js";
 import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
 import { LOCAL_STATE, type StateHub } from "./state/shared-state.js";
-import type { ToolContext } from "./tools/define-tool.js";
 import { TOOLS } from "./tools/index.js";
 
 export interface ServiceTarget {
@@ -131,13 +129,7 @@ export async function createRuntime(
     const resume = tool?.task?.resume;
     if (tool === undefined || resume === undefined) return undefined;
     const deps = depsFactory({ clientRoots: async () => [], scope: record.scope });
-    const context: ToolContext = {
-      signal: run.signal,
-      startedAt: Date.now(),
-      logger,
-      progress: async (message) => run.progress(redact(message)),
-    };
-    return toolResult(tool, resume(record, deps, context), deps, run.signal);
+    return toolResult(tool, resume(record, deps, backgroundContext(run, logger)), deps, run.signal);
   }, stopping.signal);
   return {
     depsFactory,

@@ -24,6 +24,7 @@ import * as z from "zod";
 import { AbortedError, ValidationError } from "./api/errors.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
+import type { Logger } from "./logger.js";
 import type { McpTasks } from "./mcp-tasks.js";
 import { withMedia, type MediaSettings } from "./media/content.js";
 import { cleanText, redact, redactValue } from "./redact.js";
@@ -152,10 +153,9 @@ export function createServer(
     extra: RequestExtra,
     task: { ttl?: number | null | undefined } | undefined,
   ): Promise<CallToolResult | CreateTaskResult> => {
-    const tool = byName.get(name);
-    const parsed = tool?.input.safeParse(args ?? {});
+    const call = accept(name, args);
     if (task !== undefined) {
-      if (tasks === undefined || (tool !== undefined && tool.task === undefined)) {
+      if (tasks === undefined || ("tool" in call && call.tool.task === undefined)) {
         throw new McpError(
           ErrorCode.MethodNotFound,
           `${cleanText(name, 80)} does not run as a task: call it without "task".`,
@@ -167,25 +167,24 @@ export function createServer(
         scope: options.scope,
         requestedTtl: task.ttl,
         stopping: deps.stopping,
-        saved: tool?.task?.save?.(parsed?.data),
+        saved: "tool" in call ? call.tool.task?.save?.(call.data) : undefined,
         // A refused call becomes a task that failed at once, with the same error a plain call answers.
-        run: ({ signal, progress, ttlMs }) =>
-          tool === undefined || parsed?.success !== true
-            ? Promise.resolve(refusal(name, tool, parsed?.error))
+        run: (run) =>
+          "refused" in call
+            ? Promise.resolve(call.refused)
             : toolResult(
-                tool,
-                tool.handler(tool.task?.prepare?.(parsed.data, ttlMs) ?? parsed.data, deps, {
-                  signal,
-                  startedAt,
-                  logger: deps.logger,
-                  progress: async (message) => progress(redact(message)),
-                }),
+                call.tool,
+                call.tool.handler(
+                  call.tool.task?.prepare?.(call.data, run.ttlMs) ?? call.data,
+                  deps,
+                  backgroundContext(run, deps.logger, startedAt),
+                ),
                 deps,
-                signal,
+                run.signal,
               ),
       });
     }
-    if (tool === undefined || parsed?.success !== true) return refusal(name, tool, parsed?.error);
+    if ("refused" in call) return call.refused;
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     const context: ToolContext = {
@@ -205,17 +204,30 @@ export function createServer(
         }
       },
     };
-    return toolResult(tool, tool.handler(parsed.data, deps, context), deps, extra.signal);
+    return toolResult(call.tool, call.tool.handler(call.data, deps, context), deps, extra.signal);
   };
 
-  const refusal = (name: string, tool: ToolDefinition | undefined, error: z.ZodError | undefined) =>
-    tool === undefined
-      ? errorResult(
+  /** The tool and its checked arguments, or the validation_error a call answers before sending anything. */
+  const accept = (
+    name: string,
+    args: unknown,
+  ): { tool: ToolDefinition; data: unknown } | { refused: CallToolResult } => {
+    const tool = byName.get(name);
+    if (tool === undefined) {
+      return {
+        refused: errorResult(
           new ValidationError(`Unknown tool "${cleanText(name, 80)}".`, {
             nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
           }),
-        )
-      : errorResult(new ValidationError(validationMessage(tool.name, error ?? new z.ZodError([]))));
+        ),
+      };
+    }
+    const parsed = tool.input.safeParse(args ?? {});
+    if (!parsed.success) {
+      return { refused: errorResult(new ValidationError(validationMessage(tool.name, parsed.error))) };
+    }
+    return { tool, data: parsed.data };
+  };
 
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK checks the request
   // shape first there and answers a JSON-RPC error (e.g. for `arguments` that is not an object), where the
@@ -280,4 +292,18 @@ export async function toolResult(
     }
     return errorResult(error);
   }
+}
+
+/** The context of a tool run in the background (an MCP task): its progress becomes the task's status. */
+export function backgroundContext(
+  run: { signal: AbortSignal; progress(message: string): void },
+  logger: Logger,
+  startedAt = Date.now(),
+): ToolContext {
+  return {
+    signal: run.signal,
+    startedAt,
+    logger,
+    progress: async (message) => run.progress(redact(message)),
+  };
 }

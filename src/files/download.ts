@@ -12,26 +12,13 @@ import { NonPublicAddressError, checkPublicUrl, createPublicAgent } from "./publ
 import type { MediaExtension } from "./sniff.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
 
-export interface DownloadMediaOptions {
-  /** The media address as the service gave it; only http: and https: are fetched. */
-  url: string;
+export interface DownloadMediaOptions extends FetchMediaOptions {
   /** Folder to save into; created (mode 0o700) when missing. */
   dir: string;
   /** Name stem chosen by the caller (e.g. from the task id); sanitized, never taken from the server. */
   baseName: string;
-  maxBytes: number;
-  signal?: AbortSignal | undefined;
-  /** Deadline for the whole download, redirects included. Default 120 s. */
-  timeoutMs?: number | undefined;
   /** Picks the extension when the bytes match no known media type: mp4 for video, png for image. */
   expected?: "video" | "image" | undefined;
-  /**
-   * Hosts that may be fetched even on a loopback, private or link-local address: pass the configured
-   * service's own host (the sandbox serves media on 127.0.0.1, like its API). Host names or IP literals,
-   * no scheme or port; case-insensitive; IPv6 with or without brackets. Absent or empty: public addresses
-   * only (see `public-address.ts`).
-   */
-  allowHosts?: readonly string[] | undefined;
 }
 
 export interface DownloadedMedia {
@@ -74,102 +61,67 @@ const RETRY_DOWNLOAD =
  * write failures.
  */
 export async function downloadMedia(opts: DownloadMediaOptions): Promise<DownloadedMedia> {
-  if (opts.signal?.aborted) throw new AbortedError();
-  const startUrl = checkMediaUrl(opts.url, "The media address");
-  const allowHosts = opts.allowHosts ?? [];
-  checkPublicUrl(startUrl, allowHosts);
-  const timeoutMs = clampTimeout(opts.timeoutMs);
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error("download deadline reached"));
-  }, timeoutMs);
-  const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
-  opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
-  // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
-  const agent = await createPublicAgent({ allowHosts, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   const name = sanitizeBaseName(opts.baseName);
-  let tempPath: string | undefined;
+  return withMediaResponse(
+    opts,
+    (shown, status) => `Downloading ${shown} failed: HTTP ${status}; nothing was saved.`,
+    async (response, shown) => {
+      let tempPath: string | undefined;
+      try {
+        await localStep(opts.dir, () => mkdir(opts.dir, { recursive: true, mode: 0o700 }));
+        const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
+        // Created here with "wx" so the cleanup below can never race a lazily opened stream.
+        const handle = await localStep(opts.dir, () => open(temp, "wx"));
+        tempPath = temp;
 
-  try {
-    const { url, response } = await requestFollowingRedirects(startUrl, agent, allowHosts, controller.signal);
-    const shown = showUrl(url);
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      discard(response.body);
-      throw new GenerationError(
-        "internal_error",
-        `Downloading ${shown} failed: HTTP ${response.statusCode}; nothing was saved.`,
-        { status: response.statusCode, nextStep: RETRY_DOWNLOAD },
-      );
-    }
-    const declared = headerValue(response.headers, "content-length");
-    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > opts.maxBytes) {
-      discard(response.body);
-      throw tooLarge(shown, opts.maxBytes);
-    }
-
-    await localStep(opts.dir, () => mkdir(opts.dir, { recursive: true, mode: 0o700 }));
-    const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
-    // Created here with "wx" so the cleanup below can never race a lazily opened stream.
-    const handle = await localStep(opts.dir, () => open(temp, "wx"));
-    tempPath = temp;
-
-    let bytes = 0;
-    const hash = createHash("sha256");
-    const head: Buffer[] = [];
-    let headLength = 0;
-    await pipeline(
-      response.body,
-      async function* capAndSniff(source: AsyncIterable<Buffer>) {
-        for await (const chunk of source) {
-          bytes += chunk.length;
-          if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
-          hash.update(chunk);
-          if (headLength < SNIFF_LENGTH) {
-            head.push(chunk);
-            headLength += chunk.length;
-          }
-          yield chunk;
+        let bytes = 0;
+        const hash = createHash("sha256");
+        const head: Buffer[] = [];
+        let headLength = 0;
+        await pipeline(
+          response.body,
+          async function* capAndSniff(source: AsyncIterable<Buffer>) {
+            for await (const chunk of source) {
+              bytes += chunk.length;
+              if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+              hash.update(chunk);
+              if (headLength < SNIFF_LENGTH) {
+                head.push(chunk);
+                headLength += chunk.length;
+              }
+              yield chunk;
+            }
+          },
+          createWriteStream(temp, { fd: handle }),
+        );
+        if (bytes === 0) {
+          throw new GenerationError("internal_error", `${shown} answered with no data; nothing was saved.`, {
+            nextStep: RETRY_DOWNLOAD,
+          });
         }
-      },
-      createWriteStream(temp, { fd: handle }),
-    );
-    if (bytes === 0) {
-      throw new GenerationError("internal_error", `${shown} answered with no data; nothing was saved.`, {
-        nextStep: RETRY_DOWNLOAD,
-      });
-    }
 
-    const extension = sniffMediaExtension(Buffer.concat(head)) ?? fallbackExtension(opts.expected);
-    const sha256 = hash.digest("hex");
-    const placed = await localStep(opts.dir, () =>
-      placeIdempotently(temp, { dir: opts.dir, name, extension, bytes, sha256 }),
-    );
-    tempPath = undefined;
-    await unlink(temp).catch(() => {
-      // The media is safely in place; a leftover hidden .part link is harmless and not worth failing for.
-    });
-    return {
-      path: path.resolve(placed.path),
-      bytes,
-      sha256,
-      reused: placed.reused,
-      contentType: headerValue(response.headers, "content-type"),
-    };
-  } catch (error) {
-    if (tempPath !== undefined) await unlink(tempPath).catch(() => {});
-    throw toDownloadError(error, {
-      callerAborted: opts.signal?.aborted === true,
-      timedOut,
-      timeoutMs,
-      shown: showUrl(startUrl),
-    });
-  } finally {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener("abort", onCallerAbort);
-    await agent.destroy();
-  }
+        const extension = sniffMediaExtension(Buffer.concat(head)) ?? fallbackExtension(opts.expected);
+        const sha256 = hash.digest("hex");
+        const placed = await localStep(opts.dir, () =>
+          placeIdempotently(temp, { dir: opts.dir, name, extension, bytes, sha256 }),
+        );
+        tempPath = undefined;
+        await unlink(temp).catch(() => {
+          // The media is safely in place; a leftover hidden .part link is harmless and not worth failing for.
+        });
+        return {
+          path: path.resolve(placed.path),
+          bytes,
+          sha256,
+          reused: placed.reused,
+          contentType: headerValue(response.headers, "content-type"),
+        };
+      } catch (error) {
+        if (tempPath !== undefined) await unlink(tempPath).catch(() => {});
+        throw error;
+      }
+    },
+  );
 }
 
 export interface FetchMediaOptions {
@@ -179,7 +131,12 @@ export interface FetchMediaOptions {
   signal?: AbortSignal | undefined;
   /** Deadline for the whole fetch, redirects included. Default 120 s. */
   timeoutMs?: number | undefined;
-  /** As for `downloadMedia`: hosts that may be reached even on a non-public address. */
+  /**
+   * Hosts that may be fetched even on a loopback, private or link-local address: pass the configured
+   * service's own host (the sandbox serves media on 127.0.0.1, like its API). Host names or IP literals,
+   * no scheme or port; case-insensitive; IPv6 with or without brackets. Absent or empty: public addresses
+   * only (see `public-address.ts`).
+   */
   allowHosts?: readonly string[] | undefined;
 }
 
@@ -189,6 +146,35 @@ export interface FetchMediaOptions {
  * Content-Length and while reading, one deadline for everything. Errors as for `downloadMedia`.
  */
 export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
+  return withMediaResponse(
+    opts,
+    (shown, status) => `${shown} answered HTTP ${status}.`,
+    async (response, shown) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > opts.maxBytes) {
+          discard(response.body);
+          throw tooLarge(shown, opts.maxBytes);
+        }
+        chunks.push(chunk);
+      }
+      return Buffer.concat(chunks, bytes);
+    },
+  );
+}
+
+/**
+ * The guards both kinds of fetch share: the URL checked (http(s), public unless allowed), one deadline
+ * for everything, the caller's signal, a private agent, bounded redirects, a 2xx answer whose declared
+ * size fits. `use` reads the body; every failure leaves as `toDownloadError` describes it.
+ */
+async function withMediaResponse<T>(
+  opts: FetchMediaOptions,
+  statusMessage: (shown: string, status: number) => string,
+  use: (response: Dispatcher.ResponseData, shown: string) => Promise<T>,
+): Promise<T> {
   if (opts.signal?.aborted) throw new AbortedError();
   const startUrl = checkMediaUrl(opts.url, "The media address");
   const allowHosts = opts.allowHosts ?? [];
@@ -198,17 +184,18 @@ export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> 
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new Error("fetch deadline reached"));
+    controller.abort(new Error("media deadline reached"));
   }, timeoutMs);
   const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
   opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+  // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
   const agent = await createPublicAgent({ allowHosts, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   try {
     const { url, response } = await requestFollowingRedirects(startUrl, agent, allowHosts, controller.signal);
     const shown = showUrl(url);
     if (response.statusCode < 200 || response.statusCode > 299) {
       discard(response.body);
-      throw new GenerationError("internal_error", `${shown} answered HTTP ${response.statusCode}.`, {
+      throw new GenerationError("internal_error", statusMessage(shown, response.statusCode), {
         status: response.statusCode,
         nextStep: RETRY_DOWNLOAD,
       });
@@ -218,17 +205,7 @@ export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> 
       discard(response.body);
       throw tooLarge(shown, opts.maxBytes);
     }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > opts.maxBytes) {
-        discard(response.body);
-        throw tooLarge(shown, opts.maxBytes);
-      }
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks, bytes);
+    return await use(response, shown);
   } catch (error) {
     throw toDownloadError(error, {
       callerAborted: opts.signal?.aborted === true,

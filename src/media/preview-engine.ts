@@ -30,7 +30,10 @@ let shared: PreviewEngine | undefined;
 
 /** The process's engine: the worker when its file is there, else in-process. */
 export function defaultEngine(): PreviewEngine {
-  shared ??= workerFile() === undefined ? inProcessEngine(importSharp) : new WorkerEngine(workerFile() ?? "");
+  if (shared === undefined) {
+    const file = workerFile();
+    shared = file === undefined ? inProcessEngine(importSharp) : new WorkerEngine(file);
+  }
   return shared;
 }
 

@@ -118,7 +118,12 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   }
 
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  const context: KeyContext = { commands, owner, channel, listeners, onError: markDown };
+  const soft = <T>(fallback: T, run: () => Promise<T>): Promise<T> =>
+    run().catch((error: unknown) => {
+      markDown(error);
+      return fallback;
+    });
+  const context: KeyContext = { commands, soft, owner, channel, listeners, onError: markDown };
   return {
     ready: () => commands.status === "ready",
     forKey: (target, { local }) => stateForKey(context, config.prefix, target, local),
@@ -131,6 +136,8 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
 
 interface KeyContext {
   commands: ScriptedRedis;
+  /** Runs a Redis operation; when Redis fails, reports it and answers `fallback` (fail soft). */
+  soft<T>(fallback: T, run: () => Promise<T>): Promise<T>;
   owner: string;
   channel: string;
   listeners: Map<string, Set<() => void>>;
@@ -167,7 +174,7 @@ function taskRecords(context: KeyContext, base: string): TaskRecordStore {
   const index = `${base}mcptasks`;
   return {
     async put(taskId, text, ttlMs, createdAtMs) {
-      try {
+      await context.soft(undefined, async () => {
         await commands
           .multi()
           .set(record(taskId), text, "PX", Math.max(1, Math.round(ttlMs)))
@@ -175,44 +182,28 @@ function taskRecords(context: KeyContext, base: string): TaskRecordStore {
           .zremrangebyscore(index, "-inf", Date.now() - TASK_INDEX_TTL_MS)
           .pexpire(index, TASK_INDEX_TTL_MS)
           .exec();
-      } catch (error) {
-        context.onError(error);
-      }
+      });
     },
     async get(taskId) {
-      try {
-        return (await commands.get(record(taskId))) ?? undefined;
-      } catch (error) {
-        context.onError(error);
-        return undefined;
-      }
+      return context.soft(undefined, async () => (await commands.get(record(taskId))) ?? undefined);
     },
     async list(limit) {
-      try {
-        return await commands.zrevrange(index, 0, Math.max(0, limit - 1));
-      } catch (error) {
-        context.onError(error);
-        return [];
-      }
+      return context.soft([], async () => await commands.zrevrange(index, 0, Math.max(0, limit - 1)));
     },
     async follow(taskId, ttlMs) {
-      try {
-        return Number(await commands.pollLead(lease(taskId), owner, Math.max(1, Math.round(ttlMs)))) === 1;
-      } catch (error) {
-        context.onError(error);
-        return true;
-      }
+      return context.soft(
+        true,
+        async () =>
+          Number(await commands.pollLead(lease(taskId), owner, Math.max(1, Math.round(ttlMs)))) === 1,
+      );
     },
     async requestCancel(taskId, ttlMs) {
-      await commands.set(cancel(taskId), "1", "PX", Math.max(1, Math.round(ttlMs))).catch(context.onError);
+      await context.soft(undefined, async () => {
+        await commands.set(cancel(taskId), "1", "PX", Math.max(1, Math.round(ttlMs)));
+      });
     },
     async cancelRequested(taskId) {
-      try {
-        return (await commands.exists(cancel(taskId))) === 1;
-      } catch (error) {
-        context.onError(error);
-        return false;
-      }
+      return context.soft(false, async () => (await commands.exists(cancel(taskId))) === 1);
     },
   };
 }
@@ -253,35 +244,27 @@ function pollCoordinator(context: KeyContext, base: string, digest: string): Pol
   const status = (videoId: string) => `${base}status:${videoId}`;
   return {
     async lead(videoId, ttlMs) {
-      try {
-        return Number(await commands.pollLead(lease(videoId), owner, Math.max(1, Math.round(ttlMs)))) === 1;
-      } catch (error) {
-        context.onError(error);
-        return true;
-      }
+      return context.soft(
+        true,
+        async () =>
+          Number(await commands.pollLead(lease(videoId), owner, Math.max(1, Math.round(ttlMs)))) === 1,
+      );
     },
     async release(videoId) {
       await commands.releaseIfOwner(lease(videoId), owner).catch(() => undefined);
     },
     async publish(videoId, video) {
       const record: SharedStatus = { video, at: Date.now() };
-      try {
+      await context.soft(undefined, async () => {
         await commands
           .multi()
           .set(status(videoId), JSON.stringify(record), "PX", STATUS_TTL_MS)
           .publish(context.channel, `${digest}:${videoId}`)
           .exec();
-      } catch (error) {
-        context.onError(error);
-      }
+      });
     },
     async latest(videoId) {
-      try {
-        return parseStatus(await commands.get(status(videoId)), videoId);
-      } catch (error) {
-        context.onError(error);
-        return undefined;
-      }
+      return context.soft(undefined, async () => parseStatus(await commands.get(status(videoId)), videoId));
     },
     nextChange(videoId, ms, signal) {
       const name = `${digest}:${videoId}`;
@@ -311,20 +294,18 @@ function startClaims(context: KeyContext, base: string): StartClaims {
   const intent = (fingerprint: string) => `${base}intent:${fingerprint}`;
   return {
     async claim(fingerprint, ttlMs) {
-      try {
-        return (await commands.set(claim(fingerprint), owner, "PX", Math.round(ttlMs), "NX")) === "OK";
-      } catch (error) {
-        // No one to agree with: this replica decides alone, as a single server would.
-        context.onError(error);
-        return true;
-      }
+      // Unreachable: no one to agree with, so this replica decides alone, as a single server would.
+      return context.soft(
+        true,
+        async () => (await commands.set(claim(fingerprint), owner, "PX", Math.round(ttlMs), "NX")) === "OK",
+      );
     },
     async unclaim(fingerprint) {
       await commands.releaseIfOwner(claim(fingerprint), owner).catch(() => undefined);
     },
     async mirror(entry, ttlMs) {
       const ttl = Math.round(ttlMs);
-      try {
+      await context.soft(undefined, async () => {
         if (entry.phase === "intent") {
           await commands.set(intent(entry.fingerprint), JSON.stringify(entry), "PX", ttl);
         } else if (entry.phase === "void") {
@@ -337,12 +318,10 @@ function startClaims(context: KeyContext, base: string): StartClaims {
             .del(intent(entry.fingerprint))
             .exec();
         }
-      } catch (error) {
-        context.onError(error);
-      }
+      });
     },
     async read(fingerprint) {
-      try {
+      return context.soft({}, async () => {
         const [startedText, intentText] = await commands.mget(started(fingerprint), intent(fingerprint));
         const result: { started?: JournalEntry; intent?: JournalEntry } = {};
         const startedEntry = parseJournalLine(startedText ?? "");
@@ -351,10 +330,7 @@ function startClaims(context: KeyContext, base: string): StartClaims {
         if (intentEntry?.fingerprint === fingerprint && intentEntry.phase === "intent")
           result.intent = intentEntry;
         return result;
-      } catch (error) {
-        context.onError(error);
-        return {};
-      }
+      });
     },
   };
 }

@@ -8,18 +8,18 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   type CallToolResult,
+  type ClientCapabilities,
   type Task,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { CLI } from "../helpers/stdio.js";
+import { connectStdio } from "../helpers/stdio.js";
 
 const POLL_MS = 200;
 let sandbox: SandboxHandle;
@@ -47,25 +47,22 @@ const statusReads = (videoId: string) =>
 
 async function connect(
   stateDir = path.join(dir, "state"),
-  capabilities: Record<string, unknown> = { tasks: {} },
+  capabilities: ClientCapabilities = { tasks: {} },
+  args: string[] = [],
+  pollMs = POLL_MS,
 ): Promise<{ client: Client; pid: number }> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI],
-    env: {
-      PATH: process.env["PATH"] ?? "",
-      HOME: dir,
-      GENERATION_API_KEY: sandbox.keys.paid,
-      GENERATION_BASE_URL: sandbox.baseUrl,
-      GENERATION_STATE_DIR: stateDir,
-      GENERATION_POLL_INTERVAL_MS: String(POLL_MS),
-    },
-    stderr: "ignore",
-  });
-  const client = new Client({ name: "tasks-e2e", version: "1.0.0" }, { capabilities });
-  await client.connect(transport);
-  open.push(client);
-  return { client, pid: transport.pid ?? -1 };
+  const env = {
+    HOME: dir,
+    GENERATION_STATE_DIR: stateDir,
+    GENERATION_POLL_INTERVAL_MS: String(pollMs),
+    // With --sandbox the embedded sandbox serves instead of the test's.
+    ...(args.includes("--sandbox")
+      ? {}
+      : { GENERATION_API_KEY: sandbox.keys.paid, GENERATION_BASE_URL: sandbox.baseUrl }),
+  };
+  const session = await connectStdio(args, env, capabilities);
+  open.push(session.client);
+  return session;
 }
 
 function startTask(client: Client, name: string, args: Record<string, unknown>, ttl?: number) {
@@ -232,20 +229,7 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("runs as tasks in --sandbox mode too: a video with its video_url, an image with its image_urls", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [CLI, "--sandbox"],
-      env: {
-        PATH: process.env["PATH"] ?? "",
-        HOME: dir,
-        GENERATION_STATE_DIR: path.join(dir, "state-sandbox"),
-        GENERATION_POLL_INTERVAL_MS: "500",
-      },
-      stderr: "ignore",
-    });
-    const client = new Client({ name: "tasks-sandbox", version: "1.0.0" }, { capabilities: { tasks: {} } });
-    await client.connect(transport);
-    open.push(client);
+    const { client } = await connect(path.join(dir, "state-sandbox"), { tasks: {} }, ["--sandbox"], 500);
     const video = await startTask(client, "generate_video", { prompt: "a lighthouse, sandbox task" });
     const image = await startTask(client, "generate_image", { prompt: "a lighthouse, sandbox image task" });
     expect(video.task.status).toBe("working");

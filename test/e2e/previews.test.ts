@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, ImageContent } from "@modelcontextprotocol/sdk/types.js";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,7 +45,7 @@ describe("the bin's previews", () => {
   }, 90_000);
 
   it("decodes in a worker process: the server never maps libvips, and a killed worker costs no later preview", async () => {
-    const server = (session.client.transport as StdioClientTransport).pid ?? -1;
+    const server = session.pid;
     const workers = () =>
       readFileSync(`/proc/${server}/task/${server}/children`, "utf8")
         .trim()

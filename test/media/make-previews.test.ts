@@ -5,9 +5,10 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { crc32, deflateSync } from "node:zlib";
+import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pngChunk } from "../files/fixtures.js";
 import {
   MAX_INPUT_PIXELS,
   MAX_PREVIEWS,
@@ -15,15 +16,6 @@ import {
   makePreviews,
   type PreviewOptions,
 } from "../../src/media/previews.js";
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
 
 /** A valid PNG header claiming `side` x `side` RGB pixels, followed by a few bytes of data: 100 bytes in all. */
 function bombPng(side: number): Buffer {
