@@ -35,7 +35,7 @@ import type { TaskRecordStore } from "./state/shared-state.js";
 
 /** Requested ttls are bounded by this; a call that names none gets DEFAULT_TTL_MS. */
 export const MAX_TASK_TTL_MS = 24 * 60 * 60 * 1000;
-export const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
+const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
 /** Records kept per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
 const LIST_PAGE_SIZE = 50;

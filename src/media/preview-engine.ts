@@ -17,7 +17,7 @@ import {
 import type { WorkerReply, WorkerRequest } from "./preview-worker.js";
 
 /** A worker without a preview to make for this long is stopped, and its memory with it. */
-export const WORKER_IDLE_MS = 30_000;
+const WORKER_IDLE_MS = 30_000;
 
 export interface PreviewEngine {
   /** Undefined when previews can be made; otherwise why not (the image library is missing). */

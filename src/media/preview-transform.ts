@@ -132,7 +132,7 @@ async function decoding<T>(step: () => Promise<T>): Promise<T> {
   }
 }
 
-export function base64Length(bytes: number): number {
+function base64Length(bytes: number): number {
   return 4 * Math.ceil(bytes / 3);
 }
 

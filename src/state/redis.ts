@@ -15,6 +15,7 @@ import type { TokenBucketBudget } from "../api/rate-budget.js";
 import type { VideoStatus } from "../api/types.js";
 import type { RedisConfig } from "../config.js";
 import type { Logger } from "../logger.js";
+import { MAX_TASK_TTL_MS } from "../mcp-tasks.js";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { parseJournalLine, type JournalEntry } from "../tasks/journal.js";
 import { RedisBudget, type BudgetReading, type BudgetStore } from "./redis-budget.js";
@@ -163,8 +164,8 @@ function stateForKey(
   };
 }
 
-/** The longest an MCP task lives (src/mcp-tasks.ts MAX_TASK_TTL_MS): the index forgets ids older than that. */
-const TASK_INDEX_TTL_MS = 24 * 60 * 60 * 1000;
+/** The index forgets task ids older than the longest an MCP task may live. */
+const TASK_INDEX_TTL_MS = MAX_TASK_TTL_MS;
 
 function taskRecords(context: KeyContext, base: string): TaskRecordStore {
   const { commands, owner } = context;

@@ -354,11 +354,11 @@ function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
 
 /** Whether any request in the message asks for progress (then the answer streams as SSE). */
 function asksForProgress(message: unknown): boolean {
-  const messages = Array.isArray(message) ? message : [message];
-  return messages.some((entry) => {
-    const meta = (entry as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta;
-    return meta?.progressToken !== undefined;
-  });
+  return messagesOf(message).some(
+    (entry) =>
+      (entry.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken !==
+      undefined,
+  );
 }
 
 function messagesOf(message: unknown): Array<{ method?: unknown; id?: unknown; params?: unknown }> {
