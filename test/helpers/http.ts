@@ -5,6 +5,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import path from "node:path";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { CLI } from "./stdio.js";
 
 export interface HttpServerProcess {
@@ -68,6 +70,25 @@ export async function startHttpBin(args: string[], env: Record<string, string>):
       return code;
     },
   };
+}
+
+/**
+ * `--http` pointed at a separately started sandbox: HOME and the state folder in `dir`, status polls every
+ * `pollMs`; each caller brings its own key.
+ */
+export function startHttpAgainst(
+  sandbox: SandboxHandle,
+  dir: string,
+  pollMs: number,
+  env: Record<string, string> = {},
+): Promise<HttpServerProcess> {
+  return startHttpBin([], {
+    HOME: dir,
+    GENERATION_BASE_URL: sandbox.baseUrl,
+    GENERATION_STATE_DIR: path.join(dir, "state"),
+    GENERATION_POLL_INTERVAL_MS: String(pollMs),
+    ...env,
+  });
 }
 
 /** An MCP client over Streamable HTTP that sends `Authorization: Bearer <token>` (when given). */

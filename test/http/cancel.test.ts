@@ -12,7 +12,7 @@ import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.j
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 
 const POLL_MS = 200;
 let sandbox: SandboxHandle;
@@ -26,12 +26,7 @@ beforeAll(async () => {
     rateLimit: { limit: 100_000, windowMs: 60_000 },
   });
   dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-http-cancel-"));
-  server = await startHttpBin([], {
-    HOME: dir,
-    GENERATION_BASE_URL: sandbox.baseUrl,
-    GENERATION_STATE_DIR: path.join(dir, "state"),
-    GENERATION_POLL_INTERVAL_MS: String(POLL_MS),
-  });
+  server = await startHttpAgainst(sandbox, dir, POLL_MS);
 });
 afterAll(async () => {
   await server?.stop();

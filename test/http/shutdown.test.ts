@@ -11,7 +11,7 @@ import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.j
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_ACCOUNTS, startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { connectHttp, post, startHttpBin, INITIALIZE } from "../helpers/http.js";
+import { connectHttp, post, startHttpAgainst, INITIALIZE } from "../helpers/http.js";
 
 const WAITS = 10;
 const SECOND_KEY = "sk-sandbox-second-account";
@@ -39,12 +39,7 @@ const textOf = (result: CallToolResult) =>
 
 describe("graceful shutdown over Streamable HTTP", () => {
   it(`answers ${WAITS} running waits with their video_ids, then exits`, async () => {
-    const server = await startHttpBin([], {
-      HOME: dir,
-      GENERATION_BASE_URL: sandbox.baseUrl,
-      GENERATION_STATE_DIR: path.join(dir, "state"),
-      GENERATION_POLL_INTERVAL_MS: "200",
-    });
+    const server = await startHttpAgainst(sandbox, dir, 200);
     const clients: Client[] = [];
     try {
       const announced = new Set<string>();

@@ -12,7 +12,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextproto
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_ACCOUNTS, startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 
 const POLL_MS = 250;
 const OTHER_KEY = "sk-sandbox-other-team";
@@ -31,12 +31,7 @@ beforeAll(async () => {
     ],
   });
   dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-http-tasks-"));
-  server = await startHttpBin([], {
-    HOME: dir,
-    GENERATION_BASE_URL: sandbox.baseUrl,
-    GENERATION_STATE_DIR: path.join(dir, "state"),
-    GENERATION_POLL_INTERVAL_MS: String(POLL_MS),
-  });
+  server = await startHttpAgainst(sandbox, dir, POLL_MS);
 });
 afterAll(async () => {
   await Promise.allSettled(clients.map((client) => client.close()));
