@@ -16,6 +16,7 @@ import {
 } from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
+import { localCaller } from "./auth/caller.js";
 import type { ServiceTarget } from "./runtime.js";
 import type { StateHub } from "./state/shared-state.js";
 
@@ -132,7 +133,15 @@ async function main(argv: string[]): Promise<number> {
   ]);
   const hub = await openSharedState(config, logger);
   const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
-  const server = createServer(VERSION, runtime.depsFactory, { tasks: runtime.tasks });
+  const server = createServer(
+    VERSION,
+    {
+      caller: localCaller(target.apiKey),
+      mediaOrigin: originOf(target.baseUrl),
+      runtime: async () => runtime,
+    },
+    { tasks: true, mcpLogging: runtime.logger },
+  );
 
   let closing = false;
   const shutdown = async () => {
@@ -163,23 +172,30 @@ async function serveHttp(
   logger: Logger,
   closeSandbox: () => Promise<void>,
 ): Promise<number> {
-  const [{ createRuntime }, { RuntimePool }, { startHttpServer }] = await Promise.all([
-    import("./runtime.js"),
-    import("./runtime-pool.js"),
-    import("./transports/http.js"),
-  ]);
+  const [{ createRuntime }, { RuntimePool }, { startHttpServer }, { gatewayAuth, passthroughAuth }] =
+    await Promise.all([
+      import("./runtime.js"),
+      import("./runtime-pool.js"),
+      import("./transports/http.js"),
+      import("./auth/bearer.js"),
+    ]);
   const gateway = http.tokenHashes !== undefined;
   const hub = await openSharedState(config, logger);
   const pool = new RuntimePool({
-    create: (apiKey) => createRuntime(config, { ...target, apiKey }, logger, VERSION, {}, hub),
-    maxConcurrentPerKey: http.maxConcurrentPerKey,
+    // A caller's own key is asked about at the service before anything is kept for it.
+    create: (apiKey) =>
+      createRuntime(config, { ...target, apiKey, callerKey: !gateway }, logger, VERSION, {}, hub),
   });
   const server = await startHttpServer({
     config: http,
     version: VERSION,
     logger,
     pool,
-    serverKey: gateway ? target.apiKey : undefined,
+    authenticate: gateway ? gatewayAuth(http.tokenHashes ?? [], target.apiKey) : passthroughAuth(),
+    bearerHint: gateway
+      ? "This server has no OAuth: send the access token you were given for it as 'Authorization: Bearer <token>'."
+      : "This server has no OAuth: send your generation service API key as 'Authorization: Bearer <key>'.",
+    mediaOrigin: originOf(target.baseUrl),
     ...(hub !== undefined && { sharedStateReady: () => hub.ready() }),
   });
   let closing = false;
@@ -233,6 +249,10 @@ main(process.argv.slice(2)).then(
     process.exit(2);
   },
 );
+
+function originOf(url: string): string | undefined {
+  return URL.canParse(url) ? new URL(url).origin : undefined;
+}
 
 function isUsageError(error: unknown): error is Error {
   return error instanceof Error && error.name === "SandboxUsageError";

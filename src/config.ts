@@ -38,6 +38,11 @@ export interface RedisConfig {
   url: string;
   /** Every key starts with it, so several deployments can share one Redis. */
   prefix: string;
+  /**
+   * While Redis refuses writes: `refuse` (default) sends no start that could not be agreed with the other
+   * replicas; `alone` lets each replica decide alone, as a single server would (state/redis.ts).
+   */
+  whenDown: "refuse" | "alone";
 }
 
 export interface HttpConfig {
@@ -54,8 +59,10 @@ export interface HttpConfig {
   tokenHashes: string[] | undefined;
   /** Largest request body, in bytes. */
   maxBodyBytes: number;
-  /** MCP requests one service key may have in flight at once. */
+  /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
   maxConcurrentPerKey: number;
+  /** Connections held open at once; past it new ones are closed at once. */
+  maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -77,11 +84,13 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--tokens-file": "GENERATION_HTTP_TOKENS_FILE",
   "--max-body-bytes": "GENERATION_HTTP_MAX_BODY_BYTES",
   "--max-concurrent": "GENERATION_HTTP_MAX_CONCURRENT",
+  "--max-connections": "GENERATION_HTTP_MAX_CONNECTIONS",
   "--previews": "GENERATION_PREVIEWS",
   "--preview-max-side": "GENERATION_PREVIEW_MAX_SIDE",
   "--resource-links": "GENERATION_RESOURCE_LINKS",
   "--redis-url": "GENERATION_REDIS_URL",
   "--redis-prefix": "GENERATION_REDIS_PREFIX",
+  "--redis-when-down": "GENERATION_REDIS_WHEN_DOWN",
 };
 
 export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
@@ -90,6 +99,7 @@ export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
 export const DEFAULT_HTTP_PORT = 8080;
 export const DEFAULT_HTTP_HOST = "127.0.0.1";
 export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
+export const DEFAULT_HTTP_MAX_CONNECTIONS = 1024;
 /** Previews on; 1024 px keeps four of them inside one result's budget (see media/previews.ts). */
 export const DEFAULT_PREVIEW_MAX_SIDE = 1024;
 
@@ -154,6 +164,9 @@ const schema = z.object({
   GENERATION_HTTP_MAX_CONCURRENT: optionalText.pipe(
     numberText(z.number().int("must be a whole number").min(1).max(10_000)).optional(),
   ),
+  GENERATION_HTTP_MAX_CONNECTIONS: optionalText.pipe(
+    numberText(z.number().int("must be a whole number").min(16).max(100_000)).optional(),
+  ),
   GENERATION_PREVIEWS: onOffText,
   // At most 2000: Claude refuses larger images in a request that holds many.
   GENERATION_PREVIEW_MAX_SIDE: optionalText.pipe(
@@ -169,6 +182,9 @@ const schema = z.object({
       )
       .optional(),
   ),
+  GENERATION_REDIS_WHEN_DOWN: optionalText
+    .transform((value) => value?.toLowerCase())
+    .pipe(z.enum(["refuse", "alone"], "must be refuse or alone").optional()),
   GENERATION_REDIS_PREFIX: optionalText.pipe(
     z
       .string()
@@ -242,6 +258,7 @@ export function loadConfig({
         : {
             url: values.GENERATION_REDIS_URL,
             prefix: values.GENERATION_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX,
+            whenDown: values.GENERATION_REDIS_WHEN_DOWN ?? "refuse",
           },
   };
   if (config.http) return checkHttpKeys(config, sandbox);
@@ -381,6 +398,7 @@ function httpConfig(values: Values, readFile: (file: string) => string): HttpCon
     tokenHashes: tokenHashes(values, readFile),
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULT_HTTP_MAX_BODY_BYTES,
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULT_HTTP_MAX_CONCURRENT,
+    maxConnections: values.GENERATION_HTTP_MAX_CONNECTIONS ?? DEFAULT_HTTP_MAX_CONNECTIONS,
   };
 }
 

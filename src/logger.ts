@@ -3,7 +3,7 @@
  * notifications (see mcp-logging.ts). Every line passes the redaction point, and a stderr line stays one
  * line whatever the message holds, so text from the service or the client cannot forge log lines.
  */
-import { redact, redactValue } from "./redact.js";
+import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 
 export type LogLevel = "debug" | "info" | "warning" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
@@ -16,10 +16,21 @@ export class Logger {
   constructor(
     private readonly stderrLevel: LogLevel = "info",
     private readonly write: (line: string) => void = (line) => process.stderr.write(line),
+    private readonly redactor: Redactor = PROCESS_REDACTOR,
+    private readonly parent?: Logger,
   ) {}
+
+  /**
+   * The same log, masking `redactor`'s secrets too: a runtime logs through one with its caller's key, which
+   * the process-wide redaction does not know (redact.ts).
+   */
+  scoped(redactor: Redactor): Logger {
+    return new Logger(this.stderrLevel, this.write, redactor, this);
+  }
 
   /** Adds a destination (the MCP client's log notifications); returns a function that removes it. */
   addSink(sink: LogSink): () => void {
+    if (this.parent !== undefined) return this.parent.addSink(sink);
     this.sinks.push(sink);
     return () => {
       this.sinks = this.sinks.filter((existing) => existing !== sink);
@@ -27,8 +38,9 @@ export class Logger {
   }
 
   log(level: LogLevel, message: string, data?: Record<string, unknown>): void {
-    const safeMessage = redact(message);
-    const safeData = data === undefined ? undefined : redactValue(data);
+    const safeMessage = this.redactor.text(message);
+    const safeData = data === undefined ? undefined : this.redactor.value(data);
+    if (this.parent !== undefined) return this.parent.log(level, safeMessage, safeData);
     if (ORDER[level] >= ORDER[this.stderrLevel]) {
       const suffix = safeData === undefined ? "" : ` ${oneLine(safeJson(safeData))}`;
       this.write(`[generation-mcp] ${level}: ${oneLine(safeMessage)}${suffix}\n`);

@@ -20,6 +20,7 @@
  * asked about the task takes it over from its video_id, as after a restart.
  */
 import { randomUUID } from "node:crypto";
+import * as z from "zod";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
@@ -30,11 +31,10 @@ import {
   type Result,
   type Task,
 } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "./limits.js";
 import type { Logger } from "./logger.js";
 import type { TaskRecordStore } from "./state/shared-state.js";
 
-/** Requested ttls are bounded by this; a call that names none gets DEFAULT_TTL_MS. */
-export const MAX_TASK_TTL_MS = 24 * 60 * 60 * 1000;
 const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
 /** Records kept per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
@@ -59,6 +59,8 @@ interface TaskRecord {
   videoId?: string | undefined;
   saved?: Record<string, unknown> | undefined;
   result?: CallToolResult | undefined;
+  /** A refused call's task: kept in memory only (StartTaskOptions.refused). */
+  ephemeral?: boolean;
 }
 
 /** What runs a tool in the background for a task: the same handler a plain call runs. */
@@ -77,6 +79,12 @@ export interface StartTaskOptions {
   saved?: Record<string, unknown> | undefined;
   /** Aborts when the server stops: the task then stays `working`, to be taken up again at the next start. */
   stopping: AbortSignal;
+  /**
+   * The call was refused before any request reached the service: its task is answered like any other but
+   * kept only in this process's memory, for the shortest ttl, never on disk or in the shared store, so a
+   * flood of refused calls costs nothing (likewise any task that failed before the service named a task).
+   */
+  refused?: boolean;
   run(task: TaskRun & { ttlMs: number }): Promise<CallToolResult>;
 }
 
@@ -88,6 +96,8 @@ export type Resumer = (
 
 export class McpTasks {
   private readonly records = new Map<string, TaskRecord>();
+  /** Whether the file exists (or will once written): an empty record set never creates it. */
+  private onDisk = false;
   private readonly runners = new Map<string, AbortController>();
   private writing: Promise<void> = Promise.resolve();
   private readonly sweeper: ReturnType<typeof setInterval>;
@@ -130,7 +140,7 @@ export class McpTasks {
    * (or has ended, e.g. a refusal before anything started, or an image that came back at once).
    */
   async start(options: StartTaskOptions): Promise<{ task: Task }> {
-    const ttlMs = boundTtl(options.requestedTtl);
+    const ttlMs = options.refused === true ? MIN_TASK_TTL_MS : boundTtl(options.requestedTtl);
     const now = new Date().toISOString();
     const record: TaskRecord = {
       task: {
@@ -148,10 +158,12 @@ export class McpTasks {
     };
     let announced: () => void = () => {};
     const started = new Promise<void>((resolve) => (announced = resolve));
+    if (options.refused === true) record.ephemeral = true;
     this.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
     await started;
     this.records.set(record.task.taskId, record);
     this.trim();
+    if (record.ephemeral === true) return { task: { ...record.task } };
     this.persist();
     await this.shared?.follow(record.task.taskId, this.leaseMs());
     await this.share(record);
@@ -204,7 +216,7 @@ export class McpTasks {
           );
     if (!launched) {
       // Nothing to follow (the process stopped before the service named a task): say how to go on.
-      this.finish(
+      void this.finish(
         record,
         "failed",
         errorText(
@@ -224,9 +236,17 @@ export class McpTasks {
     // Followed here, or cancelled here (its follower elsewhere stops at its next poll): this copy is current.
     const current = local !== undefined && (this.runners.has(taskId) || local.task.status === "cancelled");
     if (this.shared === undefined || current) return local;
-    const text = await this.shared.get(taskId);
-    const record = text === undefined ? undefined : parseRecord(text);
+    const stored = await this.shared.get(taskId);
+    const record = stored === undefined ? undefined : parseRecord(stored);
+    if (stored !== undefined && record === undefined) {
+      this.logger.warning("a shared MCP task record was not valid and was skipped");
+    }
     if (record === undefined) return local;
+    if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
+      // Another replica decided the outcome: every replica answers the same.
+      this.adopt(local, record);
+      return local;
+    }
     if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs()))) {
       this.records.set(taskId, record);
       this.takeUp(record);
@@ -244,7 +264,8 @@ export class McpTasks {
     const find = async (taskId: string) => visible(await this.lookup(taskId));
     const mustFind = async (taskId: string): Promise<TaskRecord> => {
       const record = await find(taskId);
-      if (record === undefined) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (record === undefined)
+        throw new McpError(ErrorCode.InvalidParams, `Task not found: ${shownId(taskId)}`);
       return record;
     };
     return {
@@ -257,14 +278,14 @@ export class McpTasks {
         return record === undefined ? null : { ...record.task };
       },
       storeTaskResult: async (taskId, status, result) => {
-        this.finish(await mustFind(taskId), status, result as CallToolResult);
+        await this.finish(await mustFind(taskId), status, result as CallToolResult);
       },
       getTaskResult: async (taskId): Promise<Result> => {
         const record = await mustFind(taskId);
         if (record.result === undefined) {
           throw new McpError(
             ErrorCode.InvalidParams,
-            `Task ${taskId} has no result yet (${record.task.status}).`,
+            `Task ${shownId(taskId)} has no result yet (${record.task.status}).`,
           );
         }
         return record.result;
@@ -272,8 +293,15 @@ export class McpTasks {
       updateTaskStatus: async (taskId, status, statusMessage) => {
         const record = await mustFind(taskId);
         if (status === "cancelled") {
-          this.cancel(record);
-          return this.share(record);
+          await this.cancel(record);
+          if (record.task.status !== "cancelled") {
+            // The task ended before the cancel could be agreed (here or on another replica).
+            throw new McpError(
+              ErrorCode.InvalidParams,
+              `Cannot cancel task ${shownId(taskId)}: it is already ${record.task.status}.`,
+            );
+          }
+          return;
         }
         this.update(record, status, statusMessage);
       },
@@ -293,6 +321,16 @@ export class McpTasks {
         return next < mine.length ? { tasks: page, nextCursor: String(next) } : { tasks: page };
       },
     };
+  }
+
+  /** Background waits running now. */
+  get running(): number {
+    return this.runners.size;
+  }
+
+  /** Whether any record is kept (an empty set leaves no file behind). */
+  get empty(): boolean {
+    return [...this.records.values()].every((record) => record.ephemeral === true);
   }
 
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
@@ -330,12 +368,15 @@ export class McpTasks {
         (result) => {
           // A stop leaves the task working (it is taken up at the next start); a cancel has its answer already.
           if (stopping.aborted || record.task.status !== "working") return;
-          this.finish(record, failed(result) ? "failed" : "completed", result);
+          // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
+          // worth keeping on disk or sharing, and a flood of such calls must cost nothing.
+          if (record.videoId === undefined && result.isError === true) record.ephemeral = true;
+          void this.finish(record, failed(result) ? "failed" : "completed", result);
         },
         (error: unknown) => {
           this.logger.error("a background task failed unexpectedly", { error: String(error) });
           if (record.task.status === "working") {
-            this.finish(
+            void this.finish(
               record,
               "failed",
               errorText("internal_error: the wait for this task failed unexpectedly."),
@@ -350,32 +391,55 @@ export class McpTasks {
     return true;
   }
 
-  private cancel(record: TaskRecord): void {
-    // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runners.has(record.task.taskId)) {
-      void this.shared.requestCancel(record.task.taskId, Math.max(1, expiresAt(record.task) - Date.now()));
-    }
+  /** Cancels a working task, unless its outcome was decided first (then the record holds that outcome). */
+  private async cancel(record: TaskRecord): Promise<void> {
+    if (record.task.status !== "working") return;
     const id = record.videoId;
     const text =
       id === undefined
         ? "cancelled: stopped before the service named a task."
         : `cancelled: stopped waiting for video_id ${id}. The service has no cancel, so the generation itself goes on and is charged as usual: call get_status with video_id "${id}" to follow it.`;
-    this.finish(record, "cancelled", errorText(text), text);
+    await this.finish(record, "cancelled", errorText(text), text);
     this.records.set(record.task.taskId, record);
+    // `finish` may have taken another replica's outcome instead.
+    if (statusOf(record) !== "cancelled") return;
     this.runners.get(record.task.taskId)?.abort();
+    // The follower may be another replica: it stops at its next poll.
+    if (this.shared !== undefined && !this.runners.has(record.task.taskId)) {
+      await this.shared.requestCancel(record.task.taskId, Math.max(1, expiresAt(record.task) - Date.now()));
+    }
   }
 
-  private finish(
+  /**
+   * Ends a working task, once: with replicas, the first to write a final record decides for all (a cancel
+   * here near the end of a generation that another replica saw complete, or the reverse), and this record
+   * takes whatever outcome holds.
+   */
+  private async finish(
     record: TaskRecord,
     status: "completed" | "failed" | "cancelled",
     result: CallToolResult,
     statusMessage?: string,
-  ): void {
+  ): Promise<void> {
+    if (record.task.status !== "working") return;
     record.result = result;
     const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
     this.update(record, status, statusMessage ?? firstLine);
+    const left = expiresAt(record.task) - Date.now();
+    if (this.shared !== undefined && left > 0 && record.ephemeral !== true) {
+      const decided = parseRecord(await this.shared.finalize(record.task.taskId, record, left));
+      if (decided !== undefined && decided.task.taskId === record.task.taskId) this.adopt(record, decided);
+    }
     this.persist();
-    void this.share(record);
+  }
+
+  /** Takes the outcome another replica decided; a wait of ours for it has nothing left to do. */
+  private adopt(record: TaskRecord, decided: TaskRecord): void {
+    if (decided.task.status === "working") return;
+    record.task = { ...decided.task };
+    record.result = decided.result;
+    this.runners.get(record.task.taskId)?.abort();
+    this.persist();
   }
 
   /**
@@ -386,7 +450,7 @@ export class McpTasks {
     const shared = this.shared;
     if (shared === undefined) return;
     if (await shared.cancelRequested(record.task.taskId)) {
-      if (record.task.status === "working") this.cancel(record);
+      await this.cancel(record);
       return;
     }
     await shared.follow(record.task.taskId, this.leaseMs());
@@ -396,12 +460,7 @@ export class McpTasks {
   private async share(record: TaskRecord): Promise<void> {
     const left = expiresAt(record.task) - Date.now();
     if (this.shared === undefined || left <= 0) return;
-    await this.shared.put(
-      record.task.taskId,
-      JSON.stringify(record),
-      left,
-      Date.parse(record.task.createdAt),
-    );
+    await this.shared.put(record.task.taskId, record, left, Date.parse(record.task.createdAt));
   }
 
   /** How long a follower's lease lasts: a few polls, so a dead replica's tasks are taken over soon. */
@@ -447,21 +506,32 @@ export class McpTasks {
     } catch {
       return; // No records yet.
     }
+    this.onDisk = true;
+    let saved: { records?: unknown };
     try {
-      const saved = JSON.parse(text) as { records?: TaskRecord[] };
-      for (const record of saved.records ?? []) {
-        if (typeof record?.task?.taskId === "string") this.records.set(record.task.taskId, record);
-      }
+      saved = JSON.parse(text) as { records?: unknown };
     } catch {
       this.logger.warning("the MCP task records could not be read; starting with none", { file });
+      return;
     }
+    let skipped = 0;
+    for (const value of Array.isArray(saved.records) ? saved.records : []) {
+      const record = parseRecord(value);
+      if (record === undefined) skipped += 1;
+      else this.records.set(record.task.taskId, record);
+    }
+    if (skipped > 0)
+      this.logger.warning(`${skipped} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`);
   }
 
   /** Writes the records out, one write at a time, atomically (a crash leaves the old file or the new). */
   private persist(): void {
     const file = this.file;
     if (file === undefined) return;
-    const body = JSON.stringify({ version: 1, records: [...this.records.values()] });
+    const kept = [...this.records.values()].filter((record) => record.ephemeral !== true);
+    if (kept.length === 0 && !this.onDisk) return;
+    this.onDisk = true;
+    const body = JSON.stringify({ version: 1, records: kept });
     this.writing = this.writing.then(async () => {
       try {
         await mkdir(path.dirname(file), { recursive: true });
@@ -484,19 +554,90 @@ function failed(result: CallToolResult): boolean {
   return result.isError === true || status === "failed";
 }
 
-function parseRecord(text: string): TaskRecord | undefined {
-  try {
-    const record = JSON.parse(text) as TaskRecord;
-    return typeof record?.task?.taskId === "string" && typeof record.tool === "string" ? record : undefined;
-  } catch {
+/**
+ * A record read back (from our file or from the shared store), checked field by field: a record that is not
+ * one of ours in every part is skipped, never relayed. Texts lose control and bidi characters.
+ */
+function parseRecord(value: unknown): TaskRecord | undefined {
+  const parsed = RECORD.safeParse(value);
+  if (!parsed.success) return undefined;
+  const record = parsed.data;
+  if (
+    Number.isNaN(Date.parse(record.task.createdAt)) ||
+    Number.isNaN(Date.parse(record.task.lastUpdatedAt))
+  ) {
     return undefined;
   }
+  return record as TaskRecord;
 }
 
+// C0/C1 controls but tab and newline, and the bidi controls that can disguise text.
+// eslint-disable-next-line no-control-regex
+const DISGUISE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+const cleanString = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .transform((text) => text.replace(DISGUISE, ""));
+const TEXT_ITEM = z.object({ type: z.literal("text"), text: cleanString(1_000_000) }).loose();
+const IMAGE_ITEM = z
+  .object({
+    type: z.literal("image"),
+    data: z
+      .string()
+      .max(2_000_000)
+      .regex(/^[A-Za-z0-9+/=]*$/),
+    mimeType: z.string().regex(/^image\/[a-z0-9.+-]{1,40}$/),
+  })
+  .loose();
+const LINK_ITEM = z
+  .object({ type: z.literal("resource_link"), uri: cleanString(4096), name: cleanString(200) })
+  .loose();
+const RECORD = z.object({
+  task: z.object({
+    taskId: z.string().regex(/^[0-9a-f-]{36}$/),
+    status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]),
+    ttl: z.number().int().positive().max(MAX_TASK_TTL_MS).nullable(),
+    createdAt: z.string().max(40),
+    lastUpdatedAt: z.string().max(40),
+    pollInterval: z.number().int().positive().max(3_600_000).optional(),
+    statusMessage: cleanString(2000).optional(),
+  }),
+  tool: z.enum(["generate_video", "generate_image"]),
+  scope: z
+    .string()
+    .regex(/^[A-Za-z0-9:_-]{1,80}$/)
+    .optional(),
+  videoId: z
+    .string()
+    .max(256)
+    // eslint-disable-next-line no-control-regex
+    .regex(/^[^\u0000-\u001F\u007F]*$/)
+    .optional(),
+  saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
+  result: z
+    .object({
+      content: z.array(z.union([TEXT_ITEM, IMAGE_ITEM, LINK_ITEM])).max(50),
+      structuredContent: z.record(z.string(), z.unknown()).optional(),
+      isError: z.boolean().optional(),
+    })
+    .loose()
+    .optional(),
+});
+
+function shownId(taskId: string): string {
+  return JSON.stringify(taskId.length > 64 ? `${taskId.slice(0, 64)}…` : taskId).replace(DISGUISE, "");
+}
+
+/** The ttl a task gets: the default when none was asked for, else the one asked for within the bounds. */
 function boundTtl(requested: number | null | undefined): number {
-  if (typeof requested !== "number" || !Number.isFinite(requested) || requested <= 0)
-    return DEFAULT_TASK_TTL_MS;
-  return Math.min(Math.round(requested), MAX_TASK_TTL_MS);
+  if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
+  return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
+}
+
+/** The record's status now (read through a call, so a check before an await does not narrow it). */
+function statusOf(record: TaskRecord): Task["status"] {
+  return record.task.status;
 }
 
 function expiresAt(task: Task): number {

@@ -1,9 +1,20 @@
 /**
- * The one redaction point: every byte the server emits (tool results, progress, logs) passes through
- * `redact` (or `redactValue` for structured data), so the API key cannot leak even if a lower layer put
- * it in a message by mistake, and even when the service echoes it mangled.
+ * Redaction: every byte the server emits (tool results, progress, logs) passes through a `Redactor`, so a
+ * secret cannot leak even if a lower layer put it in a message by mistake, and even when the service echoes
+ * it mangled.
  *
- * How a registered secret is found:
+ * Whose secrets are masked where:
+ * - The process's own secrets (the stdio key, the gateway's service key, a Redis password: what the operator
+ *   configured) are registered once with `registerSecret` and masked in everything: `redact`, `redactValue`,
+ *   `cleanText` and the logger use them.
+ * - A caller's own key (a passthrough bearer over HTTP) is never registered there: one caller's bearer must
+ *   never be able to censor or rewrite another caller's answers (a bearer of `completed` would otherwise
+ *   mask every tenant's status). Its runtime holds a `Redactor` with that key (`PROCESS_REDACTOR.with(key)`),
+ *   applied where that caller's data enters (each service answer, as soon as it is parsed: api/http.ts) and
+ *   where it leaves (its tool results, progress, task records). It lives as long as the runtime, whatever
+ *   requests are in flight, so a task that ends while no request of its key runs is masked all the same.
+ *
+ * How a secret is found:
  * - Matching runs on a normalised view of the text. Case is folded (full-width ASCII folds to ASCII), and
  *   these are skipped as if absent: C0/C1 controls and DEL; whitespace of any kind; invisible format
  *   characters (soft hyphen, zero-width space/joiners, word joiner, BOM, bidi marks, embeddings and
@@ -18,7 +29,8 @@
  *   Limit: a piece shorter than that stays readable. A key cut into three or more short pieces, or the
  *   short piece beside a masked one, shows that much of the key; so does a mangling outside the list
  *   above (a key spelled backwards, percent-encoded, or with ordinary letters inserted).
- * - Cost: one pass to normalise, then one rolling-hash pass per secret: linear in the text length.
+ * - Cost: one pass to normalise, then one rolling-hash pass per secret: linear in the text length, and a
+ *   redactor holds one or two secrets, whatever the number of callers.
  */
 
 const MIN_SECRET_LENGTH = 6;
@@ -38,58 +50,101 @@ interface Matcher {
   filter: Uint8Array;
 }
 
-const secrets = new Map<string, Matcher | undefined>();
-
-/**
- * Registers a secret to be masked wherever it appears, however mangled. Short strings are ignored (they
- * would mask noise). Returns a function that forgets it again (for tests).
- */
-export function registerSecret(secret: string | undefined): () => void {
-  if (secret === undefined || secret.length < MIN_SECRET_LENGTH || secrets.has(secret)) return () => {};
-  secrets.set(secret, buildMatcher(secret));
-  return () => void secrets.delete(secret);
-}
-
 const BEARER = /\b(Bearer\s+)[^\s"',;]+/gi;
 
-export function redact(text: string): string {
-  let out = text;
-  if (secrets.size > 0) {
-    // Exact occurrences first: cheap, and right even for a secret the normaliser cannot see.
-    for (const secret of secrets.keys()) {
-      if (out.includes(secret)) out = out.split(secret).join(MASK);
-    }
-    out = maskDisguised(out);
+/** Masks a set of secrets, however mangled, in text and in structured data. */
+export class Redactor {
+  /** Its own secrets; a child also asks its parent, so a later process secret reaches every child. */
+  private readonly secrets = new Map<string, Matcher | undefined>();
+
+  constructor(private readonly parent?: Redactor) {}
+
+  /** A redactor that masks `secret` besides everything this one masks (nothing is registered here). */
+  with(secret: string | undefined): Redactor {
+    const child = new Redactor(this);
+    child.add(secret);
+    return child;
   }
-  return out.replace(BEARER, `$1${MASK}`);
+
+  /**
+   * Adds a secret. Short strings are ignored (they would mask noise). Returns a function that forgets it
+   * again (for tests).
+   */
+  add(secret: string | undefined): () => void {
+    if (secret === undefined || secret.length < MIN_SECRET_LENGTH || this.knows(secret)) return () => {};
+    this.secrets.set(secret, buildMatcher(secret));
+    return () => void this.secrets.delete(secret);
+  }
+
+  text(text: string): string {
+    let out = text;
+    const all = this.all();
+    if (all.length > 0) {
+      // Exact occurrences first: cheap, and right even for a secret the normaliser cannot see.
+      for (const [secret] of all) {
+        if (out.includes(secret)) out = out.split(secret).join(MASK);
+      }
+      out = maskDisguised(out, all);
+    }
+    return out.replace(BEARER, `$1${MASK}`);
+  }
+
+  /**
+   * Structured data redacted before it is serialized: every string and every object key passes `text`,
+   * so escapes that serialization would add cannot hide a secret. The result is what
+   * `JSON.parse(JSON.stringify(value))` would give, strings redacted (a cycle becomes "[circular]" instead
+   * of an exception): plain objects and arrays are walked, anything else goes through its JSON form.
+   */
+  value<T>(value: T): T {
+    return walk(value, new WeakSet(), (text) => this.text(text)) as T;
+  }
+
+  private knows(secret: string): boolean {
+    return this.secrets.has(secret) || (this.parent?.knows(secret) ?? false);
+  }
+
+  private all(): Array<[string, Matcher | undefined]> {
+    const own = [...this.secrets];
+    return this.parent === undefined ? own : [...this.parent.all(), ...own];
+  }
 }
+
+/** The process's own secrets (what the operator configured): masked in everything the process emits. */
+export const PROCESS_REDACTOR = new Redactor();
 
 /**
- * Structured data redacted before it is serialized: every string and every object key passes `redact`,
- * so escapes that serialization would add cannot hide a secret. The result is what
- * `JSON.parse(JSON.stringify(value))` would give, strings redacted (a cycle becomes "[circular]" instead
- * of an exception): plain objects and arrays are walked, anything else goes through its JSON form.
+ * Registers one of the process's own secrets (see the top of this file: never a caller's bearer). Returns a
+ * function that forgets it again (for tests).
  */
-export function redactValue<T>(value: T): T {
-  return walk(value, new WeakSet()) as T;
+export function registerSecret(secret: string | undefined): () => void {
+  return PROCESS_REDACTOR.add(secret);
 }
 
-function walk(value: unknown, seen: WeakSet<object>): unknown {
-  if (typeof value === "string") return redact(value);
+export function redact(text: string): string {
+  return PROCESS_REDACTOR.text(text);
+}
+
+/** `redact` for structured data (see Redactor.value). */
+export function redactValue<T>(value: T): T {
+  return PROCESS_REDACTOR.value(value);
+}
+
+function walk(value: unknown, seen: WeakSet<object>, mask: (text: string) => string): unknown {
+  if (typeof value === "string") return mask(value);
   if (typeof value === "number") return Number.isFinite(value) ? value : null;
   if (typeof value !== "object" || value === null) return isJsonless(value) ? undefined : value;
   if (seen.has(value)) return "[circular]";
   seen.add(value);
   try {
-    if (Array.isArray(value)) return value.map((item) => (isJsonless(item) ? null : walk(item, seen)));
+    if (Array.isArray(value)) return value.map((item) => (isJsonless(item) ? null : walk(item, seen, mask)));
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) {
       const json = JSON.stringify(value);
-      return json === undefined ? undefined : (JSON.parse(redact(json)) as unknown);
+      return json === undefined ? undefined : (JSON.parse(mask(json)) as unknown);
     }
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      if (!isJsonless(item)) out[redact(key)] = walk(item, seen);
+      if (!isJsonless(item)) out[mask(key)] = walk(item, seen, mask);
     }
     return out;
   } finally {
@@ -102,8 +157,8 @@ function isJsonless(value: unknown): boolean {
   return value === undefined || typeof value === "function" || typeof value === "symbol";
 }
 
-function maskDisguised(text: string): string {
-  const matchers = [...secrets.values()].filter((matcher) => matcher !== undefined);
+function maskDisguised(text: string, secrets: ReadonlyArray<[string, Matcher | undefined]>): string {
+  const matchers = secrets.map(([, matcher]) => matcher).filter((matcher) => matcher !== undefined);
   if (matchers.length === 0) return text;
   const view = normalize(text);
   const spans: Array<[number, number]> = [];

@@ -1,31 +1,33 @@
 /**
  * One runtime per service key, for a server that serves many callers (Streamable HTTP): each key gets its own
  * rate budget, poll engine, journal and duplicate guard, so a caller never sees, reuses or is slowed by
- * another key's tasks or budget. Runtimes are made on first use, counted while calls run, and closed after
- * they have been idle for a while. The pool is keyed by a hash of the key; the key itself is held only in
- * the runtime's memory, and registered with the redaction point while its runtime lives.
+ * another key's tasks or budget. A runtime is made when a call first needs one (making it may ask the
+ * service whether it accepts the key: see `create`), kept while calls use it, and closed once idle. A key
+ * the service refused is remembered as refused for a while, so a flood of made-up bearers costs one service
+ * request each at most and leaves nothing behind. The pool is keyed by a hash of the key.
  */
-import { createHash } from "node:crypto";
-import { registerSecret } from "./redact.js";
+import { digestOf } from "./auth/caller.js";
+import { UnauthorizedError, type GenerationError } from "./api/errors.js";
 import type { Runtime } from "./runtime.js";
 
 export interface PoolOptions {
-  /** Makes the runtime of one service key. */
-  create(apiKey: string): Promise<Runtime>;
+  /** Makes the runtime of one service key (nothing is written for a caller's key until the service accepts it). */
+  create(serviceKey: string): Promise<Runtime>;
   /** A runtime with no call for this long is closed. Default 10 minutes. */
   idleMs?: number;
-  /** Calls one key may have running at once. */
-  maxConcurrentPerKey: number;
   /** Runtimes kept at most; past it, the longest idle one is closed first. Default 1000. */
   maxRuntimes?: number;
+  /** How long a key the service refused is answered from memory. Default 60 s. */
+  refusedMs?: number;
   now?: () => number;
 }
 
 interface Entry {
   runtime: Promise<Runtime>;
+  /** Set once made: whether its background work keeps it busy. */
+  made?: Runtime;
   calls: number;
   lastUsed: number;
-  forget: () => void;
 }
 
 export interface Lease {
@@ -34,23 +36,24 @@ export interface Lease {
   release(): void;
 }
 
-/** The key has as many calls running as it may. */
-export class TooManyCallsError extends Error {
-  override name = "TooManyCallsError";
+/** What a call of a key the service refused meets, without asking the service again. */
+function refusedKey(): GenerationError {
+  return new UnauthorizedError("The service refused this API key (HTTP 401) a moment ago.");
 }
 
 const DEFAULT_IDLE_MS = 10 * 60 * 1000;
 const DEFAULT_MAX_RUNTIMES = 1000;
-
-/** Hex SHA-256 of a key: how the pool (and logs, if ever) refer to it. */
-export function keyDigest(apiKey: string): string {
-  return createHash("sha256").update(apiKey).digest("hex");
-}
+const DEFAULT_REFUSED_MS = 60_000;
+/** Refused keys remembered at most; the oldest is forgotten first. */
+const MAX_REFUSED = 10_000;
 
 export class RuntimePool {
   private readonly entries = new Map<string, Entry>();
+  /** Keys the service refused, by digest: until when, and the refusal to answer meanwhile. */
+  private readonly refused = new Map<string, { until: number; error: GenerationError }>();
   private readonly idleMs: number;
   private readonly maxRuntimes: number;
+  private readonly refusedMs: number;
   private readonly now: () => number;
   private readonly sweeper: ReturnType<typeof setInterval>;
   private closed = false;
@@ -58,35 +61,36 @@ export class RuntimePool {
   constructor(private readonly options: PoolOptions) {
     this.idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
     this.maxRuntimes = Math.max(1, options.maxRuntimes ?? DEFAULT_MAX_RUNTIMES);
+    this.refusedMs = options.refusedMs ?? DEFAULT_REFUSED_MS;
     this.now = options.now ?? Date.now;
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, this.idleMs));
     this.sweeper.unref();
   }
 
-  /** The runtime of `apiKey`, counted as in use until `release()`. */
-  async acquire(apiKey: string): Promise<Lease> {
+  /** The runtime of `serviceKey`, kept open until `release()`. */
+  async acquire(serviceKey: string): Promise<Lease> {
     if (this.closed) throw new Error("the runtime pool is closed");
-    const digest = keyDigest(apiKey);
+    const digest = digestOf(serviceKey);
+    const refusal = this.refused.get(digest);
+    if (refusal !== undefined && refusal.until > this.now()) throw refusal.error;
     let entry = this.entries.get(digest);
     if (entry === undefined) {
       // Nothing may await between the lookup and the insert, or two calls of a new key would each make a
       // runtime (and split its rate budget).
       this.makeRoom();
-      const created = this.options.create(apiKey);
-      const made: Entry = {
-        runtime: created,
-        calls: 0,
-        lastUsed: this.now(),
-        forget: registerSecret(apiKey),
-      };
-      this.entries.set(digest, made);
+      const created = this.options.create(serviceKey);
+      const fresh: Entry = { runtime: created, calls: 0, lastUsed: this.now() };
+      this.entries.set(digest, fresh);
+      created.then(
+        (runtime) => (fresh.made = runtime),
+        () => undefined,
+      );
       // A runtime that could not be made is not kept: the next call tries again.
       created.catch(() => {
-        if (this.entries.get(digest) === made) this.drop(digest, made);
+        if (this.entries.get(digest) === fresh) this.entries.delete(digest);
       });
-      entry = made;
+      entry = fresh;
     }
-    if (entry.calls >= this.options.maxConcurrentPerKey) throw new TooManyCallsError();
     entry.calls += 1;
     entry.lastUsed = this.now();
     const held = entry;
@@ -96,6 +100,11 @@ export class RuntimePool {
       released = true;
       held.calls -= 1;
       held.lastUsed = this.now();
+      // The service refused a key it never accepted: nothing of it is kept, and the refusal is remembered.
+      if (held.calls === 0 && held.made?.refused() === true) {
+        void this.closeEntry(digest, held);
+        this.remember(digest, refusedKey());
+      }
     };
     try {
       return { runtime: await held.runtime, release };
@@ -117,20 +126,23 @@ export class RuntimePool {
   async close(graceMs?: number): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
-    const all = [...this.entries.entries()];
+    const all = [...this.entries.values()];
     this.entries.clear();
-    await Promise.allSettled(
-      all.map(async ([, entry]) => {
-        entry.forget();
-        await (await entry.runtime).close(graceMs);
-      }),
-    );
+    await Promise.allSettled(all.map(async (entry) => (await entry.runtime).close(graceMs)));
+  }
+
+  private remember(digest: string, error: GenerationError): void {
+    this.refused.delete(digest);
+    this.refused.set(digest, { until: this.now() + this.refusedMs, error });
+    if (this.refused.size > MAX_REFUSED) this.refused.delete(this.refused.keys().next().value ?? "");
   }
 
   private async sweep(): Promise<void> {
     const now = this.now();
+    for (const [digest, refusal] of this.refused) if (refusal.until <= now) this.refused.delete(digest);
     for (const [digest, entry] of [...this.entries]) {
-      if (entry.calls === 0 && now - entry.lastUsed >= this.idleMs) await this.closeEntry(digest, entry);
+      const idle = entry.calls === 0 && !(entry.made?.busy() ?? false);
+      if (idle && now - entry.lastUsed >= this.idleMs) await this.closeEntry(digest, entry);
     }
   }
 
@@ -140,23 +152,18 @@ export class RuntimePool {
     if (excess <= 0) return;
     // Only idle runtimes go; with none idle, the pool grows past its size until calls end.
     const idle = [...this.entries]
-      .filter(([, entry]) => entry.calls === 0)
+      .filter(([, entry]) => entry.calls === 0 && !(entry.made?.busy() ?? false))
       .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)
       .slice(0, excess);
     for (const [digest, entry] of idle) void this.closeEntry(digest, entry);
   }
 
   private async closeEntry(digest: string, entry: Entry): Promise<void> {
-    this.drop(digest, entry);
+    if (this.entries.get(digest) === entry) this.entries.delete(digest);
     try {
       await (await entry.runtime).close();
     } catch {
       // It was never made, or closing failed: either way it is out of the pool.
     }
-  }
-
-  private drop(digest: string, entry: Entry): void {
-    this.entries.delete(digest);
-    entry.forget();
   }
 }

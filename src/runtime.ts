@@ -3,6 +3,7 @@
  * task starter. Used by the CLI (stdio) and by the in-process tests, so both run the same assembly.
  */
 import { createHash } from "node:crypto";
+import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { GenerationClient, type ClientOptions } from "./api/client.js";
@@ -10,13 +11,15 @@ import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
+import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 import { McpTasks } from "./mcp-tasks.js";
 import { backgroundContext, toolResult, type ServerDepsFactory } from "./server.js";
 import { Journal } from "./tasks/journal.js";
+import { Ownership } from "./tasks/ownership.js";
 import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
-import { LOCAL_STATE, type StateHub } from "./state/shared-state.js";
+import { LOCAL_STATE, type SharedState, type StateHub } from "./state/shared-state.js";
 import { TOOLS } from "./tools/index.js";
 
 export interface ServiceTarget {
@@ -27,6 +30,12 @@ export interface ServiceTarget {
    * servers at once (a demo and a desktop client, two sessions) can then never see each other's tasks.
    */
   ephemeral?: boolean;
+  /**
+   * A caller's own key (passthrough over HTTP), not the operator's: nothing is written for it, on disk or in
+   * Redis, before the service has accepted it (a 2xx answer, or GET /credits asked before a first start), so
+   * a made-up bearer leaves nothing behind; a key the service refused first is dropped (runtime-pool.ts).
+   */
+  callerKey?: boolean;
 }
 
 /**
@@ -42,9 +51,17 @@ export function journalDir(stateDir: string, target: ServiceTarget): string {
 
 export interface Runtime {
   depsFactory: ServerDepsFactory;
+  /** Masks this runtime's key (and the process's secrets) in whatever it emits or stores. */
+  redactor: Redactor;
+  /** The process's log, masking this runtime's key too. */
+  logger: Logger;
   /** MCP task records and their background waits, kept beside the journal. */
   tasks: McpTasks;
   client: GenerationClient;
+  /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
+  busy(): boolean;
+  /** The service refused this (caller's) key before ever accepting it: nothing of it is worth keeping. */
+  refused(): boolean;
   /**
    * Stops the process's work: every call still running answers at once with what it has (a started task
    * with its video_id and "still processing"), waited for at most `graceMs`, then everything is closed.
@@ -58,35 +75,52 @@ const SHUTDOWN_GRACE_MS = 3000;
 export async function createRuntime(
   config: Config,
   target: ServiceTarget,
-  logger: Logger,
+  processLogger: Logger,
   version: string,
   /** Tests tighten timeouts and retries here; the CLI uses the defaults. */
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries" | "uploadTimeoutMs">> = {},
   /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
 ): Promise<Runtime> {
+  // The key is masked for the runtime's whole life, in its answers only: never registered process-wide, so
+  // one caller's bearer can never mask (or be made to unmask) another caller's text.
+  const redactor = PROCESS_REDACTOR.with(target.apiKey);
+  const logger = processLogger.scoped(redactor);
   // The embedded sandbox lives and dies with this process: nothing of it is shared.
-  const shared = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local: new TokenBucketBudget() });
+  const local = new TokenBucketBudget();
+  const accepted = () => client.keyState === "accepted";
+  const shared = gateShared((target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local }), accepted);
   const budget = shared.budget;
-  const client = new GenerationClient({
+  const client: GenerationClient = new GenerationClient({
     baseUrl: target.baseUrl,
     apiKey: target.apiKey,
     budget,
     userAgent: `generation-mcp/${version}`,
     onWarning: (message, data) => logger.warning(message, data),
+    redactor,
+    trustedKey: target.callerKey !== true,
     ...clientOverrides,
   });
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
-  const journal = target.ephemeral
-    ? Journal.inMemory({ logger: log })
-    : await Journal.open(journalDir(config.stateDir, target), { logger: log });
+  const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
+  const journal =
+    dir === undefined ? Journal.inMemory({ logger: log }) : await Journal.open(dir, { logger: log });
+  const ownership = await Ownership.open(dir, shared.owners, log);
   const poller = new PollEngine({
     api: client,
     intervalMs: config.pollIntervalMs,
     logger: log,
     coordinator: shared.polls,
   });
-  const starter = new TaskStarter({ api: client, journal, budget, logger: log, claims: shared.claims });
+  const starter = new TaskStarter({
+    api: client,
+    journal,
+    budget,
+    logger: log,
+    claims: shared.claims,
+    ownership,
+    beforeWrite: () => client.ensureAccepted(),
+  });
 
   const stopping = new AbortController();
   const running = new Set<Promise<unknown>>();
@@ -97,8 +131,10 @@ export async function createRuntime(
     api: client,
     poller,
     starter,
+    ownership,
     config,
     logger,
+    redactor,
     stopping: stopping.signal,
     mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
     mediaOrigin: URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined,
@@ -117,24 +153,23 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
-  const tasks = await McpTasks.open(
-    target.ephemeral ? undefined : journalDir(config.stateDir, target),
-    config.pollIntervalMs,
-    logger,
-    shared.tasks,
-  );
+  const tasks = await McpTasks.open(dir, config.pollIntervalMs, logger, shared.tasks);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   tasks.resumeAll((record, run) => {
     const tool = TOOLS.find((candidate) => candidate.name === record.tool);
     const resume = tool?.task?.resume;
     if (tool === undefined || resume === undefined) return undefined;
     const deps = depsFactory({ clientRoots: async () => [], scope: record.scope });
-    return toolResult(tool, resume(record, deps, backgroundContext(run, logger)), deps, run.signal);
+    return toolResult(tool, resume(record, deps, backgroundContext(run, deps)), deps, run.signal);
   }, stopping.signal);
   return {
     depsFactory,
+    redactor,
+    logger,
     client,
     tasks,
+    busy: () => running.size > 0 || tasks.running > 0,
+    refused: () => client.keyState === "refused",
     async close(graceMs = SHUTDOWN_GRACE_MS) {
       stopping.abort();
       poller.close();
@@ -150,6 +185,30 @@ export async function createRuntime(
       // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.
       await journal.close();
       await tasks.close();
+      await ownership.close();
+      // A folder that holds nothing worth keeping goes with its runtime: idle state is not left behind.
+      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty) {
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      }
+    },
+  };
+}
+
+/**
+ * Shared state that a caller's key reaches only once the service accepted it: before that, its polls are
+ * this process's own (no lease or status is written for a made-up key). The rate budget is shared from the
+ * first request: it counts what reaches the service, refused keys included, and holds no content (its two
+ * counters expire 10 minutes after the key's last request).
+ */
+function gateShared(shared: SharedState, accepted: () => boolean): SharedState {
+  const { polls } = shared;
+  if (polls === undefined) return shared;
+  return {
+    ...shared,
+    polls: {
+      ...polls,
+      lead: async (videoId, ttlMs) => (accepted() ? polls.lead(videoId, ttlMs) : true),
+      publish: async (videoId, video) => (accepted() ? polls.publish(videoId, video) : undefined),
     },
   };
 }

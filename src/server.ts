@@ -21,15 +21,17 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
+import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { AbortedError, ValidationError } from "./api/errors.js";
+import type { Caller } from "./auth/caller.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
 import type { Logger } from "./logger.js";
-import type { McpTasks } from "./mcp-tasks.js";
+import type { Runtime } from "./runtime.js";
 import { withMedia, type MediaSettings } from "./media/content.js";
-import { cleanText, redact, redactValue } from "./redact.js";
+import { cleanText } from "./redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./tools/define-tool.js";
-import { StoppingError, errorResult, validationMessage } from "./tools/format.js";
+import { StoppingError, describeError, errorResult, validationMessage } from "./tools/format.js";
 import { TOOLS } from "./tools/index.js";
 import { listViewerResources, readViewerResource, viewerToolMeta } from "./ui/viewer.js";
 
@@ -57,19 +59,30 @@ export interface ServerHooks {
   scope?: string | undefined;
 }
 
+/** Who a server (one per stdio connection, one per HTTP request) serves, and how to reach its runtime. */
+export interface Session {
+  caller: Caller;
+  /** The configured service's origin: the one origin the viewer may load media from. */
+  mediaOrigin: string | undefined;
+  /**
+   * The runtime of the caller's service key, made on the first call that needs the service (for a caller's
+   * own key that means the service accepted it): requests that need nothing of it (initialize, ping,
+   * tools/list ...) never make one. Rejects with the service's refusal.
+   */
+  runtime(): Promise<Runtime>;
+}
+
 export interface ServerOptions {
   /**
-   * Relay the runtime's log lines as MCP log notifications (default true). Off over HTTP: a runtime serves
-   * every request of its key, and one caller's call must not hear about another's.
+   * The log whose lines are relayed as MCP log notifications (stdio: the runtime's). None over HTTP: a
+   * runtime serves every request of its key, and one caller's call must not hear about another's.
    */
-  mcpLogging?: boolean;
-  /** Passed to the deps factory (ServerHooks.scope). */
-  scope?: string | undefined;
+  mcpLogging?: Logger | undefined;
   /**
-   * The runtime's MCP task records: with them the server declares the tasks capability and runs
-   * task-augmented calls of the tools that allow it (generate_video, generate_image) in the background.
+   * Declare the tasks capability and run task-augmented calls of the tools that allow it (generate_video,
+   * generate_image) in the background, with the runtime's task records.
    */
-  tasks?: McpTasks | undefined;
+  tasks?: boolean;
 }
 
 export type ServerDepsFactory = (hooks: ServerHooks) => ServerDeps;
@@ -94,12 +107,9 @@ function toJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string,
   return json;
 }
 
-export function createServer(
-  version: string,
-  makeDeps: ServerDepsFactory,
-  options: ServerOptions = {},
-): Server {
-  const tasks = options.tasks;
+export function createServer(version: string, session: Session, options: ServerOptions = {}): Server {
+  const scope = session.caller.scope;
+  const withTasks = options.tasks === true;
   const server = new Server(
     { name: SERVER_NAME, title: "Video & image generation", version },
     {
@@ -108,10 +118,10 @@ export function createServer(
         // Only the MCP Apps viewer (src/ui/viewer.ts): no subscriptions, the list never changes.
         resources: {},
         logging: {},
-        ...(tasks !== undefined && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+        ...(withTasks && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
       },
       instructions: INSTRUCTIONS,
-      ...(tasks !== undefined && { taskStore: tasks.view(options.scope) }),
+      ...(withTasks && { taskStore: lazyTaskStore(async () => (await session.runtime()).tasks.view(scope)) }),
     },
   );
   let roots: Promise<string[]> | undefined;
@@ -126,20 +136,22 @@ export function createServer(
       });
     return roots;
   };
-  const deps = makeDeps({ server, clientRoots, scope: options.scope });
+  let made: Promise<ServerDeps> | undefined;
+  const dependencies = () =>
+    (made ??= session.runtime().then((runtime) => runtime.depsFactory({ server, clientRoots, scope })));
   const listed = typeof __GENERATION_MCP_TOOLS__ === "object" ? __GENERATION_MCP_TOOLS__ : describeTools();
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: listViewerResources(deps.mediaOrigin),
+    resources: listViewerResources(session.mediaOrigin),
   }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const uri = request.params.uri;
     let contents;
     try {
-      contents = readViewerResource(uri, deps.mediaOrigin);
+      contents = readViewerResource(uri, session.mediaOrigin);
     } catch (error) {
       throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error));
     }
@@ -154,19 +166,30 @@ export function createServer(
     task: { ttl?: number | null | undefined } | undefined,
   ): Promise<CallToolResult | CreateTaskResult> => {
     const call = accept(name, args);
+    if (task !== undefined && (!withTasks || ("tool" in call && call.tool.task === undefined))) {
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        `${cleanText(name, 80)} does not run as a task: call it without "task".`,
+      );
+    }
+    if ("refused" in call && task === undefined) return call.refused;
+    let deps: ServerDeps;
+    try {
+      deps = await dependencies();
+    } catch (error) {
+      // The service refused the caller's key (or could not be asked): nothing was kept for this caller.
+      made = undefined;
+      if (task === undefined) return errorResult(error);
+      throw new McpError(ErrorCode.InvalidRequest, describeError(error));
+    }
     if (task !== undefined) {
-      if (tasks === undefined || ("tool" in call && call.tool.task === undefined)) {
-        throw new McpError(
-          ErrorCode.MethodNotFound,
-          `${cleanText(name, 80)} does not run as a task: call it without "task".`,
-        );
-      }
       const startedAt = Date.now();
-      return tasks.start({
+      return (await session.runtime()).tasks.start({
         tool: name,
-        scope: options.scope,
+        scope,
         requestedTtl: task.ttl,
         stopping: deps.stopping,
+        refused: "refused" in call,
         saved: "tool" in call ? call.tool.task?.save?.(call.data) : undefined,
         // A refused call becomes a task that failed at once, with the same error a plain call answers.
         run: (run) =>
@@ -177,7 +200,7 @@ export function createServer(
                 call.tool.handler(
                   call.tool.task?.prepare?.(call.data, run.ttlMs) ?? call.data,
                   deps,
-                  backgroundContext(run, deps.logger, startedAt),
+                  backgroundContext(run, deps, startedAt),
                 ),
                 deps,
                 run.signal,
@@ -197,7 +220,7 @@ export function createServer(
         try {
           await extra.sendNotification({
             method: "notifications/progress",
-            params: { progressToken, progress, message: redact(message) },
+            params: { progressToken, progress, message: deps.redactor.text(message) },
           });
         } catch (error) {
           deps.logger.debug("progress notification not delivered", { error: String(error) });
@@ -246,8 +269,20 @@ export function createServer(
     roots = undefined;
   });
 
-  if (options.mcpLogging !== false) attachMcpLogging(server, deps.logger, SERVER_NAME);
+  if (options.mcpLogging !== undefined) attachMcpLogging(server, options.mcpLogging, SERVER_NAME);
   return server;
+}
+
+/** A TaskStore whose records live in the caller's runtime, made only when a task request needs it. */
+function lazyTaskStore(store: () => Promise<TaskStore>): TaskStore {
+  return {
+    createTask: async (...args) => (await store()).createTask(...args),
+    getTask: async (...args) => (await store()).getTask(...args),
+    storeTaskResult: async (...args) => (await store()).storeTaskResult(...args),
+    getTaskResult: async (...args) => (await store()).getTaskResult(...args),
+    updateTaskStatus: async (...args) => (await store()).updateTaskStatus(...args),
+    listTasks: async (...args) => (await store()).listTasks(...args),
+  };
 }
 
 function mediaSettings(deps: ServerDeps): MediaSettings {
@@ -272,8 +307,8 @@ export async function toolResult(
     const returned = await running;
     const result = tool.output.parse(returned) as Record<string, unknown>;
     const answer: CallToolResult = {
-      content: [{ type: "text", text: redact(tool.summarize(result)) }],
-      structuredContent: redactValue(result),
+      content: [{ type: "text", text: deps.redactor.text(tool.summarize(result)) }],
+      structuredContent: deps.redactor.value(result),
     };
     return await withMedia(
       answer,
@@ -283,27 +318,27 @@ export async function toolResult(
     );
   } catch (error) {
     if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {
-      return errorResult(new StoppingError());
+      return errorResult(new StoppingError(), deps.redactor);
     }
     if (!(error instanceof Error && "code" in error) && !(error instanceof AbortedError)) {
       deps.logger.error(`${tool.name} failed unexpectedly`, {
         error: String(error instanceof Error ? error.stack : error),
       });
     }
-    return errorResult(error);
+    return errorResult(error, deps.redactor);
   }
 }
 
 /** The context of a tool run in the background (an MCP task): its progress becomes the task's status. */
 export function backgroundContext(
   run: { signal: AbortSignal; progress(message: string): void },
-  logger: Logger,
+  deps: Pick<ServerDeps, "logger" | "redactor">,
   startedAt = Date.now(),
 ): ToolContext {
   return {
     signal: run.signal,
     startedAt,
-    logger,
-    progress: async (message) => run.progress(redact(message)),
+    logger: deps.logger,
+    progress: async (message) => run.progress(deps.redactor.text(message)),
   };
 }

@@ -60,7 +60,7 @@ describe("GENERATION_BASE_URL must end in the version segment /api/v1", () => {
 describe("--http configuration", () => {
   const hash = (token: string) => createHash("sha256").update(token).digest("hex");
 
-  it("defaults to 127.0.0.1:8080, passthrough auth, a 4 MiB body and 16 calls per key", () => {
+  it("defaults to 127.0.0.1:8080, passthrough auth, a 4 MiB body, 16 calls per caller and 1024 connections", () => {
     const config = loadConfig({ env: {}, flags: { "--http": true, "--sandbox": true } });
     expect(config.http).toEqual({
       port: 8080,
@@ -70,6 +70,7 @@ describe("--http configuration", () => {
       tokenHashes: undefined,
       maxBodyBytes: 4 * 1024 * 1024,
       maxConcurrentPerKey: 16,
+      maxConnections: 1024,
     });
   });
 
@@ -83,7 +84,7 @@ describe("--http configuration", () => {
         GENERATION_HTTP_ALLOWED_ORIGINS: "https://app.example.com",
         GENERATION_HTTP_MAX_BODY_BYTES: "2048",
       },
-      flags: { "--port": "9000", "--max-concurrent": "4" },
+      flags: { "--port": "9000", "--max-concurrent": "4", "--max-connections": "64" },
     });
     expect(config.http).toMatchObject({
       port: 9000,
@@ -92,6 +93,7 @@ describe("--http configuration", () => {
       allowedOrigins: ["https://app.example.com"],
       maxBodyBytes: 2048,
       maxConcurrentPerKey: 4,
+      maxConnections: 64,
     });
   });
 
@@ -237,17 +239,31 @@ describe("previews and media links", () => {
 describe("shared state on Redis", () => {
   const base = { GENERATION_API_KEY: "k", GENERATION_BASE_URL: "http://127.0.0.1:8787/api/v1" };
 
-  it("is off unless GENERATION_REDIS_URL (or --redis-url) is set; the prefix defaults to generation-mcp:", () => {
+  it("is off unless GENERATION_REDIS_URL (or --redis-url) is set; the prefix defaults to generation-mcp:, starts are refused while it is down", () => {
     expect(loadConfig({ env: base }).redis).toBeUndefined();
     expect(loadConfig({ env: { ...base, GENERATION_REDIS_URL: "redis://127.0.0.1:6379" } }).redis).toEqual({
       url: "redis://127.0.0.1:6379",
       prefix: "generation-mcp:",
+      whenDown: "refuse",
     });
     const flagged = loadConfig({
       env: { ...base, GENERATION_REDIS_URL: "redis://ignored:1" },
-      flags: { "--redis-url": "rediss://cache.internal:6380/2", "--redis-prefix": "team-a:" },
+      flags: {
+        "--redis-url": "rediss://cache.internal:6380/2",
+        "--redis-prefix": "team-a:",
+        "--redis-when-down": "alone",
+      },
     });
-    expect(flagged.redis).toEqual({ url: "rediss://cache.internal:6380/2", prefix: "team-a:" });
+    expect(flagged.redis).toEqual({
+      url: "rediss://cache.internal:6380/2",
+      prefix: "team-a:",
+      whenDown: "alone",
+    });
+    expect(() =>
+      loadConfig({
+        env: { ...base, GENERATION_REDIS_URL: "redis://x:1", GENERATION_REDIS_WHEN_DOWN: "maybe" },
+      }),
+    ).toThrow(/GENERATION_REDIS_WHEN_DOWN \(or --redis-when-down\): must be refuse or alone/);
   });
 
   it("refuses an address that is not redis:// or rediss://, and a prefix with other characters", () => {

@@ -1,32 +1,46 @@
-/** One runtime per service key: made once, counted while calls run, capped, closed when idle. */
+/**
+ * One runtime per service key: made once, kept while calls (or background task waits) use it, closed when
+ * idle; a key the service refused is answered from memory for a while; no key is ever registered with the
+ * process-wide redaction (one caller's bearer must not change another caller's text).
+ */
 import { describe, expect, it } from "vitest";
+import { UnauthorizedError } from "../src/api/errors.js";
 import { redact } from "../src/redact.js";
 import type { Runtime } from "../src/runtime.js";
-import { RuntimePool, TooManyCallsError, keyDigest } from "../src/runtime-pool.js";
+import { RuntimePool } from "../src/runtime-pool.js";
 
-function fakeRuntimes() {
+function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string> } = {}) {
   const made: string[] = [];
   const closed: string[] = [];
+  const asked: string[] = [];
   const create = async (apiKey: string): Promise<Runtime> => {
+    asked.push(apiKey);
     made.push(apiKey);
     return {
       depsFactory: () => {
         throw new Error("not used");
       },
+      redactor: undefined as never,
+      logger: undefined as never,
       client: undefined as never,
       tasks: undefined as never,
+      busy: () => options.busy?.has(apiKey) ?? false,
+      // As the runtime reports once the service answered 401 to a key it never accepted.
+      refused: () => options.refuse?.has(apiKey) ?? false,
       close: async () => {
         closed.push(apiKey);
       },
     };
   };
-  return { made, closed, create };
+  return { made, closed, asked, create };
 }
+
+const sweep = (pool: RuntimePool) => (pool as unknown as { sweep(): Promise<void> }).sweep();
 
 describe("RuntimePool", () => {
   it("makes one runtime per key, even for calls that arrive together", async () => {
     const runtimes = fakeRuntimes();
-    const pool = new RuntimePool({ create: runtimes.create, maxConcurrentPerKey: 8 });
+    const pool = new RuntimePool({ create: runtimes.create });
     const leases = await Promise.all([
       pool.acquire("sk-key-one-123456"),
       pool.acquire("sk-key-one-123456"),
@@ -38,54 +52,51 @@ describe("RuntimePool", () => {
     await pool.close();
   });
 
-  it("caps the calls one key may run at once, and counts released calls back", async () => {
-    const runtimes = fakeRuntimes();
-    const pool = new RuntimePool({ create: runtimes.create, maxConcurrentPerKey: 2 });
-    const first = await pool.acquire("sk-capped-123456");
-    await pool.acquire("sk-capped-123456");
-    await expect(pool.acquire("sk-capped-123456")).rejects.toBeInstanceOf(TooManyCallsError);
-    // Another key is not slowed by this one.
-    await expect(pool.acquire("sk-other-123456")).resolves.toBeDefined();
-    first.release();
-    first.release();
-    await expect(pool.acquire("sk-capped-123456")).resolves.toBeDefined();
-    await expect(pool.acquire("sk-capped-123456")).rejects.toBeInstanceOf(TooManyCallsError);
+  it("keeps nothing for a key the service refused, and answers it from memory until the refusal lapses", async () => {
+    let now = 0;
+    const runtimes = fakeRuntimes({ refuse: new Set(["made-up-bearer"]) });
+    const pool = new RuntimePool({ create: runtimes.create, refusedMs: 1000, now: () => now });
+    (await pool.acquire("made-up-bearer")).release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(pool.size).toBe(0);
+    expect(runtimes.closed).toEqual(["made-up-bearer"]);
+    await expect(pool.acquire("made-up-bearer")).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(runtimes.asked).toEqual(["made-up-bearer"]);
+    now = 2000;
+    (await pool.acquire("made-up-bearer")).release();
+    expect(runtimes.asked).toEqual(["made-up-bearer", "made-up-bearer"]);
     await pool.close();
   });
 
-  it("closes a runtime idle past its time, never one with calls running, and masks live keys only", async () => {
+  it("closes a runtime idle past its time, never one with calls or background waits running", async () => {
     let now = 0;
-    const runtimes = fakeRuntimes();
-    const pool = new RuntimePool({
-      create: runtimes.create,
-      maxConcurrentPerKey: 4,
-      idleMs: 1000,
-      now: () => now,
-    });
+    const runtimes = fakeRuntimes({ busy: new Set(["sk-waiting-cccc3333"]) });
+    const pool = new RuntimePool({ create: runtimes.create, idleMs: 1000, now: () => now });
     const busy = await pool.acquire("sk-busy-bbbb2222");
-    const idle = await pool.acquire("sk-idle-aaaa1111");
-    idle.release();
-    expect(redact("sk-idle-aaaa1111")).toBe("[redacted]");
+    (await pool.acquire("sk-idle-aaaa1111")).release();
+    (await pool.acquire("sk-waiting-cccc3333")).release();
     now = 5000;
-    await (pool as unknown as { sweep(): Promise<void> }).sweep();
+    await sweep(pool);
     expect(runtimes.closed).toEqual(["sk-idle-aaaa1111"]);
-    expect(pool.size).toBe(1);
-    expect(redact("sk-idle-aaaa1111")).toBe("sk-idle-aaaa1111");
-    expect(redact("sk-busy-bbbb2222")).toBe("[redacted]");
+    expect(pool.size).toBe(2);
     busy.release();
     await pool.close();
-    expect(runtimes.closed).toEqual(["sk-idle-aaaa1111", "sk-busy-bbbb2222"]);
+    expect(runtimes.closed.sort()).toEqual(["sk-busy-bbbb2222", "sk-idle-aaaa1111", "sk-waiting-cccc3333"]);
+  });
+
+  it("never registers a key with the process-wide redaction", async () => {
+    const runtimes = fakeRuntimes();
+    const pool = new RuntimePool({ create: runtimes.create });
+    const lease = await pool.acquire("completed");
+    expect(redact("status completed")).toBe("status completed");
+    lease.release();
+    await pool.close();
   });
 
   it("keeps at most maxRuntimes, closing the longest idle first", async () => {
     let now = 0;
     const runtimes = fakeRuntimes();
-    const pool = new RuntimePool({
-      create: runtimes.create,
-      maxConcurrentPerKey: 4,
-      maxRuntimes: 2,
-      now: () => now,
-    });
+    const pool = new RuntimePool({ create: runtimes.create, maxRuntimes: 2, now: () => now });
     (await pool.acquire("sk-first-123456")).release();
     now = 10;
     (await pool.acquire("sk-second-123456")).release();
@@ -94,10 +105,5 @@ describe("RuntimePool", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(runtimes.closed).toEqual(["sk-first-123456"]);
     await pool.close();
-  });
-
-  it("names keys by a hash, never by the key", () => {
-    expect(keyDigest("sk-secret-123456")).toMatch(/^[0-9a-f]{64}$/);
-    expect(keyDigest("sk-secret-123456")).not.toContain("secret");
   });
 });

@@ -1,5 +1,6 @@
 /** The typed client of the generation service: one method per endpoint, the envelope unwrapped. */
 import type { Dispatcher } from "undici";
+import { GenerationError } from "./errors.js";
 import { HttpTransport } from "./http.js";
 import { MultipartUpload } from "./multipart.js";
 import {
@@ -11,6 +12,7 @@ import {
   toVideoStatus,
 } from "./normalize.js";
 import type { RateBudget } from "./rate-budget.js";
+import type { Redactor } from "../redact.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -40,7 +42,17 @@ export interface ClientOptions {
    * completed task without a usable URL). The text holds field paths only, never the service's values.
    */
   onWarning?: (message: string, data: { video_id?: string }) => void;
+  /** Masks the key in every answer as it arrives (see HttpOptions.redactor). */
+  redactor?: Redactor;
+  /**
+   * The key is the operator's (stdio, gateway) and trusted as it is. False for a caller's own key over
+   * HTTP: until the service has accepted it, `keyState` is "unknown" and `ensureAccepted` asks.
+   */
+  trustedKey?: boolean;
 }
+
+/** What the service has said of the key: nothing yet, accepted (a 2xx answer), or refused (401 before any). */
+export type KeyState = "unknown" | "accepted" | "refused";
 
 /** Warnings already reported, so a task polled every few seconds is not reported at every poll. */
 const WARNED_MEMORY = 200;
@@ -50,8 +62,12 @@ export class GenerationClient implements GenerationApi {
   private readonly uploadTimeoutMs: number;
   private readonly onWarning: ClientOptions["onWarning"];
   private readonly warned = new Set<string>();
+  private state: KeyState;
+  private refusal: GenerationError | undefined;
+  private asking: Promise<void> | undefined;
 
   constructor(options: ClientOptions) {
+    this.state = options.trustedKey === false ? "unknown" : "accepted";
     this.http = new HttpTransport({
       baseUrl: options.baseUrl,
       apiKey: options.apiKey,
@@ -61,6 +77,12 @@ export class GenerationClient implements GenerationApi {
       ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
       ...(options.dispatcher !== undefined && { dispatcher: options.dispatcher }),
       ...(options.sleep !== undefined && { sleep: options.sleep }),
+      ...(options.redactor !== undefined && { redactor: options.redactor }),
+      onStatus: (status) => {
+        if (this.state !== "unknown") return;
+        if (status >= 200 && status < 300) this.state = "accepted";
+        else if (status === 401) this.state = "refused";
+      },
     });
     this.uploadTimeoutMs = options.uploadTimeoutMs ?? 120_000;
     this.onWarning = options.onWarning;
@@ -129,6 +151,29 @@ export class GenerationClient implements GenerationApi {
   async getCredits(options: RequestOptions = {}): Promise<JsonObject> {
     const { data } = await this.http.call("GET", "credits", { retry: true, ...options });
     return isObject(data) ? data : { credits: data };
+  }
+
+  /** What the service has said of the key so far. */
+  get keyState(): KeyState {
+    return this.state;
+  }
+
+  /**
+   * Resolves once the service has accepted the key, asking it (GET /credits, free) when nothing has shown it
+   * yet; rejects with the service's refusal. Called before anything is written for a caller's own key.
+   */
+  async ensureAccepted(): Promise<void> {
+    if (this.state === "accepted") return;
+    if (this.state === "refused" && this.refusal !== undefined) throw this.refusal;
+    // Calls that arrive together share one question.
+    this.asking ??= this.getCredits({ priority: "foreground" })
+      .then(() => undefined)
+      .catch((error: unknown) => {
+        if (error instanceof GenerationError && error.code === "unauthorized") this.refusal = error;
+        throw error;
+      })
+      .finally(() => (this.asking = undefined));
+    return this.asking;
   }
 
   private warn<T extends { video_id: string; warnings?: string[] }>(result: T): T {

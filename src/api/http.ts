@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { loadUndici } from "./load-undici.js";
-import { cleanText } from "../redact.js";
+import { cleanText, type Redactor } from "../redact.js";
 import { sleep } from "../sleep.js";
 import {
   ASK_USER,
@@ -48,6 +48,13 @@ export interface HttpOptions {
   /** Injectable for tests; must reject with AbortedError when the signal aborts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
+  /**
+   * Masks this key in every answer as soon as it is parsed, so nothing downstream (results, task records,
+   * the journal, Redis) can hold it however the service echoes it (see redact.ts).
+   */
+  redactor?: Redactor;
+  /** Told the status of every answer that arrived (the client learns from it whether the key is accepted). */
+  onStatus?: (status: number) => void;
 }
 
 export interface CallOptions {
@@ -201,6 +208,7 @@ export class HttpTransport {
       });
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
       this.options.budget.observe(response.statusCode, response.headers);
+      this.options.onStatus?.(response.statusCode);
       text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     } catch (error) {
       if (body !== undefined && typeof body !== "string") body.destroy();
@@ -217,6 +225,7 @@ export class HttpTransport {
       data: unwrapEnvelope(status, responseHeaders, text, charging, {
         idRoute: call.idRoute === true,
         origin: this.base.origin,
+        redactor: this.options.redactor,
       }),
       status,
       headers: responseHeaders,
@@ -320,6 +329,8 @@ export interface AnswerContext {
   idRoute: boolean;
   /** The service origin, named when the answer shows the base URL is wrong. */
   origin: string;
+  /** Masks the caller's key in the answer before anything reads it. */
+  redactor?: Redactor | undefined;
 }
 
 /** Turns one answer into the `data` payload or a typed error; never relays raw HTML or huge text. */
@@ -330,7 +341,9 @@ export function unwrapEnvelope(
   charging: boolean,
   context: AnswerContext = { idRoute: false, origin: "the service" },
 ): unknown {
-  const requestId = headerValue(headers, "x-request-id");
+  const mask = context.redactor;
+  const rawRequestId = headerValue(headers, "x-request-id");
+  const requestId = rawRequestId === undefined || mask === undefined ? rawRequestId : mask.text(rawRequestId);
   const retryAtMs = retryAt(status, headers);
   let body: unknown;
   try {
@@ -338,6 +351,7 @@ export function unwrapEnvelope(
   } catch {
     body = undefined;
   }
+  if (mask !== undefined && body !== undefined) body = mask.value(body);
   const envelope = isObject(body) ? body : undefined;
   const errorField = envelope?.["error"];
   const ambiguous = charging && (status >= 500 || status === 408);

@@ -123,3 +123,14 @@ export const RELEASE_IF_OWNER = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
 return 0
 `;
+
+/**
+ * task_finalize: a task's outcome is decided once for every replica. Writes the final record unless one is
+ * there, and answers the one that holds. KEYS: final record. ARGV: record, ttl ms.
+ */
+export const TASK_FINALIZE = `
+local current = redis.call("GET", KEYS[1])
+if current then return current end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return ARGV[1]
+`;

@@ -2,41 +2,45 @@
  * Shared state on Redis (GENERATION_REDIS_URL), loaded lazily: only a server configured for it ever loads this
  * file and the client library. One command connection and one subscriber connection per process serve every
  * service key. The keys of one service key are `<prefix><sha256(baseUrl + "\n" + apiKey), 16 hex>:<name>`, so
- * neither the key nor anything derived from it that could be replayed is ever stored; every key has a TTL.
+ * neither the key nor anything derived from it that could be replayed is ever stored; every key has a TTL;
+ * every value a replica reads back is sealed with a key derived from the service key (seal.ts), so one that
+ * another writer planted is skipped and logged, never relayed.
  *
- * Every operation fails soft: Redis down or slow (commands time out after COMMAND_TIMEOUT_MS, nothing is
- * queued while disconnected) makes each replica decide alone with its local state, and it rejoins as soon as
- * the connection is back. `ready()` is false meanwhile, which `/readyz` reports.
+ * The rule when Redis is down, slow, full (maxmemory with noeviction) or paused for writes: a command gives up
+ * after COMMAND_TIMEOUT_MS (nothing is queued while disconnected), `ready()` is false (so `/readyz` is 503)
+ * until a probe write succeeds again, and one line is logged when the outage starts and one when it ends.
+ * Meanwhile reads, waits and polls go on with this replica's local state, but a start whose claim cannot be
+ * written is not sent (SharedStateUnavailableError): two replicas deciding alone could pay twice for one
+ * request. An operator who prefers availability sets GENERATION_REDIS_WHEN_DOWN=alone: each replica then
+ * decides alone, as a single server would.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import type { TokenBucketBudget } from "../api/rate-budget.js";
-import type { VideoStatus } from "../api/types.js";
 import type { RedisConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import { MAX_TASK_TTL_MS } from "../mcp-tasks.js";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
-import { parseJournalLine, type JournalEntry } from "../tasks/journal.js";
 import { RedisBudget, type BudgetReading, type BudgetStore } from "./redis-budget.js";
-import { BUDGET_OBSERVE, BUDGET_TAKE, POLL_LEAD, RELEASE_IF_OWNER } from "./redis-scripts.js";
-import type {
-  PollCoordinator,
-  SharedState,
-  SharedStatus,
-  StartClaims,
-  StateHub,
-  StateTarget,
-  TaskRecordStore,
+import { ownershipStore, startClaims } from "./redis-claims.js";
+import { pollCoordinator } from "./redis-polls.js";
+import { BUDGET_OBSERVE, BUDGET_TAKE, POLL_LEAD, RELEASE_IF_OWNER, TASK_FINALIZE } from "./redis-scripts.js";
+import { taskRecords } from "./redis-tasks.js";
+import { sealerFor, type Sealer } from "./seal.js";
+import {
+  SharedStateUnavailableError,
+  type SharedState,
+  type StateHub,
+  type StateTarget,
 } from "./shared-state.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
 export const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
+/** How often a replica whose writes failed tries one again, to learn that Redis is back. */
+const PROBE_INTERVAL_MS = 1000;
 /** The budget's keys outlive a window by far, and go once the key has been idle that long. */
 const BUDGET_TTL_MS = 10 * 60 * 1000;
-/** A task's latest status is kept this long after its last poll. */
-const STATUS_TTL_MS = 10 * 60 * 1000;
 /** The share of the window kept for foreground calls, as the local budget's default. */
 const RESERVE_FRACTION = 0.2;
 
@@ -45,8 +49,31 @@ interface ScriptCommands {
   budgetObserve(...args: Array<string | number>): Promise<number>;
   pollLead(...args: Array<string | number>): Promise<number>;
   releaseIfOwner(...args: Array<string | number>): Promise<number>;
+  taskFinalize(...args: Array<string | number>): Promise<string | null>;
 }
-type ScriptedRedis = Redis & ScriptCommands;
+export type ScriptedRedis = Redis & ScriptCommands;
+
+/** What the parts of one service key share: the connections, the rules for failures, its seal. */
+export interface KeyContext {
+  commands: ScriptedRedis;
+  /** Runs a Redis operation; when Redis fails, reports it and answers `fallback` (fail soft). */
+  soft<T>(fallback: T, run: () => Promise<T>): Promise<T>;
+  /**
+   * Runs an operation that must be agreed with the other replicas: when Redis fails it throws
+   * SharedStateUnavailableError, or, with GENERATION_REDIS_WHEN_DOWN=alone, answers `alone`.
+   */
+  agreed<T>(alone: T, run: () => Promise<T>): Promise<T>;
+  owner: string;
+  channel: string;
+  listeners: Map<string, Set<() => void>>;
+  onError: (error: unknown) => void;
+  /** `<prefix><digest>:`: every key of this service key starts with it. */
+  base: string;
+  digest: string;
+  sealer: Sealer;
+  /** Reports a value that did not carry this key's seal (planted, torn): once per kind per minute. */
+  foreign(kind: string): void;
+}
 
 /** The address without its password, for logs. */
 export function describeRedisUrl(url: string): string {
@@ -80,24 +107,40 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.defineCommand("budgetObserve", { numberOfKeys: 2, lua: BUDGET_OBSERVE });
   commands.defineCommand("pollLead", { numberOfKeys: 1, lua: POLL_LEAD });
   commands.defineCommand("releaseIfOwner", { numberOfKeys: 1, lua: RELEASE_IF_OWNER });
+  commands.defineCommand("taskFinalize", { numberOfKeys: 1, lua: TASK_FINALIZE });
 
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+  const alone = config.whenDown === "alone";
+  const consequence = alone
+    ? "each replica decides alone (GENERATION_REDIS_WHEN_DOWN=alone) until it is back"
+    : "/readyz reports not ready and starts are refused (nothing is sent or charged) until it is back";
+
+  // One outage, one line: `down` is set by the first failure and cleared only by a write that succeeds.
   let down = false;
+  let probing: ReturnType<typeof setInterval> | undefined;
+  const probe = async () => {
+    try {
+      await commands.set(`${config.prefix}probe:${owner}`, "1", "PX", 10_000);
+    } catch {
+      return;
+    }
+    clearInterval(probing);
+    probing = undefined;
+    if (!down) return;
+    down = false;
+    logger.info(`Redis at ${shown} accepts writes again; shared state resumes.`);
+  };
   const markDown = (error: unknown) => {
+    probing ??= setInterval(() => void probe(), PROBE_INTERVAL_MS);
+    probing.unref();
     if (down) return;
     down = true;
-    logger.warning(
-      `Redis at ${shown} is unreachable; each replica goes on with its local state until it is back.`,
-      {
-        error: errorText(error),
-      },
-    );
+    logger.warning(`Redis at ${shown} ${describeFailure(error, commands.status)}: ${consequence}.`);
   };
   commands.on("error", markDown);
   subscriber.on("error", () => undefined);
   commands.on("ready", () => {
-    if (!down) return;
-    down = false;
-    logger.info(`Redis at ${shown} is back; shared state resumes.`);
+    if (down) void probe();
   });
 
   const channel = `${config.prefix}status`;
@@ -111,105 +154,80 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     await commands.connect();
     await subscribed;
     logger.info(`Shared state on Redis at ${shown} (prefix ${JSON.stringify(config.prefix)}).`);
-  } catch (error) {
-    markDown(error);
+  } catch {
+    down = true;
+    probing = setInterval(() => void probe(), PROBE_INTERVAL_MS);
+    probing.unref();
     logger.error(
-      `Redis at ${shown} did not answer at start: /readyz reports not ready; calls are served with this replica's local state meanwhile.`,
+      `Redis at ${shown} did not answer at start: /readyz reports not ready; ${alone ? "each replica decides alone" : "starts are refused (nothing is sent or charged); reads and waits are served with this replica's local state"} until it answers.`,
     );
   }
 
-  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const soft = <T>(fallback: T, run: () => Promise<T>): Promise<T> =>
     run().catch((error: unknown) => {
       markDown(error);
       return fallback;
     });
-  const context: KeyContext = { commands, soft, owner, channel, listeners, onError: markDown };
+  const agreed = <T>(fallback: T, run: () => Promise<T>): Promise<T> =>
+    run().catch((error: unknown) => {
+      markDown(error);
+      if (alone) return fallback;
+      throw new SharedStateUnavailableError();
+    });
+  const reported = new Map<string, number>();
+  const foreign = (kind: string) => {
+    const last = reported.get(kind) ?? 0;
+    if (Date.now() - last < 60_000) return;
+    reported.set(kind, Date.now());
+    logger.warning(
+      `A ${kind} read from Redis at ${shown} did not carry this deployment's seal (written by something else, or damaged); it was skipped.`,
+    );
+  };
   return {
-    ready: () => commands.status === "ready",
-    forKey: (target, { local }) => stateForKey(context, config.prefix, target, local),
+    ready: () => commands.status === "ready" && !down,
+    forKey: (target, { local }) =>
+      stateForKey(
+        {
+          commands,
+          soft,
+          agreed,
+          owner,
+          channel,
+          listeners,
+          onError: markDown,
+          foreign,
+          ...keyNames(config.prefix, target),
+          sealer: sealerFor(target.baseUrl, target.apiKey),
+        },
+        local,
+      ),
     async close() {
+      clearInterval(probing);
       commands.disconnect();
       subscriber.disconnect();
     },
   };
 }
 
-interface KeyContext {
-  commands: ScriptedRedis;
-  /** Runs a Redis operation; when Redis fails, reports it and answers `fallback` (fail soft). */
-  soft<T>(fallback: T, run: () => Promise<T>): Promise<T>;
-  owner: string;
-  channel: string;
-  listeners: Map<string, Set<() => void>>;
-  onError: (error: unknown) => void;
-}
-
-function stateForKey(
-  context: KeyContext,
-  prefix: string,
-  target: StateTarget,
-  local: TokenBucketBudget,
-): SharedState {
+function keyNames(prefix: string, target: StateTarget): { base: string; digest: string } {
   const digest = createHash("sha256")
     .update(`${target.baseUrl}\n${target.apiKey}`)
     .digest("hex")
     .slice(0, 16);
-  const base = `${prefix}${digest}:`;
+  return { base: `${prefix}${digest}:`, digest };
+}
+
+function stateForKey(context: KeyContext, local: TokenBucketBudget): SharedState {
   return {
-    budget: new RedisBudget(budgetStore(context, base), local, context.owner, context.onError),
-    polls: pollCoordinator(context, base, digest),
-    claims: startClaims(context, base),
-    tasks: taskRecords(context, base),
+    budget: new RedisBudget(budgetStore(context), local, context.owner, context.onError),
+    polls: pollCoordinator(context),
+    claims: startClaims(context),
+    tasks: taskRecords(context),
+    owners: ownershipStore(context),
   };
 }
 
-/** The index forgets task ids older than the longest an MCP task may live. */
-const TASK_INDEX_TTL_MS = MAX_TASK_TTL_MS;
-
-function taskRecords(context: KeyContext, base: string): TaskRecordStore {
-  const { commands, owner } = context;
-  const record = (taskId: string) => `${base}mcptask:${taskId}`;
-  const lease = (taskId: string) => `${base}mcptask-lease:${taskId}`;
-  const cancel = (taskId: string) => `${base}mcptask-cancel:${taskId}`;
-  const index = `${base}mcptasks`;
-  return {
-    async put(taskId, text, ttlMs, createdAtMs) {
-      await context.soft(undefined, async () => {
-        await commands
-          .multi()
-          .set(record(taskId), text, "PX", Math.max(1, Math.round(ttlMs)))
-          .zadd(index, createdAtMs, taskId)
-          .zremrangebyscore(index, "-inf", Date.now() - TASK_INDEX_TTL_MS)
-          .pexpire(index, TASK_INDEX_TTL_MS)
-          .exec();
-      });
-    },
-    async get(taskId) {
-      return context.soft(undefined, async () => (await commands.get(record(taskId))) ?? undefined);
-    },
-    async list(limit) {
-      return context.soft([], async () => await commands.zrevrange(index, 0, Math.max(0, limit - 1)));
-    },
-    async follow(taskId, ttlMs) {
-      return context.soft(
-        true,
-        async () =>
-          Number(await commands.pollLead(lease(taskId), owner, Math.max(1, Math.round(ttlMs)))) === 1,
-      );
-    },
-    async requestCancel(taskId, ttlMs) {
-      await context.soft(undefined, async () => {
-        await commands.set(cancel(taskId), "1", "PX", Math.max(1, Math.round(ttlMs)));
-      });
-    },
-    async cancelRequested(taskId) {
-      return context.soft(false, async () => (await commands.exists(cancel(taskId))) === 1);
-    },
-  };
-}
-
-function budgetStore({ commands }: KeyContext, base: string): BudgetStore {
+function budgetStore({ commands, base }: KeyContext): BudgetStore {
   const keys = [`${base}budget`, `${base}inflight`];
   return {
     take: async (grantId, background, now) =>
@@ -239,117 +257,13 @@ function budgetStore({ commands }: KeyContext, base: string): BudgetStore {
   };
 }
 
-function pollCoordinator(context: KeyContext, base: string, digest: string): PollCoordinator {
-  const { commands, owner, listeners } = context;
-  const lease = (videoId: string) => `${base}lease:${videoId}`;
-  const status = (videoId: string) => `${base}status:${videoId}`;
-  return {
-    async lead(videoId, ttlMs) {
-      return context.soft(
-        true,
-        async () =>
-          Number(await commands.pollLead(lease(videoId), owner, Math.max(1, Math.round(ttlMs)))) === 1,
-      );
-    },
-    async release(videoId) {
-      await commands.releaseIfOwner(lease(videoId), owner).catch(() => undefined);
-    },
-    async publish(videoId, video) {
-      const record: SharedStatus = { video, at: Date.now() };
-      await context.soft(undefined, async () => {
-        await commands
-          .multi()
-          .set(status(videoId), JSON.stringify(record), "PX", STATUS_TTL_MS)
-          .publish(context.channel, `${digest}:${videoId}`)
-          .exec();
-      });
-    },
-    async latest(videoId) {
-      return context.soft(undefined, async () => parseStatus(await commands.get(status(videoId)), videoId));
-    },
-    nextChange(videoId, ms, signal) {
-      const name = `${digest}:${videoId}`;
-      return new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          const set = listeners.get(name);
-          set?.delete(done);
-          if (set?.size === 0) listeners.delete(name);
-          resolve();
-        };
-        const timer = setTimeout(done, Math.max(0, ms));
-        signal.addEventListener("abort", done, { once: true });
-        const set = listeners.get(name) ?? new Set();
-        set.add(done);
-        listeners.set(name, set);
-      });
-    },
-  };
-}
-
-function startClaims(context: KeyContext, base: string): StartClaims {
-  const { commands, owner } = context;
-  const claim = (fingerprint: string) => `${base}claim:${fingerprint}`;
-  const started = (fingerprint: string) => `${base}started:${fingerprint}`;
-  const intent = (fingerprint: string) => `${base}intent:${fingerprint}`;
-  return {
-    async claim(fingerprint, ttlMs) {
-      // Unreachable: no one to agree with, so this replica decides alone, as a single server would.
-      return context.soft(
-        true,
-        async () => (await commands.set(claim(fingerprint), owner, "PX", Math.round(ttlMs), "NX")) === "OK",
-      );
-    },
-    async unclaim(fingerprint) {
-      await commands.releaseIfOwner(claim(fingerprint), owner).catch(() => undefined);
-    },
-    async mirror(entry, ttlMs) {
-      const ttl = Math.round(ttlMs);
-      await context.soft(undefined, async () => {
-        if (entry.phase === "intent") {
-          await commands.set(intent(entry.fingerprint), JSON.stringify(entry), "PX", ttl);
-        } else if (entry.phase === "void") {
-          const open = parseJournalLine((await commands.get(intent(entry.fingerprint))) ?? "");
-          if (open?.key === entry.key) await commands.del(intent(entry.fingerprint));
-        } else {
-          await commands
-            .multi()
-            .set(started(entry.fingerprint), JSON.stringify(entry), "PX", ttl)
-            .del(intent(entry.fingerprint))
-            .exec();
-        }
-      });
-    },
-    async read(fingerprint) {
-      return context.soft({}, async () => {
-        const [startedText, intentText] = await commands.mget(started(fingerprint), intent(fingerprint));
-        const result: { started?: JournalEntry; intent?: JournalEntry } = {};
-        const startedEntry = parseJournalLine(startedText ?? "");
-        const intentEntry = parseJournalLine(intentText ?? "");
-        if (startedEntry?.fingerprint === fingerprint) result.started = startedEntry;
-        if (intentEntry?.fingerprint === fingerprint && intentEntry.phase === "intent")
-          result.intent = intentEntry;
-        return result;
-      });
-    },
-  };
-}
-
-function parseStatus(text: string | null, videoId: string): SharedStatus | undefined {
-  if (text === null) return undefined;
-  try {
-    const record = JSON.parse(text) as Partial<SharedStatus>;
-    const video = record.video as VideoStatus | undefined;
-    if (typeof record.at !== "number" || video?.video_id !== videoId || typeof video.status !== "string") {
-      return undefined;
-    }
-    return { video: { ...video, raw: video.raw ?? {} }, at: record.at };
-  } catch {
-    return undefined;
-  }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** What went wrong, in the words an operator needs (never a value from Redis). */
+function describeFailure(error: unknown, status: string): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/^OOM\b/.test(message)) return "refuses writes (out of memory: maxmemory reached with noeviction)";
+  if (/^(READONLY|MISCONF)\b/.test(message)) return `refuses writes (${message.split(" ")[0]})`;
+  if (/timed? ?out/i.test(message))
+    return `did not answer within ${COMMAND_TIMEOUT_MS} ms (paused or overloaded)`;
+  if (status !== "ready") return "is unreachable";
+  return "failed a command";
 }

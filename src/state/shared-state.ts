@@ -4,6 +4,7 @@
  * this process, as with one server) or Redis (src/state/redis.ts, loaded only when GENERATION_REDIS_URL is
  * set). Tools, the poll engine and the task starter never know which one they have.
  */
+import { GenerationError } from "../api/errors.js";
 import type { RateBudget, TokenBucketBudget } from "../api/rate-budget.js";
 import type { VideoStatus } from "../api/types.js";
 import type { JournalEntry } from "../tasks/journal.js";
@@ -28,17 +29,45 @@ export interface SharedState {
   polls: PollCoordinator | undefined;
   claims: StartClaims | undefined;
   tasks: TaskRecordStore | undefined;
+  owners: OwnershipStore | undefined;
 }
 
 /**
- * MCP task records (src/mcp-tasks.ts) that every replica can answer for: each record as JSON, the ids newest
- * first, and a lease on following the task (the replica holding it runs the background wait; when it lapses,
- * because that replica died, the next replica asked about the task takes it over). Fails soft: an
+ * A start could not be agreed with the other replicas (Redis refuses writes or does not answer), so it was
+ * not sent: two replicas deciding alone could each pay for the same request. Nothing reached the service.
+ */
+export class SharedStateUnavailableError extends GenerationError {
+  override name = "SharedStateUnavailableError";
+  constructor() {
+    super(
+      "internal_error",
+      "This server's shared state (Redis) is not accepting writes right now, so the start was not sent: nothing reached the service and nothing was charged.",
+      {
+        transient: true,
+        nextStep:
+          "Call the tool again in a minute. If it keeps failing, ask the user to tell the server's operator that its Redis is down or full.",
+      },
+    );
+  }
+}
+
+/**
+ * MCP task records (src/mcp-tasks.ts) that every replica can answer for: each record, the ids newest first,
+ * the task's final record (written once: the first replica to finish or cancel a task decides its outcome
+ * for all), and a lease on following the task (the replica holding it runs the background wait; when it
+ * lapses, because that replica died, the next replica asked about the task takes it over). Values come back
+ * only when sealed by a replica of this key (seal.ts): anything planted reads as absent. Fails soft: an
  * unreachable store stores nothing, finds nothing and grants every lease.
  */
 export interface TaskRecordStore {
-  put(taskId: string, record: string, ttlMs: number, createdAtMs: number): Promise<void>;
-  get(taskId: string): Promise<string | undefined>;
+  put(taskId: string, record: unknown, ttlMs: number, createdAtMs: number): Promise<void>;
+  /** The final record when the task has one, else the latest working record. */
+  get(taskId: string): Promise<unknown>;
+  /**
+   * Writes the task's final record unless one exists; answers the final record that holds (this one, or the
+   * one another replica wrote first). Undefined when the store could not be asked: this replica decides.
+   */
+  finalize(taskId: string, record: unknown, ttlMs: number): Promise<unknown>;
   /** Task ids, newest first. */
   list(limit: number): Promise<string[]>;
   /** Takes or renews the lease on following this task for `ttlMs`; true when this replica holds it. */
@@ -78,7 +107,10 @@ export interface PollCoordinator {
  * journal's lines that matter to another replica (the open intent, the started task).
  */
 export interface StartClaims {
-  /** True when this replica now holds the claim on starting `fingerprint`. */
+  /**
+   * True when this replica now holds the claim on starting `fingerprint`. When the claim cannot be written it
+   * throws SharedStateUnavailableError, unless the operator chose to run alone (then true).
+   */
   claim(fingerprint: string, ttlMs: number): Promise<boolean>;
   /** Lets the claim go (only if still ours). */
   unclaim(fingerprint: string): Promise<void>;
@@ -88,9 +120,37 @@ export interface StartClaims {
   read(fingerprint: string): Promise<{ started?: JournalEntry; intent?: JournalEntry }>;
 }
 
+/** A task one caller started, when one service key serves several (gateway tokens, OAuth subjects). */
+export interface OwnedTask {
+  video_id: string;
+  /** The caller's scope (see Caller.scope). */
+  scope: string;
+  /** Epoch ms of the start. */
+  started_at: number;
+  prompt: string;
+  model?: string | undefined;
+}
+
+/**
+ * Who started which task, shared by the replicas (local: tasks/ownership.ts keeps it beside the journal). A
+ * caller sees and lists only its own tasks. Fails soft: a store that cannot be asked knows nothing.
+ */
+export interface OwnershipStore {
+  record(task: OwnedTask, ttlMs: number): Promise<void>;
+  owner(videoId: string): Promise<OwnedTask | undefined>;
+  /** The scope's task ids, newest first, and how many it has. */
+  list(scope: string, offset: number, limit: number): Promise<{ ids: string[]; total: number }>;
+}
+
 /** Today's behaviour: everything in this process. */
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
-  forKey: (_target, { local }) => ({ budget: local, polls: undefined, claims: undefined, tasks: undefined }),
+  forKey: (_target, { local }) => ({
+    budget: local,
+    polls: undefined,
+    claims: undefined,
+    tasks: undefined,
+    owners: undefined,
+  }),
   close: async () => {},
 };

@@ -34,6 +34,8 @@ export interface JournalEntry {
   /** For images: `{ image_urls }`. */
   result?: JsonObject;
   status?: string;
+  /** The caller that started it, when one key serves several (Caller.scope). */
+  scope?: string;
 }
 
 export interface JournalOptions {
@@ -83,9 +85,11 @@ export class Journal {
     return new Journal(undefined, options);
   }
 
-  /** Creates the folder (0700) when missing and loads what an earlier run wrote, skipping unreadable lines. */
+  /**
+   * Loads what an earlier run wrote, skipping unreadable lines. The folder (0700) is made at the first
+   * append, not before: a caller that never starts anything leaves nothing on disk.
+   */
   static async open(dir: string, options: JournalOptions = {}): Promise<Journal> {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     const journal = new Journal(dir, options);
     await journal.load();
     return journal;
@@ -141,6 +145,11 @@ export class Journal {
       if (entry.key !== undefined) voided.keys.add(entry.key);
     }
     return voided;
+  }
+
+  /** Whether it holds anything: an empty journal's folder can go when its runtime closes. */
+  get empty(): boolean {
+    return this.entries.length === 0;
   }
 
   /** Started tasks, newest first. */
@@ -210,6 +219,8 @@ export class Journal {
     }
     const line = `${this.needsNewline ? "\n" : ""}${JSON.stringify(entry)}\n`;
     await this.dropHandleIfReplaced();
+    if (this.handle === undefined && this.dir !== undefined)
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
     this.handle ??= await open(this.path, "a", 0o600);
     await this.handle.write(line);
     await this.handle.sync();
@@ -327,7 +338,7 @@ export function parseJournalLine(line: string): JournalEntry | undefined {
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
   const record = value as JsonObject;
-  const { kind, id, fingerprint, started_at: startedAt, request, result, status, phase, key } = record;
+  const { kind, id, fingerprint, started_at: startedAt, request, result, status, phase, key, scope } = record;
   if (kind !== "video" && kind !== "image") return undefined;
   if (phase !== undefined && phase !== "intent" && phase !== "started" && phase !== "void") return undefined;
   if (key !== undefined && typeof key !== "string") return undefined;
@@ -345,6 +356,7 @@ export function parseJournalLine(line: string): JournalEntry | undefined {
   if (typeof key === "string") entry.key = key;
   if (isObject(result)) entry.result = result;
   if (typeof status === "string") entry.status = status;
+  if (typeof scope === "string") entry.scope = scope;
   return entry;
 }
 

@@ -28,6 +28,7 @@ import { resolveVideoModel } from "../models.js";
 import { normalizePrompt } from "./fingerprint.js";
 import type { Journal, JournalEntry } from "./journal.js";
 import type { StartClaims } from "../state/shared-state.js";
+import type { Ownership } from "./ownership.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";
 import type { Sleep } from "../sleep.js";
@@ -70,6 +71,8 @@ export interface StartOptions {
   signal?: AbortSignal | undefined;
   /** Epoch ms by which the start (and any settling) must be over. */
   deadline?: number | undefined;
+  /** The caller, when one key serves several (Caller.scope): its tasks are recorded as its own. */
+  scope?: string | undefined;
 }
 
 export interface StartOutcome {
@@ -100,6 +103,13 @@ export interface TaskStarterOptions {
   duplicateWindowMs?: number;
   /** The duplicate guard shared with other replicas (Redis); undefined: this process alone. */
   claims?: StartClaims | undefined;
+  /** Who started which task; settlement never adopts a task another caller owns. */
+  ownership?: Ownership | undefined;
+  /**
+   * Resolves when writing for this key is allowed (a caller's own key: once the service accepted it);
+   * rejects with the service's refusal. Runs before the journal or a claim is written.
+   */
+  beforeWrite?: (() => Promise<void>) | undefined;
 }
 
 type Attempt<T> = (idempotencyKey: string) => Promise<T>;
@@ -114,6 +124,8 @@ export class TaskStarter {
   private readonly logger: TaskLogger;
   private readonly duplicateWindowMs: number;
   private readonly claims: StartClaims | undefined;
+  private readonly ownership: Ownership | undefined;
+  private readonly beforeWrite: () => Promise<void>;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<StartOutcome | ImageStartOutcome>>();
   /** Intents this process wrote: they are not an earlier run's lost answers. */
@@ -130,6 +142,8 @@ export class TaskStarter {
     this.logger = options.logger ?? silentLogger;
     this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
     this.claims = options.claims;
+    this.ownership = options.ownership;
+    this.beforeWrite = options.beforeWrite ?? (async () => {});
   }
 
   /**
@@ -145,6 +159,7 @@ export class TaskStarter {
       : (this.pending.get(key) as Promise<StartOutcome> | undefined);
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true, reconciled: false }));
     return this.track(key, async () => {
+      await this.beforeWrite();
       await this.refreshJournal();
       await this.settleLeftovers(options.deadline);
       if (options.allowDuplicate) return this.sendVideo(body, options);
@@ -236,6 +251,7 @@ export class TaskStarter {
       : (this.pending.get(key) as Promise<ImageStartOutcome> | undefined);
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true }));
     return this.track(key, async () => {
+      await this.beforeWrite();
       await this.refreshJournal();
       if (options.allowDuplicate) return this.sendImage(body, options);
       if (this.claims === undefined) return this.startOnceImage(body, options);
@@ -355,11 +371,10 @@ export class TaskStarter {
       return;
     }
     this.leftoversSettled = true;
+    const known = await this.knownAmong(items);
     for (const intent of videos) {
       const request = intent.request as GenerateVideoBody;
-      const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, (id) =>
-        this.journal.has(id),
-      );
+      const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, known);
       if (found) {
         this.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
           video_id: found.video_id,
@@ -412,6 +427,7 @@ export class TaskStarter {
     task: Found,
     context: { entry: JournalEntry; body: GenerateVideoBody; reconciled: boolean },
   ): Promise<StartOutcome> {
+    const scope = context.entry.scope;
     await this.record({
       kind: "video",
       phase: "started",
@@ -421,7 +437,17 @@ export class TaskStarter {
       started_at: context.entry.started_at,
       request: { ...context.body },
       ...(task.status === undefined ? {} : { status: task.status }),
+      ...(scope !== undefined && { scope }),
     });
+    if (scope !== undefined) {
+      await this.ownership?.record({
+        video_id: task.video_id,
+        scope,
+        started_at: context.entry.started_at,
+        prompt: context.body.prompt,
+        model: resolveVideoModel(context.body.model) ?? context.body.model,
+      });
+    }
     const { video_id, status, raw } = task;
     return { video_id, status, raw, reused: false, reconciled: context.reconciled };
   }
@@ -473,6 +499,7 @@ export class TaskStarter {
       fingerprint: options.fingerprint,
       started_at: this.now(),
       request: { ...body },
+      ...(options.scope !== undefined && { scope: options.scope }),
     };
     this.ownKeys.add(intent.key ?? "");
     await this.record(intent);
@@ -526,7 +553,12 @@ export class TaskStarter {
           { page: 1, limit: RECONCILE_PAGE_LIMIT },
           { priority: "foreground", ...(deadline !== undefined && { deadline }) },
         );
-        const match = pickMatch(page.items, body, sentAt - RECONCILE_SKEW_MS, (id) => this.journal.has(id));
+        const match = pickMatch(
+          page.items,
+          body,
+          sentAt - RECONCILE_SKEW_MS,
+          await this.knownAmong(page.items),
+        );
         if (match) return match;
       } catch (error) {
         this.logger("warning", "The history call failed while reconciling a start.", {
@@ -539,6 +571,23 @@ export class TaskStarter {
       await this.sleep(RECONCILE_PAUSE_MS);
     }
     return undefined;
+  }
+
+  /**
+   * Which of these history items are tasks this server already knows: in the journal, or started by some
+   * caller of this key (on any replica). Settlement must never hand one of them over as a lost start.
+   */
+  private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
+    const owned = new Set<string>();
+    if (this.ownership !== undefined) {
+      const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
+      await Promise.all(
+        ids.map(async (id) => {
+          if (await this.ownership?.isOwned(id)) owned.add(id);
+        }),
+      );
+    }
+    return (id) => owned.has(id) || this.journal.has(id);
   }
 
   private async record(entry: JournalEntry): Promise<void> {

@@ -7,16 +7,22 @@ import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { Redactor } from "../redact.js";
 import type { ResumeInfo } from "../mcp-tasks.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
+import type { Ownership } from "../tasks/ownership.js";
 import type { TaskStarter } from "../tasks/starter.js";
 
 export interface ServerDeps {
   api: GenerationApi;
   poller: PollEngine;
   starter: TaskStarter;
+  /** Who started which task (used when `scope` is set: a caller sees only its own). */
+  ownership: Ownership;
   config: Config;
   logger: Logger;
+  /** Masks the caller's key and the process's secrets in whatever the call emits (see redact.ts). */
+  redactor: Redactor;
   /** The folders local files may be read from, including the client's MCP roots when it offers them. */
   allowedDirs(): Promise<string[]>;
   /**

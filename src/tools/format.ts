@@ -2,7 +2,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type * as z from "zod";
 import { AbortedError, GenerationError } from "../api/errors.js";
-import { cleanText, redact } from "../redact.js";
+import { PROCESS_REDACTOR, cleanText, type Redactor } from "../redact.js";
 
 /** A call cut short because the server is shutting down (SIGTERM, the client closed stdin). */
 export class StoppingError extends AbortedError {
@@ -13,8 +13,9 @@ export class StoppingError extends AbortedError {
   }
 }
 
-export function errorResult(error: unknown): CallToolResult {
-  return { isError: true, content: [{ type: "text", text: redact(describeError(error)) }] };
+/** `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts). */
+export function errorResult(error: unknown, redactor: Redactor = PROCESS_REDACTOR): CallToolResult {
+  return { isError: true, content: [{ type: "text", text: redactor.text(describeError(error)) }] };
 }
 
 export function describeError(error: unknown): string {

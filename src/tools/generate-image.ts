@@ -142,6 +142,7 @@ export const generateImage = defineTool({
       const started = await deps.starter.startImage(body, {
         fingerprint,
         allowDuplicate,
+        scope: deps.scope,
         signal: context.signal,
         deadline: requestDeadline(context, windowMs),
       });

@@ -170,6 +170,7 @@ export const generateVideo = defineTool({
       const started = await deps.starter.startVideo(body, {
         fingerprint,
         allowDuplicate,
+        scope: deps.scope,
         signal: context.signal,
         deadline: requestDeadline(context, windowMs),
       });

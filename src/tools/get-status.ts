@@ -37,6 +37,8 @@ export const getStatus = defineTool({
   viewer: true,
   async handler(args, deps, context) {
     refuseDownloadIfOff(deps, args.download);
+    // Where one key serves several callers, a caller sees only the videos it started.
+    if (deps.scope !== undefined) await deps.ownership.mustOwn(args.video_id, deps.scope);
     const download = args.download ?? false;
     const windowMs = waitWindowMs(deps, args.timeout_seconds);
     if (args.wait) {

@@ -2,6 +2,7 @@ import * as z from "zod";
 import { findStatus, findVideoId, findVideoUrl } from "../api/find.js";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
+import type { Ownership } from "../tasks/ownership.js";
 import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 
@@ -43,8 +44,10 @@ export const listVideos = defineTool({
   output,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(args, deps, context) {
+    const limit = args.limit ?? PAGE_LIMIT_DEFAULT;
+    if (deps.scope !== undefined) return ownVideos(deps.ownership, deps.scope, args.page ?? 1, limit);
     const page = await deps.api.listVideos(
-      { page: args.page ?? 1, limit: args.limit ?? PAGE_LIMIT_DEFAULT },
+      { page: args.page ?? 1, limit },
       {
         signal: context.signal,
         priority: "foreground",
@@ -84,6 +87,26 @@ export const listVideos = defineTool({
     return [`Page ${page}${pageOf}, ${result.items.length} item(s)${of}:`, ...lines, next].join("\n");
   },
 });
+
+/**
+ * Where one key serves several callers, the account's history is the operator's: a caller lists the videos
+ * it started through this server, newest first (their current status is one get_status away).
+ */
+async function ownVideos(ownership: Ownership, scope: string, page: number, limit: number) {
+  const { items, total } = await ownership.list(scope, (page - 1) * limit, limit);
+  return {
+    items: items.map((task) => ({
+      video_id: task.video_id,
+      prompt: task.prompt,
+      ...(task.model !== undefined && { model: task.model }),
+      created_at: new Date(task.started_at).toISOString(),
+    })),
+    page,
+    limit,
+    total,
+    total_pages: Math.max(1, Math.ceil(total / limit)),
+  };
+}
 
 function numberOf(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;

@@ -2,34 +2,45 @@
  * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (the SDK's stateless
  * pattern), so any replica can answer any request. Quick calls get a JSON answer; a call that asked for
  * progress gets an SSE stream carrying its progress notifications. Before any MCP processing each request
- * passes, in order: the Host check (DNS rebinding), the Origin check, authentication, the body limit and the
- * per-key concurrency cap; a refusal is a small JSON answer, never a stack trace. A client that disconnects,
- * or sends `notifications/cancelled` for a call still running here, cancels it (the task itself goes on and
- * stays recoverable). `GET /healthz` says the process is alive, `GET /readyz` whether it serves.
+ * passes, in order: the Host check (DNS rebinding), the Origin check, authentication (one `Caller`), the
+ * body limits and the caller's concurrency cap; a refusal is a small JSON answer, never a stack trace. A
+ * client that disconnects, or sends `notifications/cancelled` for a call still running here, cancels it (the
+ * task itself goes on and stays recoverable). `GET /healthz` says the process is alive, `GET /readyz`
+ * whether it serves.
+ *
+ * Bounded before anyone is trusted: connections (`maxConnections`), the bytes of bodies being read at once
+ * (whatever the bearer), the time to send headers and the whole request (checked every second, so the
+ * documented limits hold), and the calls in flight per caller, a batch counting as its calls.
  *
  * Cancellation needs a correlation a stateless server otherwise lacks: two clients of one key both number
  * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
  * does not store (any replica accepts any value, or none); a cancel names the call by caller, that id and the
  * request id.
  */
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isRefusal, type Authenticator } from "../auth/bearer.js";
+import type { Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config.js";
 import { isLoopbackHost } from "../config.js";
 import type { Logger } from "../logger.js";
-import { registerSecret } from "../redact.js";
-import { TooManyCallsError, type RuntimePool } from "../runtime-pool.js";
+import type { Lease, RuntimePool } from "../runtime-pool.js";
 import { createServer } from "../server.js";
+import { CallerSlots } from "./caller-slots.js";
 
 export interface HttpServerOptions {
   config: HttpConfig;
   version: string;
   logger: Logger;
   pool: RuntimePool;
-  /** Gateway mode: the service key the server holds; every admitted caller's calls use it. */
-  serverKey?: string | undefined;
+  /** Turns each request's `Authorization` header into a caller, or a refusal. */
+  authenticate: Authenticator;
+  /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
+  bearerHint: string;
+  /** The configured service's origin (the viewer's media origin). */
+  mediaOrigin: string | undefined;
   /** False while the state shared with other replicas (Redis) is unreachable: `/readyz` says not ready. */
   sharedStateReady?: () => boolean;
 }
@@ -46,21 +57,31 @@ export interface HttpServerHandle {
 }
 
 /** Longest a client may take to send its headers, and its whole request. */
-const HEADERS_TIMEOUT_MS = 10_000;
-const REQUEST_TIMEOUT_MS = 30_000;
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
-/** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
-const MAX_TOKEN_CHARS = 1024;
-const REALM = 'Bearer realm="generation-mcp"';
+/** How often Node checks those two: the limits hold to within this. */
+const TIMEOUT_CHECK_MS = 1000;
+/** Bodies being read at once, in bytes, are bounded by this many full-size bodies. */
+const BUFFERED_BODIES = 16;
+/** Bodies one caller may have being read at once. */
+const BODIES_PER_CALLER = 4;
 const CORS_HEADERS =
   "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
+/** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
+const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
+/** Where OAuth clients look for an authorization server (RFC 9728, RFC 8414, OpenID discovery, DCR). */
+const OAUTH_PATHS =
+  /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
 
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
   const { config, logger, pool } = options;
-  const tokenHashes = config.tokenHashes?.map((hash) => Buffer.from(hash, "hex"));
   const open = new Set<ServerResponse>();
   /** Calls running on this replica, by caller, session and request id: what a cancel notification ends. */
   const running = new Map<string, Set<() => void>>();
+  const calls = new CallerSlots(config.maxConcurrentPerKey);
+  const bodies = new CallerSlots(BODIES_PER_CALLER);
+  const bodyBytes = { buffered: 0, limit: config.maxBodyBytes * BUFFERED_BODIES };
   let ready = false;
   let stopping = false;
   let allowedHosts = new Set<string>();
@@ -70,6 +91,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       headersTimeout: HEADERS_TIMEOUT_MS,
       requestTimeout: REQUEST_TIMEOUT_MS,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: TIMEOUT_CHECK_MS,
     },
     (req, res) => {
       open.add(res);
@@ -82,6 +104,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       });
     },
   );
+  server.maxConnections = config.maxConnections;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
@@ -114,6 +137,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
+    if (OAUTH_PATHS.test(path)) {
+      // Clients that try OAuth first (Claude Code, mcp-remote) learn what this server takes instead.
+      return json(res, 404, { error: "not_found", oauth: false, message: options.bearerHint });
+    }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
     if (req.method === "OPTIONS" && listed) {
       res.writeHead(204, {
@@ -130,70 +157,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     }
     if (stopping) return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
 
-    const caller = authenticate(req.headers.authorization);
-    if (caller.kind === "refused") {
+    const caller = options.authenticate(req.headers.authorization);
+    if (isRefusal(caller)) {
       res.setHeader("www-authenticate", caller.challenge);
-      return jsonRpcError(res, 401, -32001, `unauthorized: ${caller.message}`);
+      return jsonRpcError(res, caller.status, -32001, `unauthorized: ${caller.message}`);
     }
-    const forgetToken = caller.token === undefined ? () => {} : registerSecret(caller.token);
-    try {
-      await serveMcp(req, res, caller);
-    } finally {
-      forgetToken();
-    }
-  }
-
-  type Caller =
-    | {
-        kind: "admitted";
-        serviceKey: string;
-        scope: string | undefined;
-        token: string | undefined;
-        /** A digest of the caller's bearer: who may cancel a running call. */
-        id: string;
-      }
-    | { kind: "refused"; challenge: string; message: string };
-
-  function authenticate(header: string | undefined): Caller {
-    const token = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
-    if (token === undefined || token.length > MAX_TOKEN_CHARS) {
-      return {
-        kind: "refused",
-        challenge: REALM,
-        message:
-          tokenHashes === undefined
-            ? "send your generation service API key as 'Authorization: Bearer <key>'."
-            : "send your access token for this server as 'Authorization: Bearer <token>'.",
-      };
-    }
-    // Without caller tokens the bearer is the caller's own service key, for this request only: the service
-    // itself judges it.
-    const digest = createHash("sha256").update(token).digest();
-    if (tokenHashes === undefined) {
-      return { kind: "admitted", serviceKey: token, scope: undefined, token, id: digest.toString("hex") };
-    }
-    if (!tokenHashes.some((hash) => timingSafeEqual(hash, digest))) {
-      return {
-        kind: "refused",
-        challenge: `${REALM}, error="invalid_token"`,
-        message: "this token is not accepted by this server.",
-      };
-    }
-    // One service key serves every admitted caller; the duplicate guard stays per caller.
-    return {
-      kind: "admitted",
-      serviceKey: options.serverKey ?? "",
-      scope: digest.toString("hex").slice(0, 16),
-      token,
-      id: digest.toString("hex"),
-    };
-  }
-
-  async function serveMcp(
-    req: IncomingMessage,
-    res: ServerResponse,
-    caller: Extract<Caller, { kind: "admitted" }>,
-  ): Promise<void> {
     const type = req.headers["content-type"] ?? "";
     if (!/^application\/json\s*(;|$)/i.test(type)) {
       return jsonRpcError(
@@ -203,7 +171,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         "Unsupported Media Type: send the JSON-RPC message as application/json.",
       );
     }
-    const body = await readBody(req, config.maxBodyBytes);
+    const bodySlot = bodies.take(caller.id, 1);
+    if (bodySlot === undefined)
+      return busy(res, "Too many requests of yours are still sending their bodies.");
+    let body: Body;
+    try {
+      body = await readBody(req, config.maxBodyBytes, bodyBytes);
+    } finally {
+      bodySlot();
+    }
+    if (body.kind === "busy") return busy(res, "The server is reading too many request bodies at once.");
     if (body.kind === "too-large") {
       // No "Connection: close": closing while the client still sends would cost it the answer (it sees
       // EPIPE, not 413). Node discards the rest of the body; the request timeout bounds a client that
@@ -222,38 +199,57 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     } catch {
       return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
     }
+    if (Array.isArray(message) && NO_BATCH_REVISIONS.test(headerText(req, "mcp-protocol-version"))) {
+      return jsonRpcError(
+        res,
+        400,
+        -32600,
+        "Invalid Request: this protocol revision has no JSON-RPC batches; send one message per POST.",
+      );
+    }
+    await serveMcp(req, res, message, caller);
+  }
 
+  async function serveMcp(
+    req: IncomingMessage,
+    res: ServerResponse,
+    message: unknown,
+    caller: Caller,
+  ): Promise<void> {
     const correlation = `${caller.id}:${sessionIdOf(req) ?? "-"}:`;
     for (const requestId of cancelledIds(message)) {
       const calls = running.get(correlation + requestId);
       // Two running calls with one id (clients without a session id): cancelling either could be wrong.
       if (calls?.size === 1) for (const cancel of calls) cancel();
     }
-
-    let lease;
-    try {
-      lease = await pool.acquire(caller.serviceKey);
-    } catch (error) {
-      if (!(error instanceof TooManyCallsError)) throw error;
+    const ids = requestIds(message);
+    // Each request of a batch is a call of its own against the caller's cap.
+    const slot = calls.take(caller.id, ids.length);
+    if (slot === undefined) {
       res.setHeader("retry-after", "1");
       return jsonRpcError(
         res,
         429,
         -32000,
-        `Too many calls at once for this key (at most ${config.maxConcurrentPerKey}); retry in a moment.`,
+        `Too many calls at once for this caller (at most ${config.maxConcurrentPerKey}); retry in a moment.`,
       );
     }
-    const mcp = createServer(options.version, lease.runtime.depsFactory, {
-      mcpLogging: false,
-      scope: caller.scope,
-      tasks: lease.runtime.tasks,
-    });
+    let lease: Promise<Lease> | undefined;
+    const mcp = createServer(
+      options.version,
+      {
+        caller,
+        mediaOrigin: options.mediaOrigin,
+        runtime: async () => (await (lease ??= pool.acquire(caller.serviceKey))).runtime,
+      },
+      { tasks: true },
+    );
     // No session id generator: stateless, any replica answers any request.
     const transport = new StreamableHTTPServerTransport({
       // JSON for a quick answer; an SSE stream when the client asked for progress on its call.
       enableJsonResponse: !asksForProgress(message),
     });
-    const keys = requestIds(message).map((id) => correlation + id);
+    const keys = ids.map((id) => correlation + id);
     let ended = false;
     const end = () => {
       if (ended) return;
@@ -269,7 +265,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
           if (!res.headersSent) res.writeHead(202);
           res.end();
         });
-      lease.release();
+      slot();
+      lease?.then(
+        (held) => held.release(),
+        () => undefined,
+      );
     };
     for (const key of keys) remember(key, end);
     res.once("close", end);
@@ -352,6 +352,11 @@ function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
   return hostAllowed(url.host, allowed);
 }
 
+function headerText(req: IncomingMessage, name: string): string {
+  const value = req.headers[name];
+  return typeof value === "string" ? value.trim() : "";
+}
+
 /** Whether any request in the message asks for progress (then the answer streams as SSE). */
 function asksForProgress(message: unknown): boolean {
   return messagesOf(message).some(
@@ -392,10 +397,18 @@ function sessionIdOf(req: IncomingMessage): string | undefined {
   return typeof value === "string" && /^[0-9a-f-]{36}$/i.test(value) ? value.toLowerCase() : undefined;
 }
 
-type Body = { kind: "ok"; text: string } | { kind: "too-large" } | { kind: "aborted" };
+type Body = { kind: "ok"; text: string } | { kind: "too-large" } | { kind: "aborted" } | { kind: "busy" };
 
-/** Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. */
-function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+/**
+ * Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. The bytes
+ * held by every body being read count against `budget`: past it this body is refused (`busy`) rather than
+ * buffered, so many slow senders cannot hold the memory of many full bodies.
+ */
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  budget: { buffered: number; limit: number },
+): Promise<Body> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
@@ -404,23 +417,47 @@ function readBody(req: IncomingMessage, limit: number): Promise<Body> {
   return new Promise<Body>((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let settled = false;
+    const settle = (body: Body) => {
+      if (settled) return;
+      settled = true;
+      budget.buffered -= size;
+      req.off("data", onData);
+      resolve(body);
+    };
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off("data", onData);
+      if (size + chunk.length > limit) {
         req.resume();
-        resolve({ kind: "too-large" });
+        settle({ kind: "too-large" });
         return;
       }
+      if (budget.buffered + chunk.length > budget.limit) {
+        // Stop reading this one: the connection is closed once the refusal is written.
+        req.pause();
+        settle({ kind: "busy" });
+        return;
+      }
+      size += chunk.length;
+      budget.buffered += chunk.length;
       chunks.push(chunk);
     };
     req.on("data", onData);
-    req.once("end", () => resolve({ kind: "ok", text: Buffer.concat(chunks, size).toString("utf8") }));
-    req.once("error", () => resolve({ kind: "aborted" }));
+    req.once("end", () => {
+      const text = Buffer.concat(chunks, size).toString("utf8");
+      settle({ kind: "ok", text });
+    });
+    req.once("error", () => settle({ kind: "aborted" }));
     req.once("close", () => {
-      if (!req.complete) resolve({ kind: "aborted" });
+      if (!req.complete) settle({ kind: "aborted" });
     });
   });
+}
+
+/** A refusal for load: try again in a moment; the connection is closed so its unread body goes too. */
+function busy(res: ServerResponse, message: string): void {
+  res.setHeader("retry-after", "1");
+  res.setHeader("connection", "close");
+  jsonRpcError(res, 503, -32000, `${message} Retry in a moment.`);
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -15,6 +15,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../../src/config.js";
+import { localCaller } from "../../src/auth/caller.js";
 import { Logger } from "../../src/logger.js";
 import { createRuntime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
@@ -101,7 +102,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { timeoutMs: 2000, maxRetries: 1, ...options.client },
     options.hub,
   );
-  const server = createServer("test", runtime.depsFactory);
+  const server = createServer(
+    "test",
+    {
+      caller: localCaller(config.apiKey ?? ""),
+      mediaOrigin: new URL(sandbox.baseUrl).origin,
+      runtime: async () => runtime,
+    },
+    { mcpLogging: runtime.logger },
+  );
   const client = new Client(
     { name: "harness", version: "1.0.0" },
     { capabilities: options.roots ? { roots: { listChanged: true } } : {} },

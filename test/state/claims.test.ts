@@ -33,7 +33,10 @@ afterAll(async () => {
 });
 
 async function hub(): Promise<StateHub> {
-  const made = await connectRedis({ url: redis.url, prefix: "gm-claims:" }, new Logger("error", () => {}));
+  const made = await connectRedis(
+    { url: redis.url, prefix: "gm-claims:", whenDown: "refuse" },
+    new Logger("error", () => {}),
+  );
   hubs.push(made);
   return made;
 }

@@ -11,7 +11,11 @@ import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { VideoStatus } from "../../src/api/types.js";
 import { Logger } from "../../src/logger.js";
 import { connectRedis } from "../../src/state/redis.js";
-import type { SharedState, StateHub } from "../../src/state/shared-state.js";
+import {
+  SharedStateUnavailableError,
+  type SharedState,
+  type StateHub,
+} from "../../src/state/shared-state.js";
 import { freePort, startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const API_KEY = "sk-live-shared-state-0123456789";
@@ -37,9 +41,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function replica(): Promise<SharedState & { hub: StateHub }> {
+async function replica(whenDown: "refuse" | "alone" = "refuse"): Promise<SharedState & { hub: StateHub }> {
   const hub = await connectRedis(
-    { url: redis.url, prefix: PREFIX },
+    { url: redis.url, prefix: PREFIX, whenDown },
     new Logger("debug", (line) => logs.push(line)),
   );
   hubs.push(hub);
@@ -169,8 +173,9 @@ describe("poll sharing and start claims", () => {
 });
 
 describe("without Redis", () => {
-  it("does not wait on a Redis that stops answering: each command gives up after its timeout", async () => {
+  it("does not wait on a Redis that stops answering: each command gives up after its timeout; a claim is refused", async () => {
     const a = await replica();
+    const alone = await replica("alone");
     // Redis holds every client's commands (as a stalled server would) for longer than the command timeout.
     const pause = new Redis(redis.url, { lazyConnect: true });
     await pause.connect();
@@ -178,17 +183,27 @@ describe("without Redis", () => {
       await pause.call("CLIENT", "PAUSE", "4000", "ALL");
       await a.budget.acquire("foreground");
       expect(await a.polls?.lead("vid-slow", 5000)).toBe(true);
-      expect(await a.claims?.claim("fp-slow", 60_000)).toBe(true);
+      // No agreement, no start: a claim that could not be written is refused, unless the operator chose
+      // to let each replica decide alone.
+      await expect(a.claims?.claim("fp-slow", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
+      expect(await alone.claims?.claim("fp-slow", 60_000)).toBe(true);
+      expect(a.hub.ready()).toBe(false);
     } finally {
       await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
       pause.disconnect();
     }
+    // A write that succeeds again ends the outage: ready, and one line for each end of it.
+    await vi.waitFor(() => expect(a.hub.ready()).toBe(true), { timeout: 5000 });
+    expect(logs.filter((line) => /did not answer within 1000 ms/.test(line)).length).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(logs.some((line) => /accepts writes again/.test(line))).toBe(true);
   });
 
   it("starts without Redis, not ready, and becomes ready once Redis comes up", async () => {
     const port = await freePort();
     const hub = await connectRedis(
-      { url: `redis://127.0.0.1:${port}`, prefix: PREFIX },
+      { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, whenDown: "refuse" },
       new Logger("debug", (line) => logs.push(line)),
     );
     hubs.push(hub);
@@ -214,7 +229,7 @@ describe("without Redis", () => {
       await a.budget.acquire("foreground");
       a.budget.observe(200, windowHeaders(5));
       expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
-      expect(await a.claims?.claim("fp", 60_000)).toBe(true);
+      await expect(a.claims?.claim("fp", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
       expect(await a.polls?.latest("vid-1")).toBeUndefined();
       expect(logs.join("\n")).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/);
     } finally {

@@ -32,10 +32,12 @@ describe("Journal", () => {
     await rm(join(dir, "..", ".."), { recursive: true, force: true });
   });
 
-  it("creates its folder private, and appends one synced line per entry", async () => {
+  it("creates its folder private at the first append (not before), and appends one synced line per entry", async () => {
     const journal = await Journal.open(dir, { now });
-    if (process.platform !== "win32") expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    // Opening writes nothing: a caller that never starts a task leaves nothing on disk.
+    await expect(stat(dir)).rejects.toThrow(/ENOENT/);
     await journal.append(entry("v1", clock));
+    if (process.platform !== "win32") expect((await stat(dir)).mode & 0o777).toBe(0o700);
     const text = await readFile(join(dir, JOURNAL_FILE), "utf8");
     expect(text.endsWith("\n")).toBe(true);
     expect(JSON.parse(text.trim())).toMatchObject({ kind: "video", id: "v1", fingerprint: "fp-v1" });
@@ -47,6 +49,7 @@ describe("Journal", () => {
     const journal = await Journal.open(dir, { now });
     const order: string[] = [];
     const realOpen = fsPromises.open;
+    await fsPromises.mkdir(dir, { recursive: true });
     // Watch the handle the journal opens: sync must come after write and before append resolves.
     const handle = await realOpen(join(dir, JOURNAL_FILE), "a");
     const write = handle.write.bind(handle);
@@ -80,6 +83,7 @@ describe("Journal", () => {
 
   it("tolerates a torn last line and garbage lines, and appends cleanly after them", async () => {
     await (await Journal.open(dir, { now })).close();
+    await fsPromises.mkdir(dir, { recursive: true });
     const file = join(dir, JOURNAL_FILE);
     await writeFile(
       file,

@@ -1,0 +1,44 @@
+/**
+ * What a replica writes to shared state, sealed: an HMAC of the value under a key derived from the service
+ * key (which never reaches Redis), so a value another writer planted (anyone with access to Redis but not to
+ * the service key) is recognised as foreign and skipped, never relayed. A sealed value is
+ * `<43 base64url characters of HMAC-SHA256>.<the JSON text>`.
+ */
+import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
+
+const MAC_CHARS = 43;
+
+export interface Sealer {
+  seal(value: unknown): string;
+  /** The parsed value when the seal holds; undefined for anything else (planted, torn, not JSON). */
+  open(text: string | null | undefined): unknown;
+}
+
+/** Values longer than this are not even checked: nothing this server writes comes near it. */
+const MAX_SEALED_CHARS = 1024 * 1024;
+
+export function sealerFor(baseUrl: string, serviceKey: string): Sealer {
+  const key = Buffer.from(
+    hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp shared state v1", 32) as ArrayBuffer,
+  );
+  const mac = (text: string) => createHmac("sha256", key).update(text).digest("base64url");
+  return {
+    seal(value) {
+      const text = JSON.stringify(value);
+      return `${mac(text)}.${text}`;
+    },
+    open(sealed) {
+      if (typeof sealed !== "string" || sealed.length > MAX_SEALED_CHARS) return undefined;
+      if (sealed.charCodeAt(MAC_CHARS) !== 0x2e) return undefined;
+      const text = sealed.slice(MAC_CHARS + 1);
+      const given = Buffer.from(sealed.slice(0, MAC_CHARS));
+      const expected = Buffer.from(mac(text));
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * The MCP task records on their own (no protocol, no service): ttls bounded both ways, a task forgotten once
+ * its ttl has passed, a refused call's task never written anywhere, records read back checked, and an
+ * outcome decided once.
+ */
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Logger } from "../../src/logger.js";
+import { McpTasks, type TaskRun } from "../../src/mcp-tasks.js";
+
+let dir: string;
+const logs: string[] = [];
+const logger = new Logger("debug", (line) => logs.push(line));
+const stopping = new AbortController().signal;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-task-records-"));
+  logs.length = 0;
+});
+afterEach(async () => {
+  vi.useRealTimers();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const done = (text: string, isError = false): CallToolResult => ({
+  content: [{ type: "text", text }],
+  ...(isError && { isError: true }),
+});
+
+/** A run that names its video at once and finishes when `finish` is called. */
+function videoRun() {
+  let finish: (result: CallToolResult) => void = () => {};
+  const run = (task: TaskRun) => {
+    task.progress("video_id vid_1: started");
+    return new Promise<CallToolResult>((resolve) => (finish = resolve));
+  };
+  return { run, finish: (result: CallToolResult) => finish(result) };
+}
+
+describe("MCP task records", () => {
+  it("bounds the ttl: the minimum for a tiny one, the maximum for a huge one, the default for none", async () => {
+    const tasks = await McpTasks.open(dir, 100, logger);
+    const ttl = async (requestedTtl: number | undefined) =>
+      (await tasks.start({ tool: "generate_video", requestedTtl, stopping, run: videoRun().run })).task.ttl;
+    expect(await ttl(1)).toBe(60_000);
+    expect(await ttl(10 ** 12)).toBe(24 * 60 * 60 * 1000);
+    expect(await ttl(undefined)).toBe(60 * 60 * 1000);
+    await tasks.close();
+  });
+
+  it("forgets a task once its ttl has passed", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const tasks = await McpTasks.open(dir, 100, logger);
+    const { task } = await tasks.start({
+      tool: "generate_video",
+      requestedTtl: 60_000,
+      stopping,
+      run: videoRun().run,
+    });
+    const view = tasks.view();
+    expect((await view.getTask(task.taskId))?.status).toBe("working");
+    vi.setSystemTime(Date.now() + 61_000);
+    expect(await view.getTask(task.taskId)).toBeNull();
+    await tasks.close();
+  });
+
+  it("keeps a refused call's task in memory only: no file, and gone with the process", async () => {
+    const tasks = await McpTasks.open(dir, 100, logger);
+    const { task } = await tasks.start({
+      tool: "generate_video",
+      refused: true,
+      stopping,
+      run: async () => done("validation_error: prompt: must not be empty", true),
+    });
+    expect(task.ttl).toBe(60_000);
+    expect((await tasks.view().getTask(task.taskId))?.status).toBe("failed");
+    await tasks.close();
+    await expect(readFile(path.join(dir, "mcp-tasks.json"), "utf8")).rejects.toThrow(/ENOENT/);
+    const again = await McpTasks.open(dir, 100, logger);
+    expect(await again.view().getTask(task.taskId)).toBeNull();
+    await again.close();
+  });
+
+  it("skips and reports records on disk that are not its own shape, and serves the valid ones", async () => {
+    const good = await McpTasks.open(dir, 100, logger);
+    const run = videoRun();
+    const { task } = await good.start({ tool: "generate_video", stopping, run: run.run });
+    run.finish(done("Video vid_1 is completed: http://127.0.0.1/v.mp4"));
+    await vi.waitFor(async () => expect((await good.view().getTask(task.taskId))?.status).toBe("completed"));
+    await good.close();
+    const file = path.join(dir, "mcp-tasks.json");
+    const saved = JSON.parse(await readFile(file, "utf8")) as { records: Array<Record<string, unknown>> };
+    const planted = structuredClone(saved.records[0]) as { task: Record<string, unknown> };
+    planted.task["taskId"] = "00000000-0000-0000-0000-000000000000";
+    planted.task["createdAt"] = 12345;
+    saved.records.push(planted as Record<string, unknown>);
+    await writeFile(file, JSON.stringify(saved));
+    const reread = await McpTasks.open(dir, 100, logger);
+    expect((await reread.view().getTask(task.taskId))?.status).toBe("completed");
+    expect(await reread.view().getTask("00000000-0000-0000-0000-000000000000")).toBeNull();
+    const listed = await reread.view().listTasks(undefined);
+    expect(listed.tasks.map((entry) => entry.taskId)).toEqual([task.taskId]);
+    expect(logs.join("\n")).toMatch(/1 MCP task record\(s\) in mcp-tasks\.json were not valid/);
+    await reread.close();
+  });
+
+  it("answers a cancel of a finished task with an error, and keeps its outcome", async () => {
+    const tasks = await McpTasks.open(dir, 100, logger);
+    const run = videoRun();
+    const { task } = await tasks.start({ tool: "generate_video", stopping, run: run.run });
+    run.finish(done("Video vid_1 is completed"));
+    await vi.waitFor(async () => expect((await tasks.view().getTask(task.taskId))?.status).toBe("completed"));
+    await expect(tasks.view().updateTaskStatus(task.taskId, "cancelled")).rejects.toThrow(
+      /already completed/,
+    );
+    expect((await tasks.view().getTask(task.taskId))?.status).toBe("completed");
+    await tasks.close();
+  });
+
+  it("names an unknown task in a bounded, clean form", async () => {
+    const tasks = await McpTasks.open(dir, 100, logger);
+    const huge = `\u202e${"x".repeat(200_000)}`;
+    const error = await tasks
+      .view()
+      .getTaskResult(huge)
+      .catch((caught: unknown) => caught as Error);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message.length).toBeLessThan(200);
+    expect((error as Error).message).not.toContain("\u202e");
+    await tasks.close();
+  });
+});
