@@ -59,7 +59,10 @@ interface TaskRecord {
   videoId?: string | undefined;
   saved?: Record<string, unknown> | undefined;
   result?: CallToolResult | undefined;
-  /** A refused call's task: kept in memory only (StartTaskOptions.refused). */
+  /**
+   * Failed before the service started anything (a key it refused, insufficient credits ...): kept in this
+   * process's memory only, never on disk or in the shared store, so a flood of such calls costs nothing.
+   */
   ephemeral?: boolean;
 }
 
@@ -79,12 +82,6 @@ export interface StartTaskOptions {
   saved?: Record<string, unknown> | undefined;
   /** Aborts when the server stops: the task then stays `working`, to be taken up again at the next start. */
   stopping: AbortSignal;
-  /**
-   * The call was refused before any request reached the service: its task is answered like any other but
-   * kept only in this process's memory, for the shortest ttl, never on disk or in the shared store, so a
-   * flood of refused calls costs nothing (likewise any task that failed before the service named a task).
-   */
-  refused?: boolean;
   run(task: TaskRun & { ttlMs: number }): Promise<CallToolResult>;
 }
 
@@ -140,7 +137,7 @@ export class McpTasks {
    * (or has ended, e.g. a refusal before anything started, or an image that came back at once).
    */
   async start(options: StartTaskOptions): Promise<{ task: Task }> {
-    const ttlMs = options.refused === true ? MIN_TASK_TTL_MS : boundTtl(options.requestedTtl);
+    const ttlMs = boundTtl(options.requestedTtl);
     const now = new Date().toISOString();
     const record: TaskRecord = {
       task: {
@@ -158,7 +155,6 @@ export class McpTasks {
     };
     let announced: () => void = () => {};
     const started = new Promise<void>((resolve) => (announced = resolve));
-    if (options.refused === true) record.ephemeral = true;
     this.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
     await started;
     this.records.set(record.task.taskId, record);
@@ -273,10 +269,8 @@ export class McpTasks {
         // Tasks are created by start(), after the service has started the generation.
         throw new McpError(ErrorCode.InternalError, "tasks are created by the tool call itself");
       },
-      getTask: async (taskId) => {
-        const record = await find(taskId);
-        return record === undefined ? null : { ...record.task };
-      },
+      // An unknown task is refused here, in a bounded form: the SDK's own refusal would quote the whole id.
+      getTask: async (taskId) => ({ ...(await mustFind(taskId)).task }),
       storeTaskResult: async (taskId, status, result) => {
         await this.finish(await mustFind(taskId), status, result as CallToolResult);
       },
@@ -647,3 +641,47 @@ function expiresAt(task: Task): number {
 function errorText(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
 }
+
+/**
+ * The tasks of task-augmented calls refused before anything was sent (bad arguments): answered like any
+ * task (failed at once, with the validation_error a plain call gets), but held only here, per caller, for
+ * the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing shared, whatever the flood.
+ */
+export class RefusedTasks {
+  private readonly tasks = new Map<string, { caller: string; task: Task; result: CallToolResult }>();
+
+  add(caller: string, result: CallToolResult): Task {
+    const now = new Date().toISOString();
+    const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
+    const task: Task = {
+      taskId: randomUUID(),
+      status: "failed",
+      ttl: MIN_TASK_TTL_MS,
+      createdAt: now,
+      lastUpdatedAt: now,
+      ...(firstLine !== undefined && { statusMessage: firstLine }),
+    };
+    this.sweep();
+    this.tasks.set(task.taskId, { caller, task, result });
+    if (this.tasks.size > MAX_REFUSED) this.tasks.delete(this.tasks.keys().next().value ?? "");
+    return { ...task };
+  }
+
+  /** The refused task of this caller, while it lives. */
+  find(caller: string, taskId: string): { task: Task; result: CallToolResult } | undefined {
+    const found = this.tasks.get(taskId);
+    if (found === undefined || found.caller !== caller || expiresAt(found.task) <= Date.now())
+      return undefined;
+    return { task: { ...found.task }, result: found.result };
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [taskId, entry] of this.tasks) {
+      if (expiresAt(entry.task) > now) break;
+      this.tasks.delete(taskId);
+    }
+  }
+}
+
+const MAX_REFUSED = 1000;

@@ -100,10 +100,12 @@ export class RuntimePool {
       released = true;
       held.calls -= 1;
       held.lastUsed = this.now();
-      // The service refused a key it never accepted: nothing of it is kept, and the refusal is remembered.
-      if (held.calls === 0 && held.made?.refused() === true) {
+      // A key the service has not accepted holds nothing worth keeping: its runtime goes with its last
+      // call (cheap to make again), and a refusal is remembered.
+      const state = held.made?.keyState();
+      if (held.calls === 0 && state !== undefined && state !== "accepted" && !(held.made?.busy() ?? false)) {
         void this.closeEntry(digest, held);
-        this.remember(digest, refusedKey());
+        if (state === "refused") this.remember(digest, refusedKey());
       }
     };
     try {

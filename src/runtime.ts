@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import { GenerationClient, type ClientOptions } from "./api/client.js";
+import { GenerationClient, type ClientOptions, type KeyState } from "./api/client.js";
 import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
@@ -60,8 +60,11 @@ export interface Runtime {
   client: GenerationClient;
   /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
   busy(): boolean;
-  /** The service refused this (caller's) key before ever accepting it: nothing of it is worth keeping. */
-  refused(): boolean;
+  /**
+   * What the service has said of this key: a caller's key not accepted yet holds nothing worth keeping (its
+   * runtime goes when its last call ends), and one it refused is remembered as refused.
+   */
+  keyState(): KeyState;
   /**
    * Stops the process's work: every call still running answers at once with what it has (a started task
    * with its video_id and "still processing"), waited for at most `graceMs`, then everything is closed.
@@ -169,7 +172,7 @@ export async function createRuntime(
     client,
     tasks,
     busy: () => running.size > 0 || tasks.running > 0,
-    refused: () => client.keyState === "refused",
+    keyState: () => client.keyState,
     async close(graceMs = SHUTDOWN_GRACE_MS) {
       stopping.abort();
       poller.close();

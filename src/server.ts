@@ -13,7 +13,6 @@ import {
   McpError,
   ReadResourceRequestSchema,
   RootsListChangedNotificationSchema,
-  isTaskAugmentedRequestParams,
   type CallToolResult,
   type CreateTaskResult,
   type ServerNotification,
@@ -27,6 +26,7 @@ import type { Caller } from "./auth/caller.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
 import type { Logger } from "./logger.js";
+import { RefusedTasks } from "./mcp-tasks.js";
 import type { Runtime } from "./runtime.js";
 import { withMedia, type MediaSettings } from "./media/content.js";
 import { cleanText } from "./redact.js";
@@ -121,7 +121,9 @@ export function createServer(version: string, session: Session, options: ServerO
         ...(withTasks && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
       },
       instructions: INSTRUCTIONS,
-      ...(withTasks && { taskStore: lazyTaskStore(async () => (await session.runtime()).tasks.view(scope)) }),
+      ...(withTasks && {
+        taskStore: lazyTaskStore(session.caller.id, async () => (await session.runtime()).tasks.view(scope)),
+      }),
     },
   );
   let roots: Promise<string[]> | undefined;
@@ -172,7 +174,11 @@ export function createServer(version: string, session: Session, options: ServerO
         `${cleanText(name, 80)} does not run as a task: call it without "task".`,
       );
     }
-    if ("refused" in call && task === undefined) return call.refused;
+    if ("refused" in call) {
+      // Refused before anything was sent: a task-augmented call gets a task that failed at once, kept only
+      // in memory (mcp-tasks.ts RefusedTasks), never a runtime, a file or a shared record.
+      return task === undefined ? call.refused : { task: REFUSED_TASKS.add(session.caller.id, call.refused) };
+    }
     let deps: ServerDeps;
     try {
       deps = await dependencies();
@@ -189,25 +195,20 @@ export function createServer(version: string, session: Session, options: ServerO
         scope,
         requestedTtl: task.ttl,
         stopping: deps.stopping,
-        refused: "refused" in call,
-        saved: "tool" in call ? call.tool.task?.save?.(call.data) : undefined,
-        // A refused call becomes a task that failed at once, with the same error a plain call answers.
+        saved: call.tool.task?.save?.(call.data),
         run: (run) =>
-          "refused" in call
-            ? Promise.resolve(call.refused)
-            : toolResult(
-                call.tool,
-                call.tool.handler(
-                  call.tool.task?.prepare?.(call.data, run.ttlMs) ?? call.data,
-                  deps,
-                  backgroundContext(run, deps, startedAt),
-                ),
-                deps,
-                run.signal,
-              ),
+          toolResult(
+            call.tool,
+            call.tool.handler(
+              call.tool.task?.prepare?.(call.data, run.ttlMs) ?? call.data,
+              deps,
+              backgroundContext(run, deps, startedAt),
+            ),
+            deps,
+            run.signal,
+          ),
       });
     }
-    if ("refused" in call) return call.refused;
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     const context: ToolContext = {
@@ -261,8 +262,7 @@ export function createServer(version: string, session: Session, options: ServerO
     }
     const params: Record<string, unknown> = isObject(request.params) ? request.params : {};
     const name = typeof params["name"] === "string" ? params["name"] : "";
-    const task = isTaskAugmentedRequestParams(request.params) ? request.params.task : undefined;
-    return callTool(name, params["arguments"], extra, task);
+    return callTool(name, params["arguments"], extra, taskParams(params["task"]));
   };
 
   server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
@@ -273,14 +273,46 @@ export function createServer(version: string, session: Session, options: ServerO
   return server;
 }
 
-/** A TaskStore whose records live in the caller's runtime, made only when a task request needs it. */
-function lazyTaskStore(store: () => Promise<TaskStore>): TaskStore {
+/**
+ * The `task` of a task-augmented call, checked: a malformed one is refused, never quietly turned into a
+ * blocking call the client did not ask for.
+ */
+function taskParams(task: unknown): { ttl?: number | null } | undefined {
+  if (task === undefined) return undefined;
+  const ttl = isObject(task) ? task["ttl"] : undefined;
+  if (
+    !isObject(task) ||
+    (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl)))
+  ) {
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      'Invalid params: "task" must be an object whose optional "ttl" is a number of milliseconds.',
+    );
+  }
+  return ttl === undefined ? {} : { ttl };
+}
+
+/** Refused task-augmented calls, per caller, for the whole process (bounded; see RefusedTasks). */
+const REFUSED_TASKS = new RefusedTasks();
+
+/**
+ * A TaskStore whose records live in the caller's runtime, made only when a task request needs it; the
+ * caller's refused calls are answered from memory without one.
+ */
+function lazyTaskStore(caller: string, store: () => Promise<TaskStore>): TaskStore {
   return {
     createTask: async (...args) => (await store()).createTask(...args),
-    getTask: async (...args) => (await store()).getTask(...args),
+    getTask: async (taskId, ...rest) =>
+      REFUSED_TASKS.find(caller, taskId)?.task ?? (await store()).getTask(taskId, ...rest),
     storeTaskResult: async (...args) => (await store()).storeTaskResult(...args),
-    getTaskResult: async (...args) => (await store()).getTaskResult(...args),
-    updateTaskStatus: async (...args) => (await store()).updateTaskStatus(...args),
+    getTaskResult: async (taskId, ...rest) =>
+      REFUSED_TASKS.find(caller, taskId)?.result ?? (await store()).getTaskResult(taskId, ...rest),
+    updateTaskStatus: async (taskId, status, ...rest) => {
+      if (REFUSED_TASKS.find(caller, taskId) !== undefined) {
+        throw new McpError(ErrorCode.InvalidParams, "Cannot cancel this task: it already failed.");
+      }
+      return (await store()).updateTaskStatus(taskId, status, ...rest);
+    },
     listTasks: async (...args) => (await store()).listTasks(...args),
   };
 }

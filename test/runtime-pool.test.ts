@@ -26,7 +26,7 @@ function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string> } = {}
       tasks: undefined as never,
       busy: () => options.busy?.has(apiKey) ?? false,
       // As the runtime reports once the service answered 401 to a key it never accepted.
-      refused: () => options.refuse?.has(apiKey) ?? false,
+      keyState: () => (options.refuse?.has(apiKey) ? "refused" : "accepted"),
       close: async () => {
         closed.push(apiKey);
       },

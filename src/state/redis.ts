@@ -39,6 +39,8 @@ export const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, to learn that Redis is back. */
 const PROBE_INTERVAL_MS = 1000;
+/** How often a replica with no traffic checks that Redis still takes writes, so /readyz stays true. */
+const HEARTBEAT_MS = 2000;
 /** The budget's keys outlive a window by far, and go once the key has been idle that long. */
 const BUDGET_TTL_MS = 10 * 60 * 1000;
 /** The share of the window kept for foreground calls, as the local budget's default. */
@@ -142,6 +144,12 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.on("ready", () => {
     if (down) void probe();
   });
+  // A replica with no traffic learns of an outage too (and /readyz with it): a small write every few seconds.
+  const heartbeat = setInterval(() => {
+    if (down || commands.status !== "ready") return;
+    commands.set(`${config.prefix}probe:${owner}`, "1", "PX", 10_000).catch(markDown);
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
 
   const channel = `${config.prefix}status`;
   const listeners = new Map<string, Set<() => void>>();
@@ -203,6 +211,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
       ),
     async close() {
       clearInterval(probing);
+      clearInterval(heartbeat);
       commands.disconnect();
       subscriber.disconnect();
     },

@@ -116,7 +116,8 @@ describe("the shared rate budget", () => {
     const keys = await inspect.keys("*");
     expect(keys.length).toBeGreaterThanOrEqual(3);
     for (const key of keys) {
-      expect(key).toMatch(/^gm-test:[0-9a-f]{16}:/);
+      // A replica's own liveness probe carries no key at all; everything else is under the key's hash.
+      expect(key).toMatch(/^gm-test:([0-9a-f]{16}:|probe:[^:]+:\d+:[0-9a-f]{8}$)/);
       expect(key).not.toContain(API_KEY);
       expect(await inspect.pttl(key)).toBeGreaterThan(0);
       const type = await inspect.type(key);
@@ -198,6 +199,21 @@ describe("without Redis", () => {
       1,
     );
     expect(logs.some((line) => /accepts writes again/.test(line))).toBe(true);
+  });
+
+  it("reports not ready within seconds when writes stop, even with no traffic, and ready once they resume", async () => {
+    const a = await replica();
+    expect(a.hub.ready()).toBe(true);
+    const pause = new Redis(redis.url, { lazyConnect: true });
+    await pause.connect();
+    try {
+      await pause.call("CLIENT", "PAUSE", "6000", "WRITE");
+      await vi.waitFor(() => expect(a.hub.ready()).toBe(false), { timeout: 5000 });
+    } finally {
+      await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
+      pause.disconnect();
+    }
+    await vi.waitFor(() => expect(a.hub.ready()).toBe(true), { timeout: 5000 });
   });
 
   it("starts without Redis, not ready, and becomes ready once Redis comes up", async () => {

@@ -1,7 +1,7 @@
 /**
  * The MCP task records on their own (no protocol, no service): ttls bounded both ways, a task forgotten once
  * its ttl has passed, a refused call's task never written anywhere, records read back checked, and an
- * outcome decided once.
+ * outcome that cannot be changed by a late cancel.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,7 +9,7 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Logger } from "../../src/logger.js";
-import { McpTasks, type TaskRun } from "../../src/mcp-tasks.js";
+import { McpTasks, RefusedTasks, type TaskRun } from "../../src/mcp-tasks.js";
 
 let dir: string;
 const logs: string[] = [];
@@ -63,25 +63,32 @@ describe("MCP task records", () => {
     const view = tasks.view();
     expect((await view.getTask(task.taskId))?.status).toBe("working");
     vi.setSystemTime(Date.now() + 61_000);
-    expect(await view.getTask(task.taskId)).toBeNull();
+    await expect(view.getTask(task.taskId)).rejects.toThrow(/Task not found/);
     await tasks.close();
   });
 
-  it("keeps a refused call's task in memory only: no file, and gone with the process", async () => {
+  it("keeps a refused call's task in memory only, per caller, for the shortest ttl, and bounded", async () => {
+    const refused = new RefusedTasks();
+    const result = done("validation_error: prompt: must not be empty", true);
+    const task = refused.add("caller-a", result);
+    expect(task).toMatchObject({ status: "failed", ttl: 60_000 });
+    expect(refused.find("caller-a", task.taskId)?.result).toEqual(result);
+    expect(refused.find("caller-b", task.taskId)).toBeUndefined();
+    // A flood keeps the newest thousand; the first is gone.
+    for (let i = 0; i < 1000; i++) refused.add("caller-a", result);
+    expect(refused.find("caller-a", task.taskId)).toBeUndefined();
+  });
+
+  it("keeps a task that failed before the service named one out of the file", async () => {
     const tasks = await McpTasks.open(dir, 100, logger);
     const { task } = await tasks.start({
       tool: "generate_video",
-      refused: true,
       stopping,
-      run: async () => done("validation_error: prompt: must not be empty", true),
+      run: async () => done("unauthorized: The service answered HTTP 401.", true),
     });
-    expect(task.ttl).toBe(60_000);
     expect((await tasks.view().getTask(task.taskId))?.status).toBe("failed");
     await tasks.close();
     await expect(readFile(path.join(dir, "mcp-tasks.json"), "utf8")).rejects.toThrow(/ENOENT/);
-    const again = await McpTasks.open(dir, 100, logger);
-    expect(await again.view().getTask(task.taskId)).toBeNull();
-    await again.close();
   });
 
   it("skips and reports records on disk that are not its own shape, and serves the valid ones", async () => {
@@ -100,7 +107,7 @@ describe("MCP task records", () => {
     await writeFile(file, JSON.stringify(saved));
     const reread = await McpTasks.open(dir, 100, logger);
     expect((await reread.view().getTask(task.taskId))?.status).toBe("completed");
-    expect(await reread.view().getTask("00000000-0000-0000-0000-000000000000")).toBeNull();
+    await expect(reread.view().getTask("00000000-0000-0000-0000-000000000000")).rejects.toThrow(/not found/);
     const listed = await reread.view().listTasks(undefined);
     expect(listed.tasks.map((entry) => entry.taskId)).toEqual([task.taskId]);
     expect(logs.join("\n")).toMatch(/1 MCP task record\(s\) in mcp-tasks\.json were not valid/);

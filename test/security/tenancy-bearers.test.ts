@@ -1,0 +1,244 @@
+/**
+ * Red team, strangers at the door (issue: reliability round three, points 4, 5, 9 and 10), against the built
+ * `--http` bin in passthrough mode with a real redis-server:
+ * - unknown bearers cost nothing: pings, lists, calls and refused task calls with made-up bearers leave no
+ *   folder, no file and no record in Redis (only the rate counters of the requests that reached the service,
+ *   which expire);
+ * - bodies and connections are bounded before anyone is trusted: many slow senders of large bodies cannot
+ *   hold the memory of all those bodies, stalled headers and bodies are closed when README says, and
+ *   connections past the limit are refused;
+ * - a JSON-RPC batch counts as its calls, and revisions without batches refuse them;
+ * - the small ones: a malformed `task`, a tiny ttl, a huge task id.
+ */
+import { randomBytes } from "node:crypto";
+import { connect as connectSocket, type Socket } from "node:net";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { tempRoot } from "../helpers/http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { errorOf, filesUnder, redisDump, resultOf, rpc, rssMiB, sleep } from "../helpers/red-team.js";
+import { startRedis, type RedisProcess } from "../helpers/redis.js";
+
+let sandbox: SandboxHandle;
+let redis: RedisProcess;
+let root: Awaited<ReturnType<typeof tempRoot>>;
+let server: HttpServerProcess;
+let stateDir: string;
+
+beforeAll(async () => {
+  [sandbox, redis, root] = await Promise.all([
+    startSandbox({ rateLimit: { limit: 100_000, windowMs: 60_000 } }),
+    startRedis(),
+    tempRoot("red-team-bearers-"),
+  ]);
+  stateDir = path.join(root.dir, "state");
+  server = await startHttpBin([], {
+    HOME: root.dir,
+    GENERATION_BASE_URL: sandbox.baseUrl,
+    GENERATION_STATE_DIR: stateDir,
+    GENERATION_REDIS_URL: redis.url,
+    GENERATION_HTTP_MAX_CONCURRENT: "16",
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  await Promise.all([sandbox?.close(), redis?.stop()]);
+  await root?.remove();
+});
+
+const madeUp = () => `made-up-${randomBytes(8).toString("hex")}`;
+
+describe("unknown bearers cost nothing", () => {
+  it("leaves no folder, file or Redis record for 200 made-up bearers and 2,000 refused task calls", async () => {
+    for (let i = 0; i < 200; i += 20) {
+      await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          const bearer = madeUp();
+          await rpc(server.url, bearer, "initialize", {
+            protocolVersion: "2025-11-25",
+            capabilities: { tasks: {} },
+            clientInfo: { name: "stranger", version: "1" },
+          });
+          await rpc(server.url, bearer, "ping");
+          await rpc(server.url, bearer, "tools/list");
+          await rpc(server.url, bearer, "resources/list");
+          const credits = await rpc(server.url, bearer, "tools/call", { name: "get_credits", arguments: {} });
+          expect(credits.text).toMatch(/unauthorized/);
+        }),
+      );
+    }
+    const bogus = madeUp();
+    for (let i = 0; i < 2000; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          const answer = await rpc(server.url, bogus, "tools/call", {
+            name: "generate_video",
+            arguments: { prompt: "" },
+            task: {},
+          });
+          expect(resultOf(answer)?.["task"]).toMatchObject({ status: "failed" });
+        }),
+      );
+    }
+    expect([...(await filesUnder(stateDir)).keys()]).toEqual([]);
+    // What reached the service is counted against its key's rate budget (two counters that expire); nothing
+    // else of a made-up bearer is written (the replica's own liveness probe names no key).
+    const keys = [...(await redisDump(redis.url)).keys()];
+    expect(keys.filter((key) => !/:([0-9a-f]{16}:(budget|inflight)|probe:.+)$/.test(key))).toEqual([]);
+    expect(sandbox.requests.filter((request) => request.route === "generate")).toEqual([]);
+  }, 120_000);
+});
+
+/** A raw connection that sends `head` and then whatever `then` writes; resolves its close time. */
+function rawConnection(
+  port: number,
+): Promise<{ socket: Socket; closed: Promise<number>; data: () => string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connectSocket(port, "127.0.0.1");
+    let data = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (data += chunk));
+    socket.on("error", () => undefined);
+    const closed = new Promise<number>((done) => socket.once("close", () => done(Date.now())));
+    socket.once("connect", () => resolve({ socket, closed, data: () => data }));
+    socket.once("error", reject);
+  });
+}
+
+describe("bodies and connections are bounded before anyone is trusted", () => {
+  it("holds far less than 60 bodies of almost 4 MiB that never end, refusing some with 503", async () => {
+    const pid = server.child.pid ?? 0;
+    const before = await rssMiB(pid);
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    const senders = await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const connection = await rawConnection(server.port);
+        connection.socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${madeUp()}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n`,
+        );
+        for (let i = 0; i < 62; i++) connection.socket.write(chunk);
+        return connection;
+      }),
+    );
+    let refused = 0;
+    for (let waited = 0; waited < 10_000 && refused <= 20; waited += 250) {
+      await sleep(250);
+      refused = senders.filter((sender) => sender.data().startsWith("HTTP/1.1 503")).length;
+    }
+    const during = await rssMiB(pid);
+    for (const sender of senders) sender.socket.destroy();
+    // 60 bodies of 3.9 MiB are 234 MiB; at most 16 full bodies are ever buffered.
+    expect(during - before).toBeLessThan(120);
+    expect(refused).toBeGreaterThan(20);
+  });
+
+  it("closes stalled headers after about 10 s and a stalled body after about 30 s", async () => {
+    const headers = await rawConnection(server.port);
+    const body = await rawConnection(server.port);
+    const start = Date.now();
+    headers.socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n`);
+    body.socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${madeUp()}\r\n` +
+        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    );
+    const headersClosed = (await headers.closed) - start;
+    const bodyClosed = (await body.closed) - start;
+    expect(headersClosed).toBeLessThan(12_500);
+    expect(bodyClosed).toBeLessThan(32_500);
+    expect(bodyClosed).toBeGreaterThan(25_000);
+  }, 45_000);
+
+  it("closes connections past GENERATION_HTTP_MAX_CONNECTIONS at once", async () => {
+    const limited = await startHttpBin([], {
+      HOME: root.dir,
+      GENERATION_BASE_URL: sandbox.baseUrl,
+      GENERATION_STATE_DIR: path.join(root.dir, "limited"),
+      GENERATION_HTTP_MAX_CONNECTIONS: "16",
+    });
+    try {
+      const connections = await Promise.all(Array.from({ length: 60 }, () => rawConnection(limited.port)));
+      await sleep(500);
+      const closed = await Promise.all(
+        connections.map((connection) =>
+          Promise.race([connection.closed.then(() => true), sleep(50).then(() => false)]),
+        ),
+      );
+      for (const connection of connections) connection.socket.destroy();
+      expect(closed.filter(Boolean).length).toBeGreaterThanOrEqual(40);
+      // It still serves once those are gone.
+      expect((await fetch(new URL("/healthz", limited.url))).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
+describe("a batch counts as its calls", () => {
+  const batch = (count: number) =>
+    JSON.stringify(
+      Array.from({ length: count }, (_, i) => ({
+        jsonrpc: "2.0",
+        id: i + 1,
+        method: "tools/call",
+        params: { name: "get_credits", arguments: {} },
+      })),
+    );
+
+  it("refuses a batch of more calls than the cap allows, and serves one within it (2025-03-26)", async () => {
+    const headers = { "mcp-protocol-version": "2025-03-26" };
+    const over = await rpc(server.url, sandbox.keys.paid, "", {}, { headers, body: batch(20) });
+    expect(over.status).toBe(429);
+    const within = await rpc(server.url, sandbox.keys.paid, "", {}, { headers, body: batch(10) });
+    expect(within.status).toBe(200);
+    expect(within.messages.filter((message) => "result" in message)).toHaveLength(10);
+  });
+
+  it("refuses any batch from a revision that has none", async () => {
+    for (const version of ["2025-06-18", "2025-11-25"]) {
+      const answer = await rpc(
+        server.url,
+        sandbox.keys.paid,
+        "",
+        {},
+        { headers: { "mcp-protocol-version": version }, body: batch(2) },
+      );
+      expect(answer.status).toBe(400);
+      expect(errorOf(answer)?.code).toBe(-32600);
+    }
+  });
+});
+
+describe("the small ones", () => {
+  it("refuses a task whose ttl is not a number instead of running a blocking call", async () => {
+    const answer = await rpc(server.url, sandbox.keys.paid, "tools/call", {
+      name: "generate_video",
+      arguments: { prompt: "a ttl that is not a number", duration: 1 },
+      task: { ttl: "soon" },
+    });
+    expect(errorOf(answer)?.code).toBe(-32602);
+    expect(sandbox.requests.filter((request) => request.route === "generate")).toEqual([]);
+  });
+
+  it("gives a tiny ttl the minimum, so the task outlives its first read", async () => {
+    const answer = await rpc(server.url, sandbox.keys.paid, "tools/call", {
+      name: "generate_video",
+      arguments: { prompt: "a ttl of one millisecond", duration: 1 },
+      task: { ttl: 1 },
+    });
+    const task = resultOf(answer)?.["task"] as { taskId: string; ttl: number };
+    expect(task.ttl).toBe(60_000);
+    await sleep(50);
+    const read = await rpc(server.url, sandbox.keys.paid, "tasks/get", { taskId: task.taskId });
+    expect(resultOf(read)?.["taskId"]).toBe(task.taskId);
+  });
+
+  it("names an unknown task id of 200 KB in a few characters", async () => {
+    for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
+      const answer = await rpc(server.url, sandbox.keys.paid, method, { taskId: "x".repeat(200_000) });
+      expect(errorOf(answer)?.code).toBe(-32602);
+      expect(answer.text.length).toBeLessThan(500);
+    }
+  });
+});

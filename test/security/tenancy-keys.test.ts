@@ -1,0 +1,182 @@
+/**
+ * Red team, keys (issue: reliability round three, points 1 and 2), against the built `--http` bin in
+ * passthrough mode, a real redis-server and the sandbox:
+ * - a caller's key is masked for its runtime's whole life: an MCP task whose background wait ends while no
+ *   request of that key is in flight, with a service text that echoes the key, shows it nowhere (tasks/get,
+ *   tasks/result, mcp-tasks.json, Redis); neither does the later of two overlapping calls;
+ * - a disconnect frees what it held: a flood of made-up bearers whose clients go away mid-call leaves memory
+ *   near where it was, and a bearer such as `completed` never changes another caller's answer.
+ */
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { tempRoot } from "../helpers/http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { filesUnder, redisDump, resultOf, rpc, rssMiB, sleep, tenant, until } from "../helpers/red-team.js";
+import { startRedis, type RedisProcess } from "../helpers/redis.js";
+
+const KEY = `sk-echo-${randomBytes(12).toString("hex")}`;
+const OTHER = `sk-other-${randomBytes(12).toString("hex")}`;
+
+let sandbox: SandboxHandle;
+let redis: RedisProcess;
+let root: Awaited<ReturnType<typeof tempRoot>>;
+let server: HttpServerProcess;
+let stateDir: string;
+
+beforeAll(async () => {
+  [sandbox, redis, root] = await Promise.all([
+    startSandbox({
+      accounts: [tenant("echo", KEY), tenant("other", OTHER)],
+      timings: { queuedMs: 200, processingMs: 800 },
+      rateLimit: { limit: 100_000, windowMs: 60_000 },
+    }),
+    startRedis(),
+    tempRoot("red-team-keys-"),
+  ]);
+  stateDir = path.join(root.dir, "state");
+  server = await startHttpBin([], {
+    HOME: root.dir,
+    GENERATION_BASE_URL: sandbox.baseUrl,
+    GENERATION_STATE_DIR: stateDir,
+    GENERATION_REDIS_URL: redis.url,
+    GENERATION_POLL_INTERVAL_MS: "100",
+    GENERATION_HTTP_MAX_CONCURRENT: "1000",
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  await Promise.all([sandbox?.close(), redis?.stop()]);
+  await root?.remove();
+});
+
+/** Everything anyone could read back: on disk, in Redis, in the server's log. */
+async function everywhere(): Promise<string> {
+  const files = [...(await filesUnder(stateDir)).values()].join("\n");
+  const shared = [...(await redisDump(redis.url))].map(([key, value]) => `${key} ${value}`).join("\n");
+  return `${files}\n${shared}\n${server.stderr()}`;
+}
+
+describe("a caller's key is masked for its runtime's whole life", () => {
+  it("in an MCP task that ends while no request of the key is in flight, and in what was written", async () => {
+    const started = await rpc(server.url, KEY, "tools/call", {
+      name: "generate_video",
+      arguments: { prompt: "a lantern that fails", duration: 2 },
+      task: {},
+    });
+    const task = resultOf(started)?.["task"] as { taskId: string; statusMessage: string };
+    const videoId = /video_id (\S+?):/.exec(task.statusMessage)?.[1] ?? "";
+    expect(videoId).not.toBe("");
+    // The request is over; the service then fails the task with a reason that quotes the caller's key.
+    expect(sandbox.faults.failTask(videoId, `the provider refused key ${KEY}: quota used up`)).toBe(true);
+    const finished = async () => {
+      const text = [...(await filesUnder(stateDir)).values()].join("\n");
+      return /"status":"failed"/.test(text);
+    };
+    await until(finished, "the task to fail in the background");
+
+    const seen = [
+      await rpc(server.url, KEY, "tasks/get", { taskId: task.taskId }),
+      await rpc(server.url, KEY, "tasks/result", { taskId: task.taskId }),
+    ].map((answer) => answer.text);
+    expect(seen[0]).toContain('"status":"failed"');
+    expect(seen[1]).toContain("[redacted]");
+    for (const text of seen) expect(text).not.toContain(KEY);
+    expect(await everywhere()).not.toContain(KEY);
+  });
+
+  it("in both of two overlapping calls of one key, whichever ends last", async () => {
+    const started = await rpc(server.url, KEY, "tools/call", {
+      name: "generate_video",
+      arguments: { prompt: "two readers", duration: 2, wait: false },
+    });
+    const videoId = String((resultOf(started)?.["structuredContent"] as { video_id: string }).video_id);
+    sandbox.faults.failTask(videoId, `no more renders for ${KEY}`);
+    sandbox.faults.latency("video-status", 400);
+    try {
+      const first = rpc(server.url, KEY, "tools/call", {
+        name: "get_status",
+        arguments: { video_id: videoId },
+      });
+      await sleep(150);
+      const second = rpc(server.url, KEY, "tools/call", {
+        name: "get_status",
+        arguments: { video_id: videoId },
+      });
+      for (const answer of await Promise.all([first, second])) {
+        expect(answer.text).toContain("[redacted]");
+        expect(answer.text).not.toContain(KEY);
+      }
+    } finally {
+      sandbox.faults.latency("video-status", 0);
+    }
+    expect(await everywhere()).not.toContain(KEY);
+  });
+});
+
+describe("a disconnect frees everything it held", () => {
+  it("keeps memory near its baseline through 1,500 made-up bearers whose clients go away mid-call", async () => {
+    // Every call reaches the service and waits there: the client is gone long before the answer.
+    sandbox.faults.latency("credits", 300);
+    const flood = async (from: number, count: number) => {
+      for (let at = from; at < from + count; at += 50) {
+        await Promise.all(
+          Array.from({ length: Math.min(50, from + count - at) }, async (_, i) => {
+            const controller = new AbortController();
+            const timer = setTimeout(() => controller.abort(), 40);
+            await rpc(
+              server.url,
+              `made-up-${at + i}-${randomBytes(6).toString("hex")}`,
+              "tools/call",
+              { name: "get_credits", arguments: {} },
+              { signal: controller.signal },
+            ).catch(() => undefined);
+            clearTimeout(timer);
+          }),
+        );
+      }
+    };
+    try {
+      await flood(0, 300);
+      await sleep(1000);
+      const baseline = await rssMiB(server.child.pid ?? 0);
+      await flood(300, 1500);
+      await sleep(1500);
+      const after = await rssMiB(server.child.pid ?? 0);
+      // Before the fix each such call kept its bearer registered for good: about 77 KiB a call.
+      expect(after - baseline).toBeLessThan(40);
+    } finally {
+      sandbox.faults.latency("credits", 0);
+    }
+  });
+
+  it("never lets a bearer such as `completed` change another caller's answer", async () => {
+    // A call whose client goes away while the service is slow to answer it.
+    sandbox.faults.latency("credits", 2000);
+    try {
+      const controller = new AbortController();
+      const pending = rpc(
+        server.url,
+        "completed",
+        "tools/call",
+        { name: "get_credits", arguments: {} },
+        { signal: controller.signal },
+      ).catch(() => undefined);
+      await sleep(100);
+      controller.abort();
+      await pending;
+      await sleep(2500);
+    } finally {
+      sandbox.faults.latency("credits", 0);
+    }
+    const started = await rpc(server.url, OTHER, "tools/call", {
+      name: "generate_video",
+      arguments: { prompt: "an answer of my own", duration: 1, wait: true, timeout_seconds: 20 },
+    });
+    const result = resultOf(started)?.["structuredContent"] as { status: string };
+    expect(result.status).toBe("completed");
+    expect(started.text).not.toContain("[redacted]");
+  });
+});
