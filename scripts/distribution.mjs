@@ -122,8 +122,15 @@ export function buildManifest(pkg, tools) {
       entry_point: ENTRY_POINT,
       mcp_config: {
         command: "node",
-        // "--": a folder whose name starts with "-" stays a folder.
-        args: [`\${__dirname}/${ENTRY_POINT}`, "--", ...folderLists.map(placeholder)],
+        // "--settings-form mcpb": advice names the form's fields ("Upload folders") instead of variables
+        // the user never sees. "--": a folder whose name starts with "-" stays a folder.
+        args: [
+          `\${__dirname}/${ENTRY_POINT}`,
+          "--settings-form",
+          "mcpb",
+          "--",
+          ...folderLists.map(placeholder),
+        ],
         env: Object.fromEntries(
           offered
             .filter((variable) => variable.kind !== "directories")

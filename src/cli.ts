@@ -16,6 +16,7 @@ import {
 } from "./config.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
+import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
 import type { ServiceTarget } from "./runtime.js";
 import type { StateHub } from "./state/shared-state.js";
@@ -91,12 +92,13 @@ async function main(argv: string[]): Promise<number> {
     strict: true,
     allowPositionals: true,
   });
+  // Asked for, so they are the output: stdout (no server runs, so no protocol is on it).
   if (values.help) {
-    process.stderr.write(HELP);
+    process.stdout.write(HELP);
     return 0;
   }
   if (values.version) {
-    process.stderr.write(`${VERSION}\n`);
+    process.stdout.write(`${VERSION}\n`);
     return 0;
   }
   const flags: Record<string, string | true> = {};
@@ -114,13 +116,29 @@ async function main(argv: string[]): Promise<number> {
   let closeSandbox = async () => {};
   let target: ServiceTarget;
   if (config.sandbox) {
-    const { startSandbox } = await import("./sandbox/index.js");
+    const [{ startSandbox }, { describeSandboxKeys }] = await Promise.all([
+      import("./sandbox/index.js"),
+      import("./sandbox/cli.js"),
+    ]);
     const sandbox = await startSandbox({ port: 0 });
     closeSandbox = () => sandbox.close();
     target = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid, ephemeral: true };
     logger.info(
       `sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`,
     );
+    if (config.http) {
+      // Over HTTP each caller sends a key: the sandbox's are the ones that work here.
+      process.stderr.write(
+        `  The sandbox's API keys (send one as 'Authorization: Bearer <key>'):\n${describeSandboxKeys(sandbox).join("\n")}\n`,
+      );
+    }
+    if (config.redis !== undefined) {
+      logger.warning(
+        "--sandbox with GENERATION_REDIS_URL: every --sandbox process has a sandbox of its own, so its tasks are " +
+          "never shared. To try replicas on Redis, start one `generation-mcp sandbox` and point every replica's " +
+          "GENERATION_BASE_URL at it (without --sandbox).",
+      );
+    }
   } else {
     target = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
   }
@@ -137,6 +155,7 @@ async function main(argv: string[]): Promise<number> {
     VERSION,
     {
       caller: localCaller(target.apiKey),
+      advice: adviceModeFor(config, undefined),
       mediaOrigin: originOf(target.baseUrl),
       runtime: async () => runtime,
     },

@@ -31,6 +31,12 @@ export interface Config {
   resourceLinks: boolean;
   /** Shared state on Redis for many replicas (GENERATION_REDIS_URL); undefined: all state is local. */
   redis: RedisConfig | undefined;
+  /**
+   * How the user gives this server its settings (GENERATION_SETTINGS_FORM): `env`, variables in the MCP
+   * client's configuration, or `mcpb`, the form of Claude Desktop's extension (set by the bundle), so that
+   * advice names what the user can change (advice.ts).
+   */
+  settingsForm: "env" | "mcpb";
 }
 
 export interface RedisConfig {
@@ -91,6 +97,7 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--redis-url": "GENERATION_REDIS_URL",
   "--redis-prefix": "GENERATION_REDIS_PREFIX",
   "--redis-when-down": "GENERATION_REDIS_WHEN_DOWN",
+  "--settings-form": "GENERATION_SETTINGS_FORM",
 };
 
 export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
@@ -173,6 +180,7 @@ const schema = z.object({
     numberText(z.number().int("must be a whole number of pixels").min(64).max(2000)).optional(),
   ),
   GENERATION_RESOURCE_LINKS: onOffText,
+  GENERATION_SETTINGS_FORM: optionalText.pipe(z.enum(["env", "mcpb"], "must be env or mcpb").optional()),
   GENERATION_REDIS_URL: optionalText.pipe(
     z
       .string()
@@ -252,6 +260,7 @@ export function loadConfig({
     previews: isOn(values.GENERATION_PREVIEWS, true),
     previewMaxSide: values.GENERATION_PREVIEW_MAX_SIDE ?? DEFAULT_PREVIEW_MAX_SIDE,
     resourceLinks: isOn(values.GENERATION_RESOURCE_LINKS, false),
+    settingsForm: values.GENERATION_SETTINGS_FORM ?? "env",
     redis:
       values.GENERATION_REDIS_URL === undefined
         ? undefined

@@ -50,7 +50,7 @@ interface Matcher {
   filter: Uint8Array;
 }
 
-const BEARER = /\b(Bearer\s+)[^\s"',;]+/gi;
+const BEARER = /\b(Bearer\s+)(?![<[])[^\s"',;]{6,}/gi;
 
 /** Masks a set of secrets, however mangled, in text and in structured data. */
 export class Redactor {

@@ -9,6 +9,7 @@ import path from "node:path";
 import { GenerationClient, type ClientOptions, type KeyState } from "./api/client.js";
 import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config.js";
+import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
@@ -138,6 +139,7 @@ export async function createRuntime(
     config,
     logger,
     redactor,
+    advice: adviceModeFor(config, scope),
     stopping: stopping.signal,
     mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
     mediaOrigin: URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined,

@@ -22,6 +22,7 @@ import {
 import * as z from "zod";
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { AbortedError, ValidationError } from "./api/errors.js";
+import { renderAdvice, type AdviceMode } from "./advice.js";
 import type { Caller } from "./auth/caller.js";
 import { isObject } from "./api/normalize.js";
 import { attachMcpLogging } from "./mcp-logging.js";
@@ -62,6 +63,8 @@ export interface ServerHooks {
 /** Who a server (one per stdio connection, one per HTTP request) serves, and how to reach its runtime. */
 export interface Session {
   caller: Caller;
+  /** How this caller changes a setting: what next steps name (advice.ts). */
+  advice: AdviceMode;
   /** The configured service's origin: the one origin the viewer may load media from. */
   mediaOrigin: string | undefined;
   /**
@@ -185,8 +188,8 @@ export function createServer(version: string, session: Session, options: ServerO
     } catch (error) {
       // The service refused the caller's key (or could not be asked): nothing was kept for this caller.
       made = undefined;
-      if (task === undefined) return errorResult(error);
-      throw new McpError(ErrorCode.InvalidRequest, describeError(error));
+      if (task === undefined) return errorResult(error, undefined, session.advice);
+      throw new McpError(ErrorCode.InvalidRequest, renderAdvice(describeError(error), session.advice));
     }
     if (task !== undefined) {
       const startedAt = Date.now();
@@ -246,7 +249,7 @@ export function createServer(version: string, session: Session, options: ServerO
         ),
       };
     }
-    const parsed = tool.input.safeParse(args ?? {});
+    const parsed = tool.input.safeParse(withoutClientAdditions(args ?? {}));
     if (!parsed.success) {
       return { refused: errorResult(new ValidationError(validationMessage(tool.name, parsed.error))) };
     }
@@ -271,6 +274,19 @@ export function createServer(version: string, session: Session, options: ServerO
 
   if (options.mcpLogging !== undefined) attachMcpLogging(server, options.mcpLogging, SERVER_NAME);
   return server;
+}
+
+/**
+ * Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`): accepted and
+ * ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+ */
+const CLIENT_ADDED_ARGUMENTS = ["wait_for_previous"];
+
+function withoutClientAdditions(args: unknown): unknown {
+  if (!isObject(args) || !CLIENT_ADDED_ARGUMENTS.some((name) => name in args)) return args;
+  const kept = { ...args };
+  for (const name of CLIENT_ADDED_ARGUMENTS) delete kept[name];
+  return kept;
 }
 
 /**
@@ -350,14 +366,14 @@ export async function toolResult(
     );
   } catch (error) {
     if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {
-      return errorResult(new StoppingError(), deps.redactor);
+      return errorResult(new StoppingError(), deps.redactor, deps.advice);
     }
     if (!(error instanceof Error && "code" in error) && !(error instanceof AbortedError)) {
       deps.logger.error(`${tool.name} failed unexpectedly`, {
         error: String(error instanceof Error ? error.stack : error),
       });
     }
-    return errorResult(error, deps.redactor);
+    return errorResult(error, deps.redactor, deps.advice);
   }
 }
 

@@ -62,6 +62,7 @@ describe("journal per service", () => {
         previewMaxSide: 1024,
         resourceLinks: false,
         redis: undefined,
+        settingsForm: "env",
       };
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");

@@ -3,6 +3,7 @@
  * when there was one, a next step written for the assistant, and whether the request may have been
  * processed by the service (and so may have charged credits).
  */
+import { fix } from "../advice.js";
 
 export const ERROR_CODES = [
   "unauthorized",
@@ -150,7 +151,7 @@ export class AbortedError extends Error {
 export const ASK_USER = "Ask the user to";
 
 const NEXT_STEPS: Record<string, string> = {
-  unauthorized: `${ASK_USER} check GENERATION_API_KEY in this server's entry of their MCP client configuration: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself; the client must restart the server after the change.`,
+  unauthorized: `${ASK_USER} ${fix("api_key")}.`,
   insufficient_credits:
     "Nothing was charged. Call get_credits to see the balance, then choose a cheaper model or a shorter duration; otherwise ask the user to top up the account.",
   paid_access_required: `Nothing was charged. Use vendor-video-1-5-pro for video (no paid plan needed), or ${ASK_USER.toLowerCase()} upgrade the account's plan.`,
@@ -163,8 +164,7 @@ const NEXT_STEPS: Record<string, string> = {
     "The service failed internally. Try again in a minute; if it persists, the service may be down.",
   upstream_error:
     "The generation provider behind the service is failing right now. Try again in a minute; a started task keeps running.",
-  network_error:
-    "The connection to the service failed. Try again in a moment; if it keeps failing, ask the user to check GENERATION_BASE_URL and their network.",
+  network_error: `The connection to the service failed. Try again in a moment; if it keeps failing, ask the user to check their network, or to ${fix("base_url")}.`,
   timeout:
     "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
@@ -177,10 +177,8 @@ const SERVICE_VALIDATION_STEP =
 const TOO_LARGE_STEP =
   "The service (or a proxy in front of it) refused the request body as too large (HTTP 413), so nothing was charged. For an image, send a smaller file (resize or recompress it) and call again.";
 
-/** Only the user can fix the base URL: its rule, and who must act. */
-export const FIX_BASE_URL =
-  "fix GENERATION_BASE_URL in this server's MCP client configuration: it must be the service address up to and " +
-  "including /api/v1 (for example https://<service>/api/v1). You cannot change it yourself.";
+/** Only the user (or the operator) can fix the base URL: its rule, and who must act. */
+export const FIX_BASE_URL = `${fix("base_url")}.`;
 
 /** A route the service does not have: the base URL is wrong, not the id. */
 export function unknownRouteStep(origin: string): string {

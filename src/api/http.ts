@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { fix } from "../advice.js";
 import { loadUndici } from "./load-undici.js";
 import { cleanText, type Redactor } from "../redact.js";
 import { sleep } from "../sleep.js";
@@ -272,9 +273,8 @@ export class HttpTransport {
           transient: false,
           cause: error,
           nextStep:
-            `${ASK_USER} check GENERATION_BASE_URL in this server's MCP client configuration: https was used ` +
-            "against a server that does not speak TLS there (should it start with http://?), or the server's " +
-            "certificate is not valid. You cannot change it yourself.",
+            "https was used against a server that does not speak TLS there (should the address start with " +
+            `http://?), or the server's certificate is not valid. ${ASK_USER} ${fix("base_url")}.`,
         },
       );
     }
@@ -298,8 +298,8 @@ export class HttpTransport {
           cause: error,
           ...(permanent && { transient: false }),
           nextStep: permanent
-            ? `${ASK_USER} check GENERATION_BASE_URL in this server's MCP client configuration: its host name does not resolve. You cannot change it yourself.`
-            : `Try again in a moment. If it keeps failing, the service is down or ${ASK_USER.toLowerCase()} check GENERATION_BASE_URL (host and port) in this server's MCP client configuration.`,
+            ? `The service address's host name does not resolve. ${ASK_USER} ${fix("base_url")}.`
+            : `Try again in a moment. If it keeps failing, the service is down or its address (host and port) is wrong: ${ASK_USER.toLowerCase()} ${fix("base_url")}.`,
         },
       );
     }

@@ -4,6 +4,7 @@ import { copyFile, link, mkdir, open, readdir, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
+import { fix } from "../advice.js";
 import type { Agent, Dispatcher } from "undici";
 
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
@@ -335,7 +336,7 @@ async function placeIdempotently(
   throw new GenerationError(
     "internal_error",
     `${dir} already holds ${name}.${extension} and ${MAX_NAME_SUFFIX} numbered copies; nothing was saved.`,
-    { nextStep: "Move or delete old downloads from GENERATION_OUTPUT_DIR, then download again." },
+    { nextStep: `Ask the user to move or delete old downloads from ${dir}, then download again.` },
   );
 }
 
@@ -404,8 +405,7 @@ async function localStep<T>(dir: string, step: () => Promise<T>): Promise<T> {
       `Could not save the download in ${dir} (${errorCode(error) ?? String(error)}).`,
       {
         cause: error,
-        nextStep:
-          "Check that GENERATION_OUTPUT_DIR is a writable folder with free space, then download again.",
+        nextStep: `Ask the user to ${fix("output_dir")}, then download again.`,
       },
     );
   }
@@ -432,7 +432,7 @@ function toDownloadError(
   if (isLocalFsError(error)) {
     return new GenerationError("internal_error", `Could not save the download (${code ?? String(error)}).`, {
       cause: error,
-      nextStep: "Check that GENERATION_OUTPUT_DIR is a writable folder with free space, then download again.",
+      nextStep: `Ask the user to ${fix("output_dir")}, then download again.`,
     });
   }
   const detail = error instanceof Error ? error.message : String(error);

@@ -2,6 +2,7 @@
  * The path side of local file intake: the text checks of a path argument, how a path that does not
  * resolve is judged (inside or outside the allowed folders), and the refusals a model can act on.
  */
+import { fix } from "../advice.js";
 import { lstat, readlink, realpath } from "node:fs/promises";
 import path from "node:path";
 
@@ -116,18 +117,17 @@ export async function resolveUnresolved(requested: string): Promise<UnresolvedPa
 export function outsideError(param: string, shown: string, allowedDirs: readonly string[]): ValidationError {
   const viaBase64 =
     "If you already hold the image's bytes yourself, call upload_image with data_base64 and filename instead and use the url it returns.";
-  const restart = `separate folders with "${path.delimiter}"; the server reads it only when it starts, so the client must restart it`;
   if (allowedDirs.length === 0) {
     return refuse(
       param,
-      `${shown} cannot be read: no folder is allowed for uploads (GENERATION_ALLOWED_DIRS names no existing folder and the client offers no roots).`,
-      `Ask the user to allow the image's folder, then call again: add it to GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration (${restart}), or add it as a root / workspace folder in a client that supports MCP roots. ${viaBase64}`,
+      `${shown} cannot be read: no folder is allowed for uploads (none of the upload folders exists, and the client offers no roots).`,
+      `Ask the user to allow the image's folder, then call again: ${fix("allowed_dirs")}, or to add it as a root / workspace folder in a client that supports MCP roots. ${viaBase64}`,
     );
   }
   return refuse(
     param,
     `${shown} is outside the allowed folders (${allowedDirs.join(", ")}), so it was not read.`,
-    `Ask the user which way to give access, then call again: (1) add the file's folder to GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration (${restart}); (2) add the folder as a root / workspace folder in a client that supports MCP roots; or (3) move or copy the file into one of the allowed folders. ${viaBase64}`,
+    `Ask the user which way to give access, then call again: (1) ${fix("allowed_dirs")}; (2) add the folder as a root / workspace folder in a client that supports MCP roots; or (3) move or copy the file into one of the allowed folders. ${viaBase64}`,
   );
 }
 

@@ -42,8 +42,9 @@ export async function withMedia(
     ...stills.map((url) => ({ url, label: "the video's still" })),
   ];
   const extra: ContentBlock[] = [];
+  const notes: string[] = [];
   if (sources.length > 0 && !settings.previews) {
-    extra.push(text("No preview: previews are off (GENERATION_PREVIEWS=off)."));
+    notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else if (sources.length > 0) {
     const previews = await makePreviews(sources, {
       maxSide: settings.previewMaxSide,
@@ -52,12 +53,27 @@ export async function withMedia(
       ...(settings.loadSharp !== undefined && { loadSharp: settings.loadSharp }),
     });
     extra.push(...previews.images);
-    if (previews.notes.length > 0) extra.push(text(redact(previews.notes.join("\n"))));
+    notes.push(...previews.notes.map((note) => redact(note)));
   }
   if (settings.resourceLinks) {
     extra.push(...mediaLinks(media).map((link) => ({ ...link, uri: redact(link.uri) })));
   }
-  return fitResult({ ...result, content: [...result.content, ...extra] });
+  return fitResult(withNotes({ ...result, content: [...result.content, ...extra] }, notes));
+}
+
+/**
+ * Notes about the media (no preview, and why) go out as text and in `structuredContent.notes`: some clients
+ * give the model only the structured part.
+ */
+function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
+  if (notes.length === 0) return result;
+  const structured = result.structuredContent;
+  const earlier = Array.isArray(structured?.["notes"]) ? (structured["notes"] as unknown[]) : [];
+  return {
+    ...result,
+    content: [...result.content, text(notes.join("\n"))],
+    ...(structured !== undefined && { structuredContent: { ...structured, notes: [...earlier, ...notes] } }),
+  };
 }
 
 /** Drops previews, last first, while the serialized result is above the cap, and says so. */
@@ -71,8 +87,7 @@ function fitResult(result: CallToolResult): CallToolResult {
     dropped += 1;
   }
   if (dropped === 0) return result;
-  const note = text(`${dropped} preview(s) left out to keep the result under 1 MB.`);
-  return { ...result, content: [...content, note] };
+  return withNotes({ ...result, content }, [`${dropped} preview(s) left out to keep the result under 1 MB.`]);
 }
 
 function byteLength(value: unknown): number {

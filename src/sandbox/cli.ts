@@ -89,12 +89,7 @@ export function describeSandbox(handle: SandboxHandle, entryScript: string): str
     `  Base URL: ${handle.baseUrl}`,
     "",
     "  API keys:",
-    ...handle.accounts.map((account) => {
-      const plan = account.paidAccess
-        ? `paid access, plan ${account.subscription ?? "none"}`
-        : "no paid access (lite video model only)";
-      return `    ${account.key.padEnd(18)} ${account.name}: ${account.credits} credits, ${plan}`;
-    }),
+    ...describeSandboxKeys(handle),
     "",
     "  Try it:",
     `    curl -H "Authorization: Bearer ${handle.keys.paid}" ${handle.baseUrl}/credits`,
@@ -107,6 +102,16 @@ export function describeSandbox(handle: SandboxHandle, entryScript: string): str
     "",
   ];
   return lines.join("\n");
+}
+
+/** One line per sandbox API key: the key, its account and what it may do. */
+export function describeSandboxKeys(handle: Pick<SandboxHandle, "accounts">): string[] {
+  return handle.accounts.map((account) => {
+    const plan = account.paidAccess
+      ? `paid access, plan ${account.subscription ?? "none"}`
+      : "no paid access (lite video model only)";
+    return `    ${account.key.padEnd(18)} ${account.name}: ${account.credits} credits, ${plan}`;
+  });
 }
 
 export interface SandboxCommandIo {

@@ -68,6 +68,20 @@ export const videoIdField = z
   .refine((value) => !LONE_SURROGATE.test(value), "must be valid Unicode text")
   .describe("The video_id returned by generate_video (or found with list_videos).");
 
+/**
+ * What a result tells the assistant besides its data, also in `structuredContent`: some clients hand the
+ * model only that (Codex CLI, Mastra) or replace the text with it (Claude Code).
+ */
+export const guidanceFields = {
+  next_step: z.string().optional().describe("What to do next, when there is something to do."),
+  notes: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "What to know besides the fields: whether credits were charged, why no preview could be made, and the like.",
+    ),
+};
+
 /** Fields of a video result shared by generate_video and get_status. */
 export const videoResultFields = {
   video_id: z.string().optional().describe("The task id; keep it to check the task later with get_status."),
@@ -79,7 +93,7 @@ export const videoResultFields = {
   error: z.unknown().optional().describe("Why the task failed (when failed)."),
   local_path: z.string().optional().describe("Where the video was saved (when download was requested)."),
   elapsed_seconds: z.number().optional().describe("How long this call waited."),
-  next_step: z.string().optional().describe("What to do next when the task is not finished yet."),
+  ...guidanceFields,
 };
 
 /** What the call cost: a reused task cost nothing new, whatever the earlier one was estimated at. */

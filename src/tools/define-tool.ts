@@ -7,6 +7,7 @@ import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { AdviceMode } from "../advice.js";
 import type { Redactor } from "../redact.js";
 import type { ResumeInfo } from "../mcp-tasks.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
@@ -23,6 +24,8 @@ export interface ServerDeps {
   logger: Logger;
   /** Masks the caller's key and the process's secrets in whatever the call emits (see redact.ts). */
   redactor: Redactor;
+  /** How this call's user changes a setting: what next steps name (advice.ts). */
+  advice: AdviceMode;
   /** The folders local files may be read from, including the client's MCP roots when it offers them. */
   allowedDirs(): Promise<string[]>;
   /**

@@ -1,5 +1,6 @@
 /** Turns any failure into an `isError` tool result whose text starts with the error code and a next step. */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { renderAdvice, type AdviceMode } from "../advice.js";
 import type * as z from "zod";
 import { AbortedError, GenerationError } from "../api/errors.js";
 import { PROCESS_REDACTOR, cleanText, type Redactor } from "../redact.js";
@@ -13,9 +14,19 @@ export class StoppingError extends AbortedError {
   }
 }
 
-/** `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts). */
-export function errorResult(error: unknown, redactor: Redactor = PROCESS_REDACTOR): CallToolResult {
-  return { isError: true, content: [{ type: "text", text: redactor.text(describeError(error)) }] };
+/**
+ * `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts); `advice`: how
+ * the user of this call changes a setting (advice.ts).
+ */
+export function errorResult(
+  error: unknown,
+  redactor: Redactor = PROCESS_REDACTOR,
+  advice: AdviceMode = "stdio",
+): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: "text", text: redactor.text(renderAdvice(describeError(error), advice)) }],
+  };
 }
 
 export function describeError(error: unknown): string {

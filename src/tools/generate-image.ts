@@ -14,6 +14,7 @@ import {
 import { sanitizeValue } from "../redact.js";
 import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
+  guidanceFields,
   allowDuplicateField,
   aspectRatioField,
   costLine,
@@ -72,6 +73,7 @@ const input = z
   });
 
 const output = z.object({
+  ...guidanceFields,
   image_urls: z
     .array(z.string())
     .describe("Finished image URLs; empty when the service answered with a task to follow up."),
@@ -152,6 +154,11 @@ export const generateImage = defineTool({
         estimated_credits,
         ...(started.reused && { reused: true }),
         result: sanitizeValue(started.raw),
+        notes: [costLine(estimated_credits, started.reused)],
+        ...(image_urls.length === 0 && {
+          next_step:
+            "The service answered with a task instead of finished images: its answer is in result. Look there for an id or a status to follow up.",
+        }),
       };
       if (!args.download || image_urls.length === 0) return result;
       const baseName = imageBaseName(started.raw);
@@ -189,7 +196,7 @@ export const generateImage = defineTool({
             `The service accepted the request but returned no image URL yet${reused}. Its answer: ${JSON.stringify(result.result)}`,
           ];
     if (result.local_paths) lines.push(`Saved to: ${result.local_paths.join(", ")}`);
-    lines.push(costLine(result.estimated_credits, result.reused));
+    lines.push(...(result.notes ?? []));
     return lines.join("\n");
   },
 });

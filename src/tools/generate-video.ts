@@ -185,6 +185,7 @@ export const generateVideo = defineTool({
       );
       const common = {
         estimated_credits,
+        notes: [costLine(estimated_credits, started.reused)],
         ...(started.reused && { reused: true }),
         ...(started.reconciled && {
           warning: "The start request failed ambiguously; this task was found in history and adopted.",
@@ -231,8 +232,8 @@ export const generateVideo = defineTool({
     async resume({ videoId, saved, windowMs }, deps, context) {
       const download = saved["download"] === true;
       const outcome = await waitForVideo(videoId, { windowMs, download }, deps, context);
-      const estimate = saved["estimated_credits"];
-      return { ...outcome, estimated_credits: typeof estimate === "number" ? estimate : 0 };
+      const estimate = typeof saved["estimated_credits"] === "number" ? saved["estimated_credits"] : 0;
+      return { ...outcome, estimated_credits: estimate, notes: [costLine(estimate, false)] };
     },
   },
   summarize(result) {
@@ -240,7 +241,7 @@ export const generateVideo = defineTool({
       return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
     }
     const warning = result.warning ? ` Warning: ${result.warning}` : "";
-    return summarizeVideo(result, `${costLine(result.estimated_credits, result.reused)}${warning}`);
+    return summarizeVideo(result, `${(result.notes ?? []).join(" ")}${warning}`);
   },
 });
 

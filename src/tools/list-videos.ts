@@ -3,6 +3,7 @@ import { findStatus, findVideoId, findVideoUrl } from "../api/find.js";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import type { Ownership } from "../tasks/ownership.js";
+import { guidanceFields } from "./common.js";
 import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 
@@ -30,6 +31,7 @@ const output = z
       .describe("Video tasks as the service lists them, newest first when it sorts so."),
     page: z.number(),
     limit: z.number(),
+    ...guidanceFields,
   })
   .catchall(z.unknown())
   .describe("Plus the service's totals (total, total_pages ...) when it gives any.");
@@ -56,14 +58,12 @@ export const listVideos = defineTool({
     );
     const totals = sanitizeValue(page.totals) as Record<string, unknown>;
     const items = page.items.map((item) => sanitizeValue(item) as Record<string, unknown>);
-    return { ...totals, items, page: page.page, limit: page.limit };
+    return withPagingStep({ ...totals, items, page: page.page, limit: page.limit });
   },
   summarize(result) {
     const page = result.page;
     const total = numberOf(result["total"]);
-    const pages =
-      numberOf(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined);
-    const last = isLastPage(result, pages);
+    const pages = pagesOf(result);
     const of = total !== undefined ? ` of ${total}` : "";
     if (result.items.length === 0) {
       if (page === 1) return "No videos yet for this API key.";
@@ -78,15 +78,25 @@ export const listVideos = defineTool({
       return `- ${findVideoId(item) ?? "(no usable id)"} ${findStatus(item) ?? "unknown"}${url ? ` ${url}` : ""}`;
     });
     const pageOf = pages !== undefined ? ` of ${pages}` : "";
-    const next =
-      last === true
-        ? "This is the last page."
-        : last === false
-          ? `More: call list_videos with page ${page + 1}.`
-          : `There may be more: call list_videos with page ${page + 1} to see.`;
+    const next = result.next_step ?? "This is the last page.";
     return [`Page ${page}${pageOf}, ${result.items.length} item(s)${of}:`, ...lines, next].join("\n");
   },
 });
+
+/** The page with its next step: the next page to ask for, when there may be one. */
+function withPagingStep<
+  T extends { page: number; limit: number; items: unknown[] } & Record<string, unknown>,
+>(result: T): T & { next_step?: string } {
+  const last = isLastPage(result, pagesOf(result));
+  if (last === true || result.items.length === 0) return result;
+  return {
+    ...result,
+    next_step:
+      last === false
+        ? `More: call list_videos with page ${result.page + 1}.`
+        : `There may be more: call list_videos with page ${result.page + 1} to see.`,
+  };
+}
 
 /**
  * Where one key serves several callers, the account's history is the operator's: a caller lists the videos
@@ -94,7 +104,7 @@ export const listVideos = defineTool({
  */
 async function ownVideos(ownership: Ownership, scope: string, page: number, limit: number) {
   const { items, total } = await ownership.list(scope, (page - 1) * limit, limit);
-  return {
+  return withPagingStep({
     items: items.map((task) => ({
       video_id: task.video_id,
       prompt: task.prompt,
@@ -105,7 +115,15 @@ async function ownVideos(ownership: Ownership, scope: string, page: number, limi
     limit,
     total,
     total_pages: Math.max(1, Math.ceil(total / limit)),
-  };
+  });
+}
+
+/** How many pages the history has, from whatever totals the service gave. */
+function pagesOf(result: { limit: number } & Record<string, unknown>): number | undefined {
+  const total = numberOf(result["total"]);
+  return (
+    numberOf(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined)
+  );
 }
 
 function numberOf(value: unknown): number | undefined {

@@ -239,6 +239,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       options.version,
       {
         caller,
+        advice: caller.scope === undefined ? "http-key" : "shared",
         mediaOrigin: options.mediaOrigin,
         runtime: async () => (await (lease ??= pool.acquire(caller.serviceKey))).runtime,
       },

@@ -128,14 +128,14 @@ describe("the CLI", () => {
       expect(result.stderr).toContain(word);
   });
 
-  it("prints help and version on stderr, nothing on stdout", () => {
+  it("prints help and version on stdout (they are what was asked for), nothing on stderr", () => {
     const help = run(["--help"]);
     expect(help.status).toBe(0);
-    expect(help.stderr).toMatch(/generation-mcp sandbox/);
+    expect(help.stdout).toMatch(/generation-mcp sandbox/);
     const version = run(["--version"]);
     expect(version.status).toBe(0);
-    expect(version.stderr.trim()).toMatch(/^\d+\.\d+\.\d+/);
-    expect(help.stdout + version.stdout).toBe("");
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(help.stderr + version.stderr).toBe("");
   });
 
   it("refuses an unknown flag", () => {

@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
+import { renderAdvice } from "../../src/advice.js";
 import { ValidationError } from "../../src/api/errors.js";
 import { imageFromBase64, openLocalImage, sanitizeUploadFilename } from "../../src/files/local-image.js";
 import type { LocalImage } from "../../src/files/local-image.js";
@@ -51,13 +52,13 @@ describe("openLocalImage", () => {
   const refused = (input: unknown, maxBytes?: number): Promise<ValidationError> =>
     refusal(openImage(input, maxBytes));
   const expectOutsideRemedies = (error: ValidationError): void => {
-    expect(error.nextStep).toMatch(
-      /GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration/,
-    );
-    expect(error.nextStep).toMatch(/reads it only when it starts/);
-    expect(error.nextStep).toMatch(/root \/ workspace folder in a client that supports MCP roots/);
-    expect(error.nextStep).toMatch(/move or copy the file into one of the allowed folders/);
-    expect(error.nextStep).toMatch(/upload_image with data_base64 and filename/);
+    // As a stdio user reads it (test/e2e/clients-as-written.test.ts covers the other modes).
+    const step = renderAdvice(error.nextStep, "stdio");
+    expect(step).toMatch(/GENERATION_ALLOWED_DIRS in this server's entry of their MCP client configuration/);
+    expect(step).toMatch(/reads it only when it starts/);
+    expect(step).toMatch(/root \/ workspace folder in a client that supports MCP roots/);
+    expect(step).toMatch(/move or copy the file into one of the allowed folders/);
+    expect(step).toMatch(/upload_image with data_base64 and filename/);
     expect(error.nextStep).not.toMatch(/nothing was sent/);
   };
 
@@ -352,12 +353,11 @@ describe("openLocalImage", () => {
     const error = await refusal(
       openLocalImage(path.join(allowed, "a.png"), { allowedDirs: [], param: "image_path" }),
     );
-    expect(error.message).toMatch(/no folder is allowed for uploads.*GENERATION_ALLOWED_DIRS/);
-    expect(error.nextStep).toMatch(
-      /GENERATION_ALLOWED_DIRS in this server's entry of the MCP client configuration/,
-    );
-    expect(error.nextStep).toMatch(/root \/ workspace folder/);
-    expect(error.nextStep).toMatch(/upload_image with data_base64 and filename/);
+    expect(error.message).toMatch(/no folder is allowed for uploads/);
+    const step = renderAdvice(error.nextStep, "stdio");
+    expect(step).toMatch(/GENERATION_ALLOWED_DIRS in this server's entry of their MCP client configuration/);
+    expect(step).toMatch(/root \/ workspace folder/);
+    expect(step).toMatch(/upload_image with data_base64 and filename/);
   });
 
   it("refuses a polyglot: a PNG followed by a ZIP archive", async () => {

@@ -90,6 +90,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     previewMaxSide: 1024,
     resourceLinks: false,
     redis: undefined,
+    settingsForm: "env",
     ...options.config,
   };
   const logs: string[] = [];
@@ -106,6 +107,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     "test",
     {
       caller: localCaller(config.apiKey ?? ""),
+      advice: "stdio",
       mediaOrigin: new URL(sandbox.baseUrl).origin,
       runtime: async () => runtime,
     },

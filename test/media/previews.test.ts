@@ -38,12 +38,18 @@ describe("image previews with the defaults (previews on, links off)", () => {
     expect(preview?.mimeType).toBe("image/jpeg");
     expect(await decoded(preview as ImageContent)).toEqual({ format: "jpeg", width: 1024, height: 576 });
     expect(Buffer.byteLength(JSON.stringify(result))).toBeLessThan(MAX_RESULT_BYTES);
-    // The text and structuredContent stay as they were; links are off by default.
+    // The text and structuredContent stay as they were (the cost told in both); links are off by default.
     expect(result.content[0]).toMatchObject({
       type: "text",
       text: expect.stringMatching(/^Generated 1 image/),
     });
-    expect(Object.keys(structured ?? {}).sort()).toEqual(["estimated_credits", "image_urls", "result"]);
+    expect(Object.keys(structured ?? {}).sort()).toEqual([
+      "estimated_credits",
+      "image_urls",
+      "notes",
+      "result",
+    ]);
+    expect(structured?.["notes"]).toEqual(["Estimated cost 5 credits."]);
     expect(links(result.content)).toEqual([]);
   });
 

@@ -1,0 +1,84 @@
+/**
+ * Advice that fits how the server runs. A next step that asks the user to change a setting must name what
+ * that user can actually change: a variable in the MCP client's configuration (stdio), a field of Claude
+ * Desktop's extension form (the MCPB bundle), the `Authorization` header their client sends (HTTP, each
+ * caller's own key), or nothing at all (a shared server: the operator's settings).
+ *
+ * The layers that find a problem do not know the mode: they write a token for the setting (`fix("api_key")`
+ * completes "Ask the user to ..."), and the edge renders it once, for the mode of the call (`renderAdvice`).
+ */
+
+import path from "node:path";
+
+export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews";
+
+/**
+ * stdio: variables in the client's configuration; mcpb: Claude Desktop's form; http-key: each caller's own
+ * key in its Authorization header; shared: one key and every setting held by the server's operator (gateway
+ * tokens, OAuth subjects).
+ */
+export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared";
+
+const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews)\}\}/g;
+
+/** A placeholder for "what this user does to change `setting`", rendered by `renderAdvice`. */
+export function fix(setting: Setting): string {
+  return `{{fix:${setting}}}`;
+}
+
+const FORM = "Claude Desktop's Settings > Extensions > Video & image generation";
+const OPERATOR =
+  "tell whoever runs this server (its operator) that it must be fixed on the server; nothing in the user's own client configuration changes it";
+
+/** Each phrase completes "Ask the user to ...". */
+const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
+  stdio: {
+    api_key:
+      "check GENERATION_API_KEY in this server's entry of their MCP client configuration: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself; the client must restart the server after the change",
+    base_url:
+      "fix GENERATION_BASE_URL in this server's entry of their MCP client configuration: it must be the service address up to and including /api/v1 (for example https://<service>/api/v1). You cannot change it yourself",
+    allowed_dirs: `add the image's folder to GENERATION_ALLOWED_DIRS in this server's entry of their MCP client configuration (separate folders with "${path.delimiter}"; the server reads it only when it starts, so the client must restart it)`,
+    output_dir:
+      "check that GENERATION_OUTPUT_DIR in this server's entry of their MCP client configuration names a writable folder with free space",
+    previews: "set GENERATION_PREVIEWS=on in this server's entry of their MCP client configuration",
+  },
+  mcpb: {
+    api_key: `check the API key in ${FORM}: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself`,
+    base_url: `fix the Service address in ${FORM}: it must be the service address up to and including /api/v1 (for example https://<service>/api/v1). You cannot change it yourself`,
+    allowed_dirs: `add the image's folder to Upload folders in ${FORM}`,
+    output_dir: `choose a writable folder with free space as the Output folder in ${FORM}`,
+    previews: "turn previews back on (the bundle has them on unless GENERATION_PREVIEWS=off is set)",
+  },
+  "http-key": {
+    api_key:
+      "check the service API key their MCP client sends to this server as 'Authorization: Bearer <key>' (in the client's settings for this server): the service refused it (mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself",
+    base_url: OPERATOR,
+    allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
+    output_dir: OPERATOR,
+    previews: OPERATOR,
+  },
+  shared: {
+    api_key: `${OPERATOR}: the service refused the API key this server holds`,
+    base_url: OPERATOR,
+    allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
+    output_dir: OPERATOR,
+    previews: OPERATOR,
+  },
+};
+
+/**
+ * The mode of a call: over HTTP, a caller with a scope shares the server's key (gateway token, OAuth subject),
+ * one without brings its own; on stdio, the Claude Desktop bundle's form or the client's configuration.
+ */
+export function adviceModeFor(
+  config: { http: unknown; settingsForm: "env" | "mcpb" },
+  scope: string | undefined,
+): AdviceMode {
+  if (config.http !== undefined) return scope === undefined ? "http-key" : "shared";
+  return config.settingsForm === "mcpb" ? "mcpb" : "stdio";
+}
+
+/** The text with every setting token written for `mode`. */
+export function renderAdvice(text: string, mode: AdviceMode): string {
+  return text.replace(TOKEN, (_token, setting: Setting) => PHRASES[mode][setting]);
+}
