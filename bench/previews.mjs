@@ -13,6 +13,9 @@ import { readFileSync } from "node:fs";
 import { call, connectServer } from "./mcp.mjs";
 import { now, procMemory, quantile, resetPeak, sleep, summary } from "./lib.mjs";
 
+/** The README's previews table is formatted in bench/report.mjs (it runs without a build). */
+export { previewRows } from "./report.mjs";
+
 /** src/media/preview-engine.ts WORKER_IDLE_MS, plus a margin. */
 const WORKER_STOP_WAIT_MS = 32_000;
 
@@ -137,48 +140,4 @@ export async function previewsBench(serverEnv, { rounds, calls, log }) {
     };
   }
   return bySize;
-}
-
-const mib = (bytes) => (Number.isFinite(bytes) ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : "n/a");
-const ms = (value) => (Number.isFinite(value) ? value.toFixed(1) : "n/a");
-const ADDED_GOAL_MS = 150;
-/** "Back to baseline": the server and its children within this much of the idle server once the worker stopped. */
-const BASELINE_SLACK_BYTES = 16 * 2 ** 20;
-
-/** The README's small previews table: one row per size, medians over rounds (min – max for the added p50). */
-export function previewRows(bySize) {
-  const header = [
-    "size",
-    "added p50, ms",
-    "added p95, ms",
-    "call on / off p50, ms",
-    "preview (base64)",
-    "server peak RSS growth",
-    "server RSS growth 2 s after",
-    "worker peak RSS",
-    "all RSS vs idle once the worker stopped",
-    "goal",
-    "met",
-  ];
-  const rows = Object.entries(bySize).map(([size, s]) => {
-    const back = s.workerStopped && s.settledGrowthBytes <= BASELINE_SLACK_BYTES;
-    const goal = `${size === "2k" ? `< ${ADDED_GOAL_MS} ms added; ` : ""}RSS back to idle (+${mib(BASELINE_SLACK_BYTES)})`;
-    const met = `${size === "2k" ? (s.addedP50Ms.median < ADDED_GOAL_MS ? "yes; " : "NO; ") : ""}${back ? "yes" : "NO"}`;
-    return [
-      size,
-      `${ms(s.addedP50Ms.median)} (${ms(s.addedP50Ms.min)} – ${ms(s.addedP50Ms.max)})`,
-      ms(s.addedP95Ms.median),
-      `${ms(s.onP50Ms.median)} / ${ms(s.offP50Ms.median)}`,
-      `${(s.previewBase64Chars.median / 1000).toFixed(0)} kB`,
-      mib(s.peakRssGrowthBytes.median),
-      mib(s.rssGrowthAfterBytes.median),
-      mib(s.workerPeakRssBytes.median),
-      `${mib(s.settledGrowthBytes)}${s.workerStopped ? "" : " (worker still running)"}`,
-      goal,
-      met,
-    ];
-  });
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells) => `| ${cells.map((cell, i) => cell.padEnd(widths[i])).join(" | ")} |`;
-  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }

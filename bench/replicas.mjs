@@ -19,7 +19,10 @@ import { connectRedis } from "../dist/state/redis.js";
 import { LOCAL_STATE } from "../dist/state/shared-state.js";
 import { PollEngine } from "../dist/tasks/poll-engine.js";
 import { sleep } from "./lib.mjs";
+import { replicasTable } from "./report.mjs";
 import { prepare, score } from "./waiting.mjs";
+
+export { replicasTable };
 
 const ACCOUNT_KEY = "bench-wait-key";
 
@@ -138,16 +141,6 @@ export async function replicasBench({ ks, replicaCounts, windowMs, intervalMs, l
     await redis.stop();
   }
   return { rows };
-}
-
-export function replicasTable(rows) {
-  const header =
-    "| K | setup | completed | 429s | status requests per task | detection delay median, ms | p95, ms |";
-  const lines = rows.map(
-    (row) =>
-      `| ${row.k} | ${row.setup} | ${row.completed}/${row.k} | ${row.http429} | ${row.requestsPerTask.toFixed(2)} | ${Math.round(row.delayP50)} | ${Math.round(row.delayP95)} |`,
-  );
-  return [header, "|---|---|---|---|---|---|---|", ...lines].join("\n");
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The benchmark suite: `npm run bench` (builds first). Prints one table, writes bench/results/latest.json.
+ * The benchmark suite: `npm run bench` (builds first). Prints one table, writes bench/results/latest.json,
+ * then draws the headline chart and README section from it (bench/chart.mjs: latest.svg, headline.md).
  * Every figure is the median of repeated runs with min and max beside it; every comparison is a ratio
  * measured in the same run (interleaved or simultaneous), because the machine may be shared and noisy.
  *
@@ -20,10 +21,12 @@ import { connectHttpClients, httpOverheadRound, paths, startHttpServer, warmUp }
 import { ensurePeers } from "./peers.mjs";
 import { buildMinimalSdkServer } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
-import { previewsBench, previewRows } from "./previews.mjs";
+import { previewsBench } from "./previews.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
-import { replicasBench, replicasTable } from "./replicas.mjs";
+import { replicasBench } from "./replicas.mjs";
+import { benchReport } from "./report.mjs";
+import { writeChart } from "./chart.mjs";
 
 const QUICK = process.env.BENCH_QUICK === "1";
 const N = {
@@ -572,37 +575,7 @@ const me = r.memory;
     ms2,
   );
 }
-const header = ["section", "metric", "median", "min – max", "goal", "met"];
-const widths = header.map((h, i) => Math.max(h.length, ...rows.map((x) => String(x[i]).length)));
-const line = (cells) => `| ${cells.map((c, i) => String(c).padEnd(widths[i])).join(" | ")} |`;
-const table = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join(
-  "\n",
-);
-
 const elapsedS = (Date.now() - started) / 1000;
-const notes = [
-  `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memory_gb} GB, ${machine.platform}, Node ${machine.node}; load average at start ${machine.loadavg_at_start.join(" ")}`,
-  `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${cs.floor}. generation-mcp = the package bin (dist/bundle/cli.js, the esbuild bundle).`,
-  `per-call: ${N.overheadRounds} rounds; each ${N.overheadCalls} interleaved pairs for latency, ${N.throughputCalls} calls per throughput figure.`,
-  `HTTP: ${N.httpRounds} rounds; each ${N.httpCalls} interleaved triples (direct, stdio, HTTP) for latency, ${N.httpThroughputCalls} calls per throughput figure. ${ho.clients}. Errors: ${ho.errors}. The --http server runs with GENERATION_HTTP_MAX_CONCURRENT=${ho.maxConcurrentPerKey}.`,
-  `waiting: ${r.waiting.setup}. ours = ${r.waiting.ours}; naive = ${r.waiting.naive}. Ours and naive run simultaneously, each on its own sandbox. ${N.waitRounds} rounds.`,
-  `upload: peak measured with ${up.peakMethod}; ${N.uploadRounds} uploads after one warm-up.`,
-  `memory: ${N.memoryRounds} fresh servers per variant, ${me.calls} calls each, RSS sampled every ${me.block}; mix: ${me.mix}.`,
-  `total bench time ${elapsedS.toFixed(0)} s${QUICK ? " (BENCH_QUICK=1: reduced repetitions)" : ""}.`,
-];
-const previewTable = previewRows(r.previews);
-notes.splice(
-  -1,
-  0,
-  `previews: ${N.previewRounds} fresh server pairs per size, ${N.previewCalls} interleaved pairs each; see bench/previews.mjs.`,
-);
-const replicasSection = r.replicas.skipped
-  ? `replicas: skipped (${r.replicas.skipped})`
-  : `replicas (one round; waits spread round-robin; time scaled as the waiting rows):\n\n${replicasTable(r.replicas.rows)}`;
-process.stdout.write(
-  `\n${table}\n\n${previewTable}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n\n${replicasSection}\n`,
-);
-
 const output = {
   command: "npm run bench",
   quick: QUICK,
@@ -622,5 +595,9 @@ const output = {
 };
 const outDir = path.join(ROOT, "bench", "results");
 mkdirSync(outDir, { recursive: true });
-writeFileSync(path.join(outDir, "latest.json"), `${JSON.stringify(output, null, 2)}\n`);
+process.stdout.write(`\n${benchReport(output)}\n`);
+const written = `${JSON.stringify(output, null, 2)}\n`;
+writeFileSync(path.join(outDir, "latest.json"), written);
 log(`wrote bench/results/latest.json`);
+// The headline chart and README section, drawn from the file just written as `node bench/chart.mjs` would.
+for (const file of writeChart(JSON.parse(written), outDir)) log(`wrote ${path.relative(ROOT, file)}`);
