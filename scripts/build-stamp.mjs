@@ -10,7 +10,7 @@ import path from "node:path";
 
 /** Relative to the repository root: the stamp, and the build outputs that must exist beside it. */
 export const STAMP_FILE = "dist/.build-stamp";
-export const BUILD_OUTPUTS = ["dist/server.js", "dist/bundle/cli.js"];
+export const BUILD_OUTPUTS = ["dist/mcp/tool-list.js", "dist/bundle/cli.js"];
 
 // Folders read whole, and single files: the sources, how they are compiled and bundled, and the
 // dependency versions the bundle inlines (package-lock.json).

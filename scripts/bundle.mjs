@@ -17,7 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist", "bundle");
 const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 // The tool list as tools/list answers it, computed from the tsc build of the same source.
-const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "server.js")).href);
+const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "mcp", "tool-list.js")).href);
 // The MCP Apps viewer as one self-contained page, served from memory (src/ui/viewer.ts).
 const viewerHtml = await buildViewerHtml();
 

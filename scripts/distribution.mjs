@@ -2,7 +2,7 @@
 /**
  * The distribution files, generated from one source so they cannot disagree: package.json (name, version,
  * description, author, license, engines, mcpName), the VARIABLES table below, and the tool list exactly as
- * the built server answers `tools/list` (describeTools() of dist/server.js).
+ * the built server answers `tools/list` (describeTools() of dist/mcp/tool-list.js).
  *
  * - mcpb/manifest.json: the MCPB manifest Claude Desktop installs from (`npm run pack:mcpb` bundles it).
  * - server.json: the MCP Registry entry (schema 2025-12-11, kept in schemas/server.schema.json).
@@ -221,7 +221,7 @@ export const toJsonFile = (value) => `${JSON.stringify(value, null, 2)}\n`;
 /** Both files as they should be, from package.json and the build in `root`/dist. */
 export async function renderDistribution(root) {
   const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
-  const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "server.js")).href);
+  const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "mcp", "tool-list.js")).href);
   const { DEFAULT_HTTP_PORT } = await import(pathToFileURL(path.join(root, "dist", "config.js")).href);
   return {
     "mcpb/manifest.json": toJsonFile(buildManifest(pkg, describeTools())),

@@ -42,7 +42,7 @@ export function replaceBlock(readme, table) {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-  const { describeTools } = await import(pathToFileURL(path.join(root, "dist/server.js")).href);
+  const { describeTools } = await import(pathToFileURL(path.join(root, "dist/mcp/tool-list.js")).href);
   const table = renderToolTable(describeTools());
   if (process.argv.includes("--write")) {
     const file = path.join(root, "README.md");

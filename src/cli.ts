@@ -144,24 +144,12 @@ async function main(argv: string[]): Promise<number> {
   }
   if (config.http) return serveHttp(config, config.http, target, logger, closeSandbox);
 
-  const [{ createRuntime }, { createServer }, { StdioTransport }] = await Promise.all([
+  const [{ createRuntime }, { serveMcpOverStdio }] = await Promise.all([
     import("./runtime.js"),
-    import("./server.js"),
-    import("./transports/stdio.js"),
+    import("./mcp/stdio.js"),
   ]);
   const hub = await openSharedState(config, logger);
   const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
-  const server = createServer(
-    VERSION,
-    {
-      caller: localCaller(target.apiKey),
-      advice: adviceModeFor(config, undefined),
-      mediaOrigin: originOf(target.baseUrl),
-      runtime: async () => runtime,
-    },
-    { tasks: true, mcpLogging: runtime.logger },
-  );
-
   let closing = false;
   const shutdown = async () => {
     if (closing) return;
@@ -170,15 +158,25 @@ async function main(argv: string[]): Promise<number> {
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
     await runtime.close().catch(() => undefined);
-    await Promise.allSettled([server.close(), closeSandbox(), hub?.close()]);
+    await Promise.allSettled([serving.close(), closeSandbox(), hub?.close()]);
     process.exit(0);
   };
-  server.onclose = () => void shutdown();
+  // Both eras: the connection's opening exchange picks one (src/mcp/stdio.ts).
+  const serving = serveMcpOverStdio({
+    version: VERSION,
+    session: {
+      caller: localCaller(target.apiKey),
+      advice: adviceModeFor(config, undefined),
+      mediaOrigin: originOf(target.baseUrl),
+      runtime: async () => runtime,
+    },
+    sessionLog: runtime.logger,
+    logger,
+  });
+  void serving.finished.then(shutdown);
   process.stdin.on("end", () => void shutdown());
   process.on("SIGINT", () => void shutdown());
   process.on("SIGTERM", () => void shutdown());
-
-  await server.connect(new StdioTransport({ logger }));
   logger.info(`generation-mcp ${VERSION} ready on stdio`);
   return -1;
 }

@@ -28,6 +28,16 @@ export class Logger {
     return new Logger(this.stderrLevel, this.write, redactor, this);
   }
 
+  /**
+   * The same log, whose own lines also go to `sink` (one call's lines on its request's stream); the lines of
+   * the rest of the process do not.
+   */
+  withSink(sink: LogSink): Logger {
+    const child = new Logger(this.stderrLevel, this.write, this.redactor, this);
+    child.sinks.push(sink);
+    return child;
+  }
+
   /** Adds a destination (the MCP client's log notifications); returns a function that removes it. */
   addSink(sink: LogSink): () => void {
     if (this.parent !== undefined) return this.parent.addSink(sink);
@@ -40,14 +50,22 @@ export class Logger {
   log(level: LogLevel, message: string, data?: Record<string, unknown>): void {
     const safeMessage = this.redactor.text(message);
     const safeData = data === undefined ? undefined : this.redactor.value(data);
-    if (this.parent !== undefined) return this.parent.log(level, safeMessage, safeData);
+    if (this.parent !== undefined) {
+      this.parent.log(level, safeMessage, safeData);
+      this.notifySinks(level, safeMessage, safeData);
+      return;
+    }
     if (ORDER[level] >= ORDER[this.stderrLevel]) {
       const suffix = safeData === undefined ? "" : ` ${oneLine(safeJson(safeData))}`;
       this.write(`[generation-mcp] ${level}: ${oneLine(safeMessage)}${suffix}\n`);
     }
+    this.notifySinks(level, safeMessage, safeData);
+  }
+
+  private notifySinks(level: LogLevel, message: string, data: Record<string, unknown> | undefined): void {
     for (const sink of this.sinks) {
       try {
-        sink(level, safeMessage, safeData);
+        sink(level, message, data);
       } catch {
         // A client that went away must not break logging for the rest.
       }

@@ -82,7 +82,11 @@ export class RuntimePool {
       const fresh: Entry = { runtime: created, calls: 0, lastUsed: this.now() };
       this.entries.set(digest, fresh);
       created.then(
-        (runtime) => (fresh.made = runtime),
+        (runtime) => {
+          fresh.made = runtime;
+          // Its calls may all have ended while it was being made.
+          this.dropIfWorthless(digest, fresh);
+        },
         () => undefined,
       );
       // A runtime that could not be made is not kept: the next call tries again.
@@ -100,13 +104,7 @@ export class RuntimePool {
       released = true;
       held.calls -= 1;
       held.lastUsed = this.now();
-      // A key the service has not accepted holds nothing worth keeping: its runtime goes with its last
-      // call (cheap to make again), and a refusal is remembered.
-      const state = held.made?.keyState();
-      if (held.calls === 0 && state !== undefined && state !== "accepted" && !(held.made?.busy() ?? false)) {
-        void this.closeEntry(digest, held);
-        if (state === "refused") this.remember(digest, refusedKey());
-      }
+      this.dropIfWorthless(digest, held);
     };
     try {
       return { runtime: await held.runtime, release };
@@ -131,6 +129,20 @@ export class RuntimePool {
     const all = [...this.entries.values()];
     this.entries.clear();
     await Promise.allSettled(all.map(async (entry) => (await entry.runtime).close(graceMs)));
+  }
+
+  /**
+   * A key the service has not accepted holds nothing worth keeping: its runtime goes with its last call
+   * (cheap to make again), and a refusal is remembered.
+   */
+  private dropIfWorthless(digest: string, entry: Entry): void {
+    const runtime = entry.made;
+    if (runtime === undefined || entry.calls > 0 || runtime.busy() || this.entries.get(digest) !== entry)
+      return;
+    const state = runtime.keyState();
+    if (state === "accepted") return;
+    void this.closeEntry(digest, entry);
+    if (state === "refused") this.remember(digest, refusedKey());
   }
 
   private remember(digest: string, error: GenerationError): void {

@@ -13,8 +13,9 @@ import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
-import { McpTasks } from "./mcp-tasks.js";
-import { backgroundContext, toolResult, type ServerDepsFactory } from "./server.js";
+import { TaskRecords } from "./mcp/tasks/store.js";
+import type { DepsFactory } from "./tools/define-tool.js";
+import { backgroundContext, toolResult } from "./tools/result.js";
 import { Journal } from "./tasks/journal.js";
 import { Ownership } from "./tasks/ownership.js";
 import type { TaskLogger } from "./tasks/logger.js";
@@ -51,13 +52,13 @@ export function journalDir(stateDir: string, target: ServiceTarget): string {
 }
 
 export interface Runtime {
-  depsFactory: ServerDepsFactory;
+  depsFactory: DepsFactory;
   /** Masks this runtime's key (and the process's secrets) in whatever it emits or stores. */
   redactor: Redactor;
   /** The process's log, masking this runtime's key too. */
   logger: Logger;
   /** MCP task records and their background waits, kept beside the journal. */
-  tasks: McpTasks;
+  tasks: TaskRecords;
   client: GenerationClient;
   /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
   busy(): boolean;
@@ -131,7 +132,7 @@ export async function createRuntime(
   // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
   // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
   const remote = config.http !== undefined;
-  const depsFactory: ServerDepsFactory = ({ clientRoots, scope }) => ({
+  const depsFactory: DepsFactory = ({ clientRoots, scope }) => ({
     api: client,
     poller,
     starter,
@@ -158,7 +159,7 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
-  const tasks = await McpTasks.open(dir, config.pollIntervalMs, logger, shared.tasks);
+  const tasks = await TaskRecords.open(dir, config.pollIntervalMs, logger, shared.tasks);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   tasks.resumeAll((record, run) => {
     const tool = TOOLS.find((candidate) => candidate.name === record.tool);

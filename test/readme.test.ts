@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain ESM script shared with the docs command
 import { END, START, renderToolTable } from "../scripts/tool-table.mjs";
-import { describeTools } from "../src/server.js";
+import { describeTools } from "../src/mcp/tool-list.js";
 
 describe("README", () => {
   const readme = readFileSync(path.resolve(import.meta.dirname, "../README.md"), "utf8");

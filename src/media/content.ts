@@ -3,7 +3,7 @@
  * stills (MCP `image`), notes on previews that could not be made, and `resource_link`s to finished media.
  * Every result goes through here (plain calls, MCP task results, HTTP), from `toolResult` in server.ts.
  */
-import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/server";
 import { redact } from "../redact.js";
 import { resultMedia } from "./finished.js";
 import { mediaLinks } from "./links.js";
@@ -67,7 +67,7 @@ export async function withMedia(
  */
 function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
   if (notes.length === 0) return result;
-  const structured = result.structuredContent;
+  const structured = result.structuredContent as Record<string, unknown> | undefined;
   const earlier = Array.isArray(structured?.["notes"]) ? (structured["notes"] as unknown[]) : [];
   return {
     ...result,

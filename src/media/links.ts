@@ -2,7 +2,7 @@
  * MCP `resource_link` content items for finished media: the media URL itself, so a client that understands
  * links can offer it (open, attach, download) without the model copying it out of the text.
  */
-import type { ResourceLink } from "@modelcontextprotocol/sdk/types.js";
+import type { ResourceLink } from "@modelcontextprotocol/server";
 import type { FinishedMedia } from "./finished.js";
 
 export function mediaLinks(media: readonly FinishedMedia[]): ResourceLink[] {

@@ -8,7 +8,7 @@
  * (preview-engine.ts): a server that never makes one never loads it, and one installed without it answers
  * "previews unavailable".
  */
-import type { ImageContent } from "@modelcontextprotocol/sdk/types.js";
+import type { ImageContent } from "@modelcontextprotocol/server";
 import { AbortedError } from "../api/errors.js";
 import { fetchMediaBytes } from "../files/download.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "../files/sniff.js";

@@ -2,14 +2,13 @@
  * A tool is a plain object: name, title, description for the model, zod input and output schemas, honest
  * annotations, a handler returning structured output, and a one-line text mirror of it.
  */
-import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { AdviceMode } from "../advice.js";
 import type { Redactor } from "../redact.js";
-import type { ResumeInfo } from "../mcp-tasks.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
 import type { Ownership } from "../tasks/ownership.js";
 import type { TaskStarter } from "../tasks/starter.js";
@@ -54,6 +53,25 @@ export interface ServerDeps {
   scope?: string | undefined;
 }
 
+/** What the deps of one connection (stdio) or request (HTTP) are made from. */
+export interface DepsHooks {
+  /** The client's MCP roots as file URIs; empty when the client offers none. Cached until they change. */
+  clientRoots(): Promise<string[]>;
+  /** Who is calling, when one service key serves several callers: see ServerDeps.scope. */
+  scope?: string | undefined;
+}
+
+export type DepsFactory = (hooks: DepsHooks) => ServerDeps;
+
+/** What a tool needs to take a video task up again after a restart (or from a replica that died). */
+export interface ResumeInfo {
+  videoId: string;
+  /** Tool-specific values saved at start (e.g. download, estimated_credits); never a secret. */
+  saved: Record<string, unknown>;
+  /** How long the resumed wait may last: what is left of the task's ttl. */
+  windowMs: number;
+}
+
 export interface ToolContext {
   /** Aborts when the client cancels the call or the server is shutting down. */
   signal: AbortSignal;
@@ -75,7 +93,7 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output exte
   summarize(result: z.output<Output>): string;
   /** Its results are shown by the MCP Apps viewer (`_meta.ui.resourceUri`, see src/ui/viewer.ts). */
   viewer?: boolean;
-  /** Present when the tool may run as an MCP task (`execution.taskSupport: "optional"`); see mcp-tasks.ts. */
+  /** Present when the tool may run as an MCP task (in either protocol era); see src/mcp/tasks/. */
   task?: {
     /** The arguments of the background run, whose wait may last the task's whole ttl. */
     prepare?(args: z.output<Input>, ttlMs: number): z.output<Input>;

@@ -1,5 +1,5 @@
 /** Turns any failure into an `isError` tool result whose text starts with the error code and a next step. */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { renderAdvice, type AdviceMode } from "../advice.js";
 import type * as z from "zod";
 import { AbortedError, GenerationError } from "../api/errors.js";

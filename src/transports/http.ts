@@ -20,14 +20,14 @@
 import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isRefusal, type Authenticator } from "../auth/bearer.js";
 import type { Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config.js";
 import { isLoopbackHost } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease, RuntimePool } from "../runtime-pool.js";
-import { createServer } from "../server.js";
+import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
+import type { Session } from "../mcp/session.js";
 import { CallerSlots } from "./caller-slots.js";
 
 export interface HttpServerOptions {
@@ -82,6 +82,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const calls = new CallerSlots(config.maxConcurrentPerKey);
   const bodies = new CallerSlots(BODIES_PER_CALLER);
   const bodyBytes = { buffered: 0, limit: config.maxBodyBytes * BUFFERED_BODIES };
+  const mcpHttp = createMcpHttp({ version: options.version, logger });
   let ready = false;
   let stopping = false;
   let allowedHosts = new Set<string>();
@@ -235,31 +236,22 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       );
     }
     let lease: Promise<Lease> | undefined;
-    const mcp = createServer(
-      options.version,
-      {
-        caller,
-        advice: caller.scope === undefined ? "http-key" : "shared",
-        mediaOrigin: options.mediaOrigin,
-        runtime: async () => (await (lease ??= pool.acquire(caller.serviceKey))).runtime,
-      },
-      { tasks: true },
-    );
-    // No session id generator: stateless, any replica answers any request.
-    const transport = new StreamableHTTPServerTransport({
-      // JSON for a quick answer; an SSE stream when the client asked for progress on its call.
-      enableJsonResponse: !asksForProgress(message),
-    });
+    const session: Session = {
+      caller,
+      advice: caller.scope === undefined ? "http-key" : "shared",
+      mediaOrigin: options.mediaOrigin,
+      runtime: async () => (await (lease ??= pool.acquire(caller.serviceKey))).runtime,
+    };
     const keys = ids.map((id) => correlation + id);
+    let served: Served | undefined;
     let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
       for (const key of keys) forget(key, end);
-      // Closing the server aborts the calls still running: a client that went away cancelled them. A
-      // cancelled call sends no answer (the protocol says so), but its HTTP response must still end.
-      void mcp
-        .close()
+      // Closing aborts the calls still running: a client that went away cancelled them. A cancelled call
+      // sends no answer (the protocol says so), but its HTTP response must still end.
+      void (served?.close() ?? Promise.resolve())
         .catch(() => undefined)
         .finally(() => {
           if (res.destroyed || res.writableEnded) return;
@@ -276,8 +268,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     res.once("close", end);
     if (isInitialize(message)) res.setHeader("mcp-session-id", randomUUID());
     try {
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res, message);
+      served = await mcpHttp.serve(req, res, message, session);
+      if (res.destroyed) end();
     } catch (error) {
       end();
       throw error;
@@ -356,20 +348,6 @@ function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
 function headerText(req: IncomingMessage, name: string): string {
   const value = req.headers[name];
   return typeof value === "string" ? value.trim() : "";
-}
-
-/** Whether any request in the message asks for progress (then the answer streams as SSE). */
-function asksForProgress(message: unknown): boolean {
-  return messagesOf(message).some(
-    (entry) =>
-      (entry.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken !==
-      undefined,
-  );
-}
-
-function messagesOf(message: unknown): Array<{ method?: unknown; id?: unknown; params?: unknown }> {
-  const messages = Array.isArray(message) ? message : [message];
-  return messages.filter((entry): entry is object => typeof entry === "object" && entry !== null);
 }
 
 /** The ids of the requests in a message, as correlation keys. */

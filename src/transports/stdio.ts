@@ -9,8 +9,12 @@
  */
 import process from "node:process";
 import type { Readable, Writable } from "node:stream";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ProtocolErrorCode,
+  parseJSONRPCMessage,
+  type JSONRPCMessage,
+  type Transport,
+} from "@modelcontextprotocol/server";
 import { MAX_MESSAGE_BYTES } from "../limits.js";
 import type { LogLevel } from "../logger.js";
 
@@ -30,6 +34,9 @@ export interface StdioTransportOptions {
 
 export class StdioTransport implements Transport {
   onclose?: (() => void) | undefined;
+  /** Resolves once the transport has closed (stdin ended, stdout broke, or close() was called). */
+  readonly finished: Promise<void>;
+  private markFinished: () => void = () => {};
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: ((message: JSONRPCMessage) => void) | undefined;
 
@@ -50,6 +57,7 @@ export class StdioTransport implements Transport {
     this.stdout = options.stdout ?? process.stdout;
     this.maxBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
     this.logger = options.logger;
+    this.finished = new Promise((resolve) => (this.markFinished = resolve));
   }
 
   async start(): Promise<void> {
@@ -83,6 +91,7 @@ export class StdioTransport implements Transport {
     this.pieces = [];
     this.skipped = undefined;
     this.onclose?.();
+    this.markFinished();
   }
 
   private readonly onData = (chunk: Buffer | string): void => {
@@ -131,7 +140,7 @@ export class StdioTransport implements Transport {
     if (text.trim() === "") return;
     let message: JSONRPCMessage;
     try {
-      message = JSONRPCMessageSchema.parse(JSON.parse(text));
+      message = parseJSONRPCMessage(JSON.parse(text));
     } catch (error) {
       const reason = error instanceof SyntaxError ? error.message : "not a JSON-RPC 2.0 message";
       this.logger?.log("warning", `skipped a malformed message on stdin (${line.length} bytes): ${reason}`);
@@ -165,7 +174,7 @@ export class StdioTransport implements Transport {
       jsonrpc: "2.0",
       id,
       error: {
-        code: ErrorCode.InvalidRequest,
+        code: ProtocolErrorCode.InvalidRequest,
         message:
           `The message (${size} bytes) exceeded the ${describeLimit(this.maxBytes)} limit per message on stdio ` +
           `and was not read.${hint}`,

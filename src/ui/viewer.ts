@@ -4,7 +4,7 @@
  * hosts without it ignore the `_meta` and never read the resource, so they see no difference.
  */
 import type { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
-import type { ReadResourceResult, Resource } from "@modelcontextprotocol/sdk/types.js";
+import type { ReadResourceResult, Resource } from "@modelcontextprotocol/server";
 
 // The SDK's McpUiToolMeta and McpUiResourceMeta (ext-apps 1.7.5) are re-exported through extensionless
 // paths that NodeNext resolution cannot follow (they would type as any), so the fields we send are here.

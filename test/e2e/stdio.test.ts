@@ -9,7 +9,7 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
-import { describeTools } from "../../src/server.js";
+import { describeTools } from "../../src/mcp/tool-list.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tinyPng } from "../helpers/harness.js";
 import { CLI, connectStdio, type StdioSession } from "../helpers/stdio.js";

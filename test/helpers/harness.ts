@@ -20,7 +20,7 @@ import { Logger } from "../../src/logger.js";
 import { createRuntime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
-import { createServer } from "../../src/server.js";
+import { createMcpServer } from "../../src/mcp/server.js";
 import type { StateHub } from "../../src/state/shared-state.js";
 
 export interface Harness {
@@ -103,16 +103,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { timeoutMs: 2000, maxRetries: 1, ...options.client },
     options.hub,
   );
-  const server = createServer(
-    "test",
-    {
+  const server = createMcpServer({
+    version: "test",
+    session: {
       caller: localCaller(config.apiKey ?? ""),
       advice: "stdio",
       mediaOrigin: new URL(sandbox.baseUrl).origin,
       runtime: async () => runtime,
     },
-    { mcpLogging: runtime.logger },
-  );
+    revision: { era: "legacy", version: "2025-11-25" },
+    negotiates: true,
+    logger,
+    sessionLog: runtime.logger,
+  });
   const client = new Client(
     { name: "harness", version: "1.0.0" },
     { capabilities: options.roots ? { roots: { listChanged: true } } : {} },

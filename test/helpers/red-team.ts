@@ -2,7 +2,8 @@
  * What the red-team tests (test/security/tenancy-*.test.ts) need beyond an MCP client: raw JSON-RPC posts
  * with any bearer, a process's resident memory, everything a Redis holds, and every file under a folder.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { Redis } from "ioredis";
 import type { SandboxAccount } from "../../src/sandbox/types.js";
@@ -76,6 +77,41 @@ export async function rssMiB(pid: number): Promise<number> {
   return kb / 1024;
 }
 
+/**
+ * The live JavaScript heap of a process started with `heapSnapshotEnv(dir)`, in MiB: it writes a heap
+ * snapshot (after a full garbage collection) on SIGUSR2, and the size of every object still alive is summed.
+ * Unlike RSS, this does not depend on when the collector last ran.
+ */
+export async function liveHeapMiB(pid: number, dir: string): Promise<number> {
+  const before = new Set(await readdir(dir).catch(() => [] as string[]));
+  process.kill(pid, "SIGUSR2");
+  let file: string | undefined;
+  let size = -1;
+  for (let waited = 0; waited < 60_000; waited += 200) {
+    await sleep(200);
+    file ??= (await readdir(dir)).find((name) => name.endsWith(".heapsnapshot") && !before.has(name));
+    if (file === undefined) continue;
+    const now = (await stat(path.join(dir, file))).size;
+    if (now > 0 && now === size) break;
+    size = now;
+  }
+  if (file === undefined) throw new Error("no heap snapshot was written");
+  const snapshot = JSON.parse(await readFile(path.join(dir, file), "utf8")) as {
+    snapshot: { meta: { node_fields: string[] } };
+    nodes: number[];
+  };
+  const fields = snapshot.snapshot.meta.node_fields;
+  const selfSize = fields.indexOf("self_size");
+  let total = 0;
+  for (let at = selfSize; at < snapshot.nodes.length; at += fields.length) total += snapshot.nodes[at] ?? 0;
+  return total / 1024 / 1024;
+}
+
+/** The environment that lets `liveHeapMiB` ask a process for heap snapshots, written into `dir`. */
+export function heapSnapshotEnv(dir: string): Record<string, string> {
+  return { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}` };
+}
+
 /** Every key a Redis holds, with its value as text (strings, hashes, sorted sets, sets, lists). */
 export async function redisDump(url: string): Promise<Map<string, string>> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -138,4 +174,24 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/**
+ * How many times the CI counts an attack runs (RED_TEAM_SCALE, default 1): README's Security section gives
+ * the figures of a CI run and of a run by hand at a larger scale.
+ */
+export const SCALE = Math.max(1, Number(process.env["RED_TEAM_SCALE"] ?? "1") || 1);
+
+/** Records an attack's figures: a line on stderr, and one in RED_TEAM_REPORT's file when it is set. */
+export function report(attack: string, figures: Record<string, number | string>): void {
+  const rounded = Object.fromEntries(
+    Object.entries(figures).map(([key, value]) => [
+      key,
+      typeof value === "number" ? Math.round(value * 10) / 10 : value,
+    ]),
+  );
+  const line = JSON.stringify({ attack, scale: SCALE, ...rounded });
+  process.stderr.write(`[red-team] ${line}\n`);
+  const file = process.env["RED_TEAM_REPORT"];
+  if (file !== undefined && file !== "") appendFileSync(file, `${line}\n`);
 }

@@ -94,12 +94,12 @@ describe("build inputs", () => {
 describe("buildState", () => {
   const stamp = () => write(STAMP_FILE, `${hashBuildInputs(root)}\n`);
   const outputs = () => {
-    write("dist/server.js", "export {};\n");
+    write("dist/mcp/tool-list.js", "export {};\n");
     write("dist/bundle/cli.js", "#!/usr/bin/env node\n");
   };
 
   it("is fresh only while the stamp matches the inputs and the outputs exist", () => {
-    expect(buildState(root)).toMatchObject({ fresh: false, reason: "dist/server.js is missing" });
+    expect(buildState(root)).toMatchObject({ fresh: false, reason: "dist/mcp/tool-list.js is missing" });
     outputs();
     expect(buildState(root)).toMatchObject({ fresh: false, reason: `no ${STAMP_FILE}` });
     stamp();

@@ -1,6 +1,6 @@
 /** Pins the tool list and every schema: a change to the contract shows up in review as a snapshot diff. */
 import { describe, expect, it } from "vitest";
-import { describeTools } from "../../src/server.js";
+import { describeTools } from "../../src/mcp/tool-list.js";
 
 describe("tool list", () => {
   const tools = describeTools();

@@ -81,9 +81,10 @@ describe("the MCP Apps viewer resource", () => {
     expect(Buffer.byteLength(page.text)).toBeLessThan(12 * 1024);
   });
 
-  it("answers an unknown resource with the specification's -32002", async () => {
+  it("answers an unknown resource with -32602, naming it (SEP-2164, as the SDK v2 answers it in every revision)", async () => {
     const error = await session.client.readResource({ uri: "ui://generation-mcp/nope.html" }).catch((e) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(-32002);
+    expect((error as McpError).code).toBe(-32602);
+    expect((error as McpError).message).toContain("Resource not found: ui://generation-mcp/nope.html");
   });
 });

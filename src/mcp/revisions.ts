@@ -1,0 +1,59 @@
+/**
+ * The protocol revisions this server speaks, and what each one offers. Two eras: 2026-07-28 ("modern":
+ * stateless, every request carries its revision and capabilities in `_meta`, tasks through the extension
+ * `io.modelcontextprotocol/tasks`) and the 2025 revisions ("legacy": `initialize`, tasks as a capability
+ * from 2025-11-25 on). A capability or field of a later revision is never offered to a client that
+ * negotiated an earlier one: the edge asks here.
+ */
+
+export const MODERN_REVISION = "2026-07-28";
+/** The revisions answered to `initialize`, newest first. */
+export const LEGACY_REVISIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as const;
+/** What a legacy HTTP request without an MCP-Protocol-Version header speaks (the spec's rule). */
+export const DEFAULT_LEGACY_REVISION = "2025-03-26";
+
+/** The extension that carries tasks in 2026-07-28. */
+export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+
+export interface Revision {
+  era: "legacy" | "modern";
+  /** The revision in use (for a legacy request not yet negotiated: the one it names). */
+  version: string;
+}
+
+export const MODERN: Revision = { era: "modern", version: MODERN_REVISION };
+
+/** Tasks as a capability (SEP-1686: tasks/get, tasks/result, tasks/list, tasks/cancel): 2025-11-25 only. */
+export function offersLegacyTasks(revision: Revision): boolean {
+  return revision.era === "legacy" && revision.version === "2025-11-25";
+}
+
+/** The revision a legacy client gets for the one it asked for: its own when served, else the newest. */
+export function negotiatedLegacy(requested: unknown): string {
+  return typeof requested === "string" && (LEGACY_REVISIONS as readonly string[]).includes(requested)
+    ? requested
+    : LEGACY_REVISIONS[0];
+}
+
+/**
+ * The requests a 2026-07-28 client may send this server. Any other method is answered HTTP 404 with -32601,
+ * as that revision says an unknown method is (the SDK answers those it knows were removed the same way).
+ */
+export const MODERN_METHODS: ReadonlySet<string> = new Set([
+  "server/discover",
+  "subscriptions/listen",
+  "tools/list",
+  "tools/call",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+  "tasks/get",
+  "tasks/update",
+  "tasks/cancel",
+]);
+
+/** Whether a message claims the 2026-07-28 per-request envelope (the era is decided by the body). */
+export function claimsModern(message: unknown): boolean {
+  const params = (message as { params?: { _meta?: Record<string, unknown> } } | null)?.params;
+  return typeof params?._meta?.["io.modelcontextprotocol/protocolVersion"] === "string";
+}

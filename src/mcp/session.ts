@@ -1,0 +1,21 @@
+/**
+ * Who an MCP server instance (one per stdio connection, one per HTTP request) serves, and how it reaches the
+ * caller's runtime. Made by the transport from one `Caller`.
+ */
+import type { AdviceMode } from "../advice.js";
+import type { Caller } from "../auth/caller.js";
+import type { Runtime } from "../runtime.js";
+
+export interface Session {
+  caller: Caller;
+  /** How this caller changes a setting: what next steps name (advice.ts). */
+  advice: AdviceMode;
+  /** The configured service's origin: the one origin the viewer may load media from. */
+  mediaOrigin: string | undefined;
+  /**
+   * The runtime of the caller's service key, made on the first call that needs the service (for a caller's
+   * own key, nothing is written before the service accepts it): requests that need nothing of it
+   * (discovery, initialize, lists ...) never make one.
+   */
+  runtime(): Promise<Runtime>;
+}

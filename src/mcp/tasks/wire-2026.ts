@@ -1,0 +1,82 @@
+/**
+ * MCP tasks in the form of revision 2026-07-28, the extension `io.modelcontextprotocol/tasks` (SEP-2663):
+ * the server decides per call whether to answer `tools/call` with a task (`resultType: "task"`), and only
+ * for a client that declared the extension on that request; tasks/get answers the task with the call's
+ * result inline once it has completed; tasks/update and tasks/cancel are acknowledged. The 2025 field names
+ * (`ttl`, `pollInterval`) never appear, and a tool result with isError is a completed call, as the extension
+ * says. tasks/result and tasks/list do not exist in this revision (the SDK answers -32601).
+ */
+import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server";
+import type { Server } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import { TASKS_EXTENSION } from "../revisions.js";
+import { TERMINAL, type TaskRecord, type TaskState } from "./records.js";
+import { cancelTask, findTask, type CallerTasks } from "./access.js";
+
+const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
+
+/** Whether the client declared the tasks extension on this request (the only way it may get a task). */
+export function declaresTasks(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities = envelope?.["io.modelcontextprotocol/clientCapabilities"] as
+    { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/** The answer to a tools/call that became a task. */
+export function createdTask2026(task: TaskState): Record<string, unknown> {
+  return { resultType: "task", ...wireTask(task) };
+}
+
+export function registerTasks2026(server: Server, tasks: CallerTasks): void {
+  server.setRequestHandler("tasks/get", TASK_ID, async ({ taskId }, ctx) => {
+    requireExtension(ctx);
+    return detailed(await findTask(tasks, taskId));
+  });
+  server.setRequestHandler("tasks/update", TASK_ID, async ({ taskId }, ctx) => {
+    requireExtension(ctx);
+    // No task of ours waits for input: what a client sends is acknowledged and has nothing to change.
+    await findTask(tasks, taskId);
+    return {};
+  });
+  server.setRequestHandler("tasks/cancel", TASK_ID, async ({ taskId }, ctx) => {
+    requireExtension(ctx);
+    try {
+      await cancelTask(tasks, taskId);
+    } catch (error) {
+      // Cancellation is cooperative: a task that ended first keeps its outcome, and the cancel is still acked.
+      if (!(error instanceof ProtocolError && /already/.test(error.message))) throw error;
+    }
+    return {};
+  });
+}
+
+function requireExtension(ctx: ServerContext): void {
+  if (declaresTasks(ctx)) return;
+  throw new ProtocolError(
+    ProtocolErrorCode.MissingRequiredClientCapability,
+    `Tasks need the ${TASKS_EXTENSION} extension: declare it in this request's client capabilities.`,
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+  );
+}
+
+/** tasks/get: the task, and once the call has completed its result. */
+function detailed(record: TaskRecord): Record<string, unknown> {
+  const task = wireTask(record.task);
+  if (task["status"] !== "completed" || record.result === undefined) return task;
+  return { ...task, result: record.result };
+}
+
+function wireTask(task: TaskState): Record<string, unknown> {
+  const { taskId, createdAt, lastUpdatedAt, statusMessage, ttl, pollInterval } = task;
+  return {
+    taskId,
+    // A call that answered, error or not, completed; only a cancel leaves a task without a result.
+    status: TERMINAL.has(task.status) && task.status !== "cancelled" ? "completed" : task.status,
+    ...(statusMessage !== undefined && { statusMessage }),
+    createdAt,
+    lastUpdatedAt,
+    ttlMs: ttl,
+    ...(pollInterval !== undefined && { pollIntervalMs: pollInterval }),
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * The tools as MCP lists them, from their zod schemas: the same list for every client, shaped per revision
+ * only where a revision has a field of its own (`execution.taskSupport`, 2025-11-25 tasks). Also read by
+ * the build (inlined into the bundle), the schema snapshot test, README's tool table and the MCPB manifest.
+ */
+import type { Tool } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import type { ToolDefinition } from "../tools/define-tool.js";
+import { TOOLS } from "../tools/index.js";
+import { viewerToolMeta } from "../ui/viewer.js";
+
+export const SERVER_NAME = "generation-mcp";
+
+/**
+ * The bundler inlines `describeTools()` as computed at build time from these same schemas (the JSON Schema
+ * conversion is a third of the start-up work); unbundled runs compute it.
+ */
+declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
+
+/** Lists the tools as MCP describes them (with the 2025-11-25 `execution` field). */
+export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] {
+  return tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: toJsonSchema(tool.input, "input") as Tool["inputSchema"],
+    outputSchema: toJsonSchema(tool.output, "output") as NonNullable<Tool["outputSchema"]>,
+    annotations: { title: tool.title, ...tool.annotations },
+    // "optional", never "required": a client without task support calls these tools as before.
+    ...(tool.task !== undefined && { execution: { taskSupport: "optional" as const } }),
+    ...(tool.viewer === true && { _meta: viewerToolMeta() }),
+  }));
+}
+
+let listed: Tool[] | undefined;
+
+/** The tool list, computed once (or inlined by the bundler); `withTasks` false leaves `execution` out. */
+export function toolList(withTasks: boolean): Tool[] {
+  listed ??= typeof __GENERATION_MCP_TOOLS__ === "object" ? __GENERATION_MCP_TOOLS__ : describeTools();
+  return withTasks ? listed : listed.map(({ execution: _execution, ...tool }) => tool);
+}
+
+function toJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io, unrepresentable: "any" });
+  return json;
+}

@@ -1,0 +1,198 @@
+/**
+ * `tools/call` in both protocol eras: the arguments checked (every refusal a `validation_error` result,
+ * never a protocol error: what the SDK's own schema check would refuse too), then the tool run either in
+ * this call (progress on the request's own stream, cancelled with it) or, when the client asked for a task
+ * (2025-11-25: the `task` param) or the server chose one for a client that declared the tasks extension
+ * (2026-07-28), in the background, answered in that era's task form.
+ */
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  type Result,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import { ValidationError } from "../api/errors.js";
+import { isObject } from "../api/normalize.js";
+import { renderAdvice } from "../advice.js";
+import { cleanText } from "../redact.js";
+import type { ServerDeps, ToolContext, ToolDefinition } from "../tools/define-tool.js";
+import { describeError, errorResult, validationMessage } from "../tools/format.js";
+import { TOOLS } from "../tools/index.js";
+import { backgroundContext, toolResult, type CallToolResult } from "../tools/result.js";
+import { requestLogSink } from "./logging.js";
+import { offersLegacyTasks, type Revision } from "./revisions.js";
+import { SERVER_NAME } from "./tool-list.js";
+import type { TaskState } from "./tasks/records.js";
+import { REFUSED_TASKS } from "./tasks/refused.js";
+import { createdTask2025 } from "./tasks/wire-2025.js";
+import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
+import type { Session } from "./session.js";
+
+/** What a tools/call needs of the server it arrived on. */
+export interface CallEdge {
+  session: Session;
+  revision: Revision;
+  /** The deps of the caller's runtime, made on first use; rejects with the service's refusal of the key. */
+  deps(): Promise<ServerDeps>;
+}
+
+const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
+
+/**
+ * Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`): accepted and
+ * ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+ */
+const CLIENT_ADDED_ARGUMENTS = ["wait_for_previous"];
+
+type TaskForm = { form: "2025"; ttl: number | null | undefined } | { form: "2026" } | undefined;
+
+export async function callTool(
+  edge: CallEdge,
+  params: Record<string, unknown>,
+  ctx: ServerContext,
+): Promise<Result> {
+  const name = typeof params["name"] === "string" ? params["name"] : "";
+  const call = accept(name, params["arguments"]);
+  const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
+  if ("refused" in call) {
+    // Refused before anything was sent: a task of it is held in memory only (tasks/refused.ts).
+    if (asTask === undefined) return call.refused;
+    return answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, call.refused).task);
+  }
+  let deps: ServerDeps;
+  try {
+    deps = await edge.deps();
+  } catch (error) {
+    // The service refused the caller's key (or could not be asked): nothing was kept for this caller.
+    if (asTask === undefined) return errorResult(error, undefined, edge.session.advice);
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRequest,
+      renderAdvice(describeError(error), edge.session.advice),
+    );
+  }
+  const { tool, data } = call;
+  if (asTask !== undefined) {
+    const startedAt = Date.now();
+    const tasks = (await edge.session.runtime()).tasks;
+    const task = await tasks.start({
+      tool: name,
+      scope: edge.session.caller.scope,
+      requestedTtl: asTask.form === "2025" ? asTask.ttl : undefined,
+      stopping: deps.stopping,
+      saved: tool.task?.save?.(data),
+      run: (run) =>
+        toolResult(
+          tool,
+          tool.handler(
+            tool.task?.prepare?.(data, run.ttlMs) ?? data,
+            deps,
+            backgroundContext(run, deps, startedAt),
+          ),
+          deps,
+          run.signal,
+        ),
+    });
+    return answerTask(asTask, task);
+  }
+  const progressToken = ctx.mcpReq._meta?.progressToken;
+  let progress = 0;
+  const logSink = edge.revision.era === "modern" ? requestLogSink(ctx, SERVER_NAME) : undefined;
+  const context: ToolContext = {
+    signal: AbortSignal.any([ctx.mcpReq.signal, deps.stopping]),
+    startedAt: Date.now(),
+    logger: logSink === undefined ? deps.logger : deps.logger.withSink(logSink),
+    progress: async (message) => {
+      if (progressToken === undefined || ctx.mcpReq.signal.aborted) return;
+      progress += 1;
+      try {
+        // Rides this request's own stream, in either era.
+        await ctx.mcpReq.notify({
+          method: "notifications/progress",
+          params: { progressToken, progress, message: deps.redactor.text(message) },
+        });
+      } catch (error) {
+        deps.logger.debug("progress notification not delivered", { error: String(error) });
+      }
+    },
+  };
+  return (await toolResult(tool, tool.handler(data, deps, context), deps, ctx.mcpReq.signal)) as Result;
+}
+
+/** The tool and its checked arguments, or the validation_error a call answers before sending anything. */
+function accept(
+  name: string,
+  args: unknown,
+): { tool: ToolDefinition; data: unknown } | { refused: CallToolResult } {
+  const tool = byName.get(name);
+  if (tool === undefined) {
+    return {
+      refused: errorResult(
+        new ValidationError(`Unknown tool "${cleanText(name, 80)}".`, {
+          nextStep: `Use one of: ${[...byName.keys()].join(", ")}.`,
+        }),
+      ),
+    };
+  }
+  const parsed = tool.input.safeParse(withoutClientAdditions(args ?? {}));
+  if (!parsed.success) {
+    return { refused: errorResult(new ValidationError(validationMessage(tool.name, parsed.error))) };
+  }
+  return { tool, data: parsed.data };
+}
+
+function withoutClientAdditions(args: unknown): unknown {
+  if (!isObject(args) || !CLIENT_ADDED_ARGUMENTS.some((name) => name in args)) return args;
+  const kept = { ...args };
+  for (const name of CLIENT_ADDED_ARGUMENTS) delete kept[name];
+  return kept;
+}
+
+/**
+ * Whether this call runs as a task, and in which form. 2025-11-25: when the client sent `task` (checked: a
+ * malformed one is refused, never quietly turned into a blocking call). 2026-07-28: the server decides, for
+ * a client that declared the extension: a call that would wait (a video that is waited for, an image)
+ * becomes a task; a dry run or a call that answers at once does not.
+ */
+function taskForm(
+  revision: Revision,
+  taskParam: unknown,
+  call: { tool: ToolDefinition; data: unknown } | undefined,
+  ctx: ServerContext,
+): TaskForm {
+  const tool = call?.tool;
+  if (revision.era === "modern") {
+    // A refused call needs no task: its answer is at hand.
+    if (!declaresTasks(ctx) || call === undefined || call.tool.task === undefined || !waits(call.data)) {
+      return undefined;
+    }
+    return { form: "2026" };
+  }
+  if (taskParam === undefined || !offersLegacyTasks(revision)) return undefined;
+  const ttl = isObject(taskParam) ? taskParam["ttl"] : undefined;
+  if (
+    !isObject(taskParam) ||
+    (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl)))
+  ) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'Invalid params: "task" must be an object whose optional "ttl" is a number of milliseconds.',
+    );
+  }
+  if (tool !== undefined && tool.task === undefined) {
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `${tool.name} does not run as a task: call it without "task".`,
+    );
+  }
+  return { form: "2025", ttl: ttl as number | null | undefined };
+}
+
+/** Whether a call would wait for its result (what makes a task worth it). */
+function waits(data: unknown): boolean {
+  const args = isObject(data) ? data : {};
+  return args["dry_run"] !== true && args["wait"] !== false;
+}
+
+function answerTask(form: NonNullable<TaskForm>, task: TaskState): Result {
+  return (form.form === "2025" ? createdTask2025(task) : createdTask2026(task)) as Result;
+}
