@@ -175,7 +175,7 @@ export const generateVideo = defineTool({
         deadline: requestDeadline(context, windowMs),
       });
       const videoId = started.video_id;
-      deps.logger.info(`video task ${started.reused ? "reused" : "started"}: video_id ${videoId}`, {
+      context.logger.info(`video task ${started.reused ? "reused" : "started"}: video_id ${videoId}`, {
         video_id: videoId,
         model,
         estimated_credits,

@@ -37,7 +37,7 @@ export async function uploadAll(
       priority: "foreground",
       deadline,
     });
-    deps.logger.info(`uploaded ${image.filename}`, { bytes: image.size, url });
+    context.logger.info(`uploaded ${image.filename}`, { bytes: image.size, url });
     urls.push(url);
   }
   return urls;

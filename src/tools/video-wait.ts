@@ -125,7 +125,7 @@ export async function saveVideo(
       expected: "video",
       allowHosts: deps.mediaAllowHosts,
     });
-    deps.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });
+    context.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });
     return saved.path;
   } catch (error) {
     if (!(error instanceof GenerationError)) throw error;

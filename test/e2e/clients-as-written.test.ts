@@ -12,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CreateTaskResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
@@ -203,6 +203,21 @@ describe("no OAuth here, said plainly", () => {
     }
     const elsewhere = (await (await fetch(new URL("/nowhere", server.url))).json()) as { message: string };
     expect(elsewhere.message).toBe("MCP is served at /mcp.");
+  });
+});
+
+describe("revision hygiene", () => {
+  it("words a refusal once: no doubled 'MCP error -32601: MCP error -32601'", async () => {
+    const session = await stdio();
+    const error = await session.client
+      .request(
+        { method: "tools/call", params: { name: "get_credits", arguments: {}, task: {} } },
+        CreateTaskResultSchema,
+      )
+      .catch((caught: unknown) => caught as Error);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.message).toMatch(/^MCP error -32601: get_credits does not run as a task/);
+    expect(error.message.match(/MCP error/g)).toHaveLength(1);
   });
 });
 

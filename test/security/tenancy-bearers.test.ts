@@ -234,6 +234,21 @@ describe("the small ones", () => {
     expect(resultOf(read)?.["taskId"]).toBe(task.taskId);
   });
 
+  it("answers params that break a method's schema with a clean -32602 naming the field, never a dump", async () => {
+    for (const [method, params, field] of [
+      ["tasks/get", { taskId: 5 }, "taskId"],
+      ["resources/read", { uri: 7 }, "uri"],
+      ["logging/setLevel", { level: "loud" }, "level"],
+      ["tasks/list", { cursor: {} }, "cursor"],
+    ] as const) {
+      const answer = await rpc(server.url, sandbox.keys.paid, method, params);
+      const error = errorOf(answer);
+      expect(error?.code, method).toBe(-32602);
+      expect(error?.message, method).toContain(field);
+      expect(error?.message, method).not.toMatch(/[[{]\s*"|invalid_type|\\n/);
+    }
+  });
+
   it("names an unknown task id of 200 KB in a few characters", async () => {
     for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
       const answer = await rpc(server.url, sandbox.keys.paid, method, { taskId: "x".repeat(200_000) });

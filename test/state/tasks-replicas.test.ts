@@ -11,6 +11,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { modernHttp, pollTask } from "../helpers/modern.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const POLL_MS = 250;
@@ -118,6 +119,32 @@ describe("MCP tasks across replicas on Redis", () => {
     expect(done.status).toBe("completed");
     const result = await onB.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(result.structuredContent).toMatchObject({ video_id: videoId, status: "completed" });
+    expect(starts()).toBe(before + 1);
+  }, 60_000);
+
+  it("2026-07-28: takes over an extension task whose replica was killed with -9, without charging again", async () => {
+    const [a, b] = await Promise.all([replica(), replica()]);
+    const before = starts();
+    const started = await modernHttp(
+      a.url,
+      sandbox.keys.paid,
+      "tools/call",
+      { name: "generate_video", arguments: { prompt: "a modern task whose replica dies", duration: 2 } },
+      { tasks: true },
+    );
+    expect(started.result).toMatchObject({ resultType: "task" });
+    const taskId = String(started.result?.["taskId"]);
+    a.child.kill("SIGKILL");
+    await a.exited;
+
+    const done = await pollTask(
+      () => modernHttp(b.url, sandbox.keys.paid, "tasks/get", { taskId }, { tasks: true }),
+      (task) => task["status"] !== "working",
+    );
+    expect(done).toMatchObject({ taskId, status: "completed" });
+    expect((done["result"] as { structuredContent: unknown }).structuredContent).toMatchObject({
+      status: "completed",
+    });
     expect(starts()).toBe(before + 1);
   }, 60_000);
 });
