@@ -62,7 +62,10 @@ export function headlines(output) {
   const cs = r.coldStart;
   if (cs !== undefined) {
     const names = Object.keys(cs.targets);
-    const sdk = names.find((n) => n.startsWith("minimal MCP SDK server"));
+    // The reference of the goal: marked in the results (v2 line on), else the one minimal server there was.
+    const sdk =
+      names.find((n) => cs.targets[n].reference) ?? names.find((n) => n.startsWith("minimal MCP SDK server"));
+    const v2 = cs.targets[sdk ?? ""]?.reference === true;
     const floor = names.find((n) => n.startsWith("bare node"));
     const peers = names.filter((n) => cs.targets[n].peer);
     const oursMs = cs.targets[OURS].ms.median;
@@ -71,17 +74,19 @@ export function headlines(output) {
     if (sdk !== undefined) {
       const x = ratio("minimal SDK server");
       bars.push({
-        label: "minimal MCP SDK server",
+        label: `minimal MCP SDK server${v2 ? " (v2)" : ""}`,
         value: cs.targets[sdk].ms.median,
         text: ms(cs.targets[sdk].ms.median),
         note: `ours: ${times(x)} this`,
       });
+      const { goal, met } = goalOf(output, "cold start ratio", `${OURS} / minimal SDK`);
       rows.push({
-        figure:
-          "Cold start against the smallest MCP SDK server, bundled alike (spawn → `tools/list` answered)",
+        figure: v2
+          ? "Cold start against the smallest MCP SDK v2 server (`Server` + `StdioServerTransport`), bundled alike (spawn → `tools/list` answered)"
+          : "Cold start against the smallest MCP SDK server, bundled alike (spawn → `tools/list` answered)",
         value: `**${times(x)}** (${ms(oursMs)} against ${ms(cs.targets[sdk].ms.median)})`,
-        goal: "",
-        met: "",
+        goal,
+        met,
       });
     }
     for (const peer of peers) {
@@ -93,12 +98,23 @@ export function headlines(output) {
       });
     }
     if (peers.length > 0) {
+      // The goal is per peer, or (v2 line on) against the fastest peer only.
       const goals = peers.map((peer) => goalOf(output, "cold start ratio", `${OURS} / ${peer}`));
+      const judged = goals.filter((g) => g.goal !== "");
+      const fastest =
+        cs.fastestPeer === undefined
+          ? ""
+          : ` the fastest, \`${peerLabel(cs.fastestPeer).replace(/@.*/, "")}\``;
       rows.push({
         figure: `Cold start against the peers (${peers.map((p) => `\`${peerLabel(p).replace(/@.*/, "")}\``).join(", ")})`,
         value: `${peers.map((p) => `**${times(ratio(p))}**`).join(", ")} (${ms(oursMs)} against ${peers.map((p) => ms(cs.targets[p].ms.median)).join(", ")})`,
-        goal: goals[0].goal ? `${goals[0].goal} each` : "",
-        met: goals.every((g) => g.met === "yes") ? "yes" : goals.some((g) => g.met) ? "NO" : "",
+        goal:
+          judged.length === 0
+            ? ""
+            : judged.length === peers.length
+              ? `${judged[0].goal} each`
+              : `${judged[0].goal} against${fastest}`,
+        met: judged.length === 0 ? "" : judged.every((g) => g.met === "yes") ? "yes" : "NO",
       });
     }
     if (floor !== undefined) {
@@ -133,7 +149,7 @@ export function headlines(output) {
     if (co !== undefined) {
       const { goal, met } = goalOf(output, "get_credits", "added latency p50");
       const v = co.addedP50Ms.median;
-      bars.push({ label: "stdio", value: v, text: ms(v), ...goalBar(goal) });
+      bars.push({ label: "stdio", value: v, text: ms(v), ours: true, ...goalBar(goal) });
       rows.push({
         figure: "Added latency per call over stdio, p50 (MCP call − direct HTTP GET of the same endpoint)",
         value: `**${ms(v)}**`,
@@ -141,13 +157,50 @@ export function headlines(output) {
         met,
       });
     }
-    if (ho !== undefined) {
+    if (ho?.http2025 !== undefined) {
+      // Raw clients: the server's own added latency, with the goal; the SDK client's figure adds its own cost.
+      const added = (name) => ho[name].addedP50Ms.median;
+      const judged = [];
+      for (const [name, label, revision] of [
+        ["http2025", "HTTP 2025-11-25, raw client", "raw 2025-11-25 client"],
+        ["http2026", "HTTP 2026-07-28, raw client", "raw 2026-07-28 client"],
+      ]) {
+        const { goal, met } = goalOf(
+          output,
+          "get_credits HTTP",
+          `HTTP added latency p50 (MCP - direct GET), ours, ${revision}`,
+        );
+        judged.push({ goal, met });
+        bars.push({ label, value: added(name), text: ms(added(name)), ours: true, ...goalBar(goal) });
+      }
+      bars.push({ label: "HTTP, SDK v1 client", value: added("http"), text: ms(added("http")), ours: true });
+      bars.push({
+        label: "minimal SDK v2 proxy, 2026",
+        value: added("ref2026"),
+        text: ms(added("ref2026")),
+        note: `2025-11-25: ${ms(added("ref2025"))}`,
+      });
+      bars.push({
+        label: "bare node:http proxy (floor)",
+        value: added("floor"),
+        text: ms(added("floor")),
+        reference: true,
+      });
+      rows.push({
+        figure:
+          "Added latency per call over Streamable HTTP, p50, raw clients (same rounds as the stdio and direct calls)",
+        value: `**${ms(added("http2025"))}** (2025-11-25), **${ms(added("http2026"))}** (2026-07-28); the minimal SDK v2 proxy ${ms(added("ref2025"))}, ${ms(added("ref2026"))}; a bare node:http proxy ${ms(added("floor"))}; with the SDK v1 client ${ms(added("http"))}`,
+        goal: judged[0].goal ? `${judged[0].goal} each` : "",
+        met: judged.every((g) => g.met === "yes") ? "yes" : "NO",
+      });
+    } else if (ho !== undefined) {
       const { goal, met } = goalOf(output, "get_credits HTTP", "HTTP added latency p50");
       const v = ho.httpAddedP50Ms.median;
       bars.push({
         label: "Streamable HTTP",
         value: v,
         text: ms(v),
+        ours: true,
         ...goalBar(goal),
       });
       rows.push({
@@ -158,11 +211,54 @@ export function headlines(output) {
         met,
       });
     }
-    for (const bar of bars) bar.ours = true;
     sections.push({
       title: "Added latency per call, p50, ms",
       subtitle: "get_credits through MCP − a direct HTTP GET · lower is better",
       bars,
+    });
+  }
+
+  // --- HTTP calls/s at N clients: ours against the minimal SDK v2 proxy, the floor and the direct GET -------
+  if (ho?.ratios !== undefined && ho.http2025 !== undefined) {
+    const key = Object.keys(ho.http2025).find((k) => /^callsPerS\d+$/.test(k) && k !== "callsPerS1");
+    const clients = key?.replace("callsPerS", "") ?? "";
+    const rate = (name) => ho[name][key].median;
+    const bar = (name, label, extra = {}) => ({ label, value: rate(name), text: int(rate(name)), ...extra });
+    const ratioOf = (client) => ho.ratios[`ours / minimal SDK, ${client}, calls/s at ${clients}`]?.median;
+    const clientKinds = [
+      ["raw 2025-11-25", "http2025", "ref2025"],
+      ["raw 2026-07-28", "http2026", "ref2026"],
+      ["SDK client 2025-11-25", "http", "ref"],
+    ];
+    const bars = [];
+    const clientLabel = (client) =>
+      client.startsWith("raw") ? `${client} client` : client.replace("SDK client ", "SDK v1 client (") + ")";
+    for (const [client, ours, ref] of clientKinds) {
+      const label = client.startsWith("raw") ? client : "SDK v1 client";
+      bars.push(
+        bar(ours, `ours, ${label}`, { ours: true, note: `${times(ratioOf(client))} the minimal SDK proxy` }),
+      );
+      bars.push(bar(ref, `minimal SDK v2 proxy, ${label}`));
+    }
+    bars.push(bar("floor", "bare node:http proxy (floor)", { reference: true }));
+    bars.push(bar("direct", "direct GET of the service", { reference: true }));
+    sections.push({
+      title: `Streamable HTTP calls/s, ${clients} clients`,
+      subtitle: "get_credits answered without error · higher is better",
+      bars,
+    });
+    const judged = clientKinds.map(([client]) =>
+      goalOf(
+        output,
+        "get_credits HTTP",
+        `calls/s at ${clients} clients, ours / minimal SDK v2 proxy, ${clientLabel(client)}`,
+      ),
+    );
+    rows.push({
+      figure: `Streamable HTTP calls/s at ${clients} clients against a minimal MCP SDK v2 server proxying the same GET (raw 2025-11-25, raw 2026-07-28, SDK v1 clients)`,
+      value: `${clientKinds.map(([client]) => `**${times(ratioOf(client))}**`).join(", ")} (${clientKinds.map(([, ours]) => int(rate(ours))).join(", ")} calls/s; direct GET ${int(rate("direct"))})`,
+      goal: judged[0].goal ? `${judged[0].goal} each` : "",
+      met: judged.every((g) => g.met === "yes") ? "yes" : "NO",
     });
   }
 
@@ -360,8 +456,10 @@ export function renderSvg(output, model = headlines(output)) {
       const room = (value, label) => {
         if (value > 0) scale = Math.min(scale, (right - BAR_X - 8 - textWidth(label, 12)) / value);
       };
-      room(bar.value, valueText(bar));
-      if (bar.goal !== undefined) room(bar.goal, goalText(bar));
+      // A bar past its goal line has the goal's label after its value (on the bar it would not read).
+      const past = bar.goal !== undefined && bar.value > bar.goal;
+      room(bar.value, past ? `${valueText(bar)}    ${goalText(bar)}` : valueText(bar));
+      if (bar.goal !== undefined && !past) room(bar.goal, goalText(bar));
     }
     if (!Number.isFinite(scale)) scale = 1;
     for (const bar of section.bars) {
@@ -380,12 +478,16 @@ export function renderSvg(output, model = headlines(output)) {
       let valueX = BAR_X + width + 8;
       if (bar.goal !== undefined) {
         const gx = BAR_X + bar.goal * scale;
+        const past = bar.value > bar.goal;
+        const goalX = past ? valueX + textWidth(valueText(bar), 12) + 16 : gx + 6;
         parts.push(
           `<line x1="${gx.toFixed(1)}" y1="${(top - 3).toFixed(1)}" x2="${gx.toFixed(1)}" y2="${(top + BAR_H + 3).toFixed(1)}" stroke="${COLORS.goal}" stroke-width="2" stroke-dasharray="3 2" />`,
-          text(gx + 6, y, escapeXml(goalText(bar)), { fill: COLORS.goal }),
+          text(goalX, y, escapeXml(goalText(bar)), { fill: COLORS.goal }),
         );
         const overlaps =
-          valueX + textWidth(valueText(bar), 12) > gx - 6 && valueX < gx + 6 + textWidth(goalText(bar), 12);
+          !past &&
+          valueX + textWidth(valueText(bar), 12) > gx - 6 &&
+          valueX < gx + 6 + textWidth(goalText(bar), 12);
         if (overlaps) valueX = Math.max(valueX, gx + 6 + textWidth(goalText(bar), 12) + 12);
       }
       const note = bar.note ? `<tspan fill="${COLORS.muted}">  ${escapeXml(bar.note)}</tspan>` : "";
@@ -436,7 +538,7 @@ export function renderHeadline(output, model = headlines(output)) {
   const lines = [
     START,
     "",
-    `Measured with \`${output.command ?? "npm run bench"}\` on ${machine.cpu ?? "an unknown CPU"} (${machine.cores} cores), Node ${machine.node}, ${date}${output.quick ? " (BENCH_QUICK=1: reduced repetitions, not for publishing)" : ""}. Every figure is the median of repeated runs and every ratio is measured in the same run; lower is better for all of them.`,
+    `Measured with \`${output.command ?? "npm run bench"}\` on ${machine.cpu ?? "an unknown CPU"} (${machine.cores} cores), Node ${machine.node}, ${date}${output.quick ? " (BENCH_QUICK=1: reduced repetitions, not for publishing)" : ""}. Every figure is the median of repeated runs and every ratio is measured in the same run; lower is better for all of them but calls/s.`,
     "",
     ignored(
       markdownTable(
@@ -445,7 +547,7 @@ export function renderHeadline(output, model = headlines(output)) {
       ),
     ),
     "",
-    `![Headline figures of npm run bench as bars: cold start, added latency per call, image preview cost, waiting under the rate limit, replicas on Redis](${SVG_PATH})`,
+    `![Headline figures of npm run bench as bars: cold start, added latency per call, HTTP calls/s, image preview cost, waiting under the rate limit, replicas on Redis](${SVG_PATH})`,
     "",
     "<details><summary>All figures</summary>",
     "",

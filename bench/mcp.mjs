@@ -5,8 +5,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-/** The package's bin (the bundle's launcher). */
-export const BIN = path.join(ROOT, "dist", "bundle", "cli.js");
+/**
+ * The package's bin (the bundle's launcher); BENCH_BIN names another build's (e.g. one from
+ * `node scripts/bundle.mjs --readable DIR`, for profiles).
+ */
+export const BIN =
+  process.env.BENCH_BIN === undefined
+    ? path.join(ROOT, "dist", "bundle", "cli.js")
+    : path.resolve(process.env.BENCH_BIN);
 /** The unbundled tsc output, for reference. */
 export const TSC_ENTRY = path.join(ROOT, "dist", "cli.js");
 

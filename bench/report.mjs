@@ -40,13 +40,22 @@ export function benchNotes(output) {
   const machine = output.machine;
   const notes = [
     `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memory_gb} GB, ${machine.platform}, Node ${machine.node}; load average at start ${machine.loadavg_at_start.join(" ")}`,
-    `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${r.coldStart.floor}. generation-mcp = the package bin (dist/bundle/cli.js, the esbuild bundle).`,
+    `cold start: spawn -> initialize -> tools/list answered; ${N.coldRounds} interleaved rounds after one warm-up round; ratios are medians of same-round ratios. Floor = ${r.coldStart.floor}. generation-mcp = the package bin (dist/bundle/cli.js, the esbuild bundle).${r.coldStart.references === undefined ? "" : ` References: ${r.coldStart.references}.`}${r.coldStart.fastestPeer === undefined ? "" : ` Fastest peer: ${r.coldStart.fastestPeer}.`}`,
     `per-call: ${N.overheadRounds} rounds; each ${N.overheadCalls} interleaved pairs for latency, ${N.throughputCalls} calls per throughput figure.`,
-    `HTTP: ${N.httpRounds} rounds; each ${N.httpCalls} interleaved triples (direct, stdio, HTTP) for latency, ${N.httpThroughputCalls} calls per throughput figure. ${r.httpOverhead.clients}. Errors: ${r.httpOverhead.errors}. The --http server runs with GENERATION_HTTP_MAX_CONCURRENT=${r.httpOverhead.maxConcurrentPerKey}.`,
+    r.httpOverhead.http2025 === undefined
+      ? `HTTP: ${N.httpRounds} rounds; each ${N.httpCalls} interleaved triples (direct, stdio, HTTP) for latency, ${N.httpThroughputCalls} calls per throughput figure. ${r.httpOverhead.clients}. Errors: ${r.httpOverhead.errors}. The --http server runs with GENERATION_HTTP_MAX_CONCURRENT=${r.httpOverhead.maxConcurrentPerKey}.`
+      : `HTTP: ${N.httpRounds} rounds; each ${N.httpCalls} calls per path interleaved one by one for latency, ${N.httpThroughputCalls} calls per throughput figure. Reference: ${r.httpOverhead.reference}. Floor: ${r.httpOverhead.floorServer}. Clients: ${r.httpOverhead.clients}. Added latency = p50 of the path - p50 of the direct GET of the same round. Errors: ${r.httpOverhead.errors}. The --http server runs with GENERATION_HTTP_MAX_CONCURRENT=${r.httpOverhead.maxConcurrentPerKey}.`,
     `waiting: ${r.waiting.setup}. ours = ${r.waiting.ours}; naive = ${r.waiting.naive}. Ours and naive run simultaneously, each on its own sandbox. ${N.waitRounds} rounds.`,
     `upload: peak measured with ${r.upload.peakMethod}; ${N.uploadRounds} uploads after one warm-up.`,
     `memory: ${N.memoryRounds} fresh servers per variant, ${r.memory.calls} calls each, RSS sampled every ${r.memory.block}; mix: ${r.memory.mix}.`,
   ];
+  if (output.goals !== undefined) {
+    notes.push(
+      `goals: ${Object.entries(output.goals)
+        .map(([name, goal]) => `${name} ${goal}`)
+        .join("; ")}.`,
+    );
+  }
   const previews = previewsOf(output);
   if (previews?.repetitions.previewRounds !== undefined) {
     notes.push(

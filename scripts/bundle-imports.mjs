@@ -153,6 +153,9 @@ export function tokenize(source) {
 /** Optional packages the bundle may load with `import()` only; package.json lists them as optional. */
 export const OPTIONAL_EXTERNALS = new Set(["sharp"]);
 
+/** Globals called with one string that never load a module (`Symbol("destroy")` is not a require). */
+const GLOBAL_CALLS = new Set(["Symbol", "String", "Number", "Boolean", "BigInt", "RegExp", "Date", "Error"]);
+
 /**
  * The specifiers one source file can load: `{ specifier, kind: "import" | "dynamic" | "call" }`. "import"
  * is the module syntax, "dynamic" `import()`; "call" is `f("x")`, which may be a require or an ordinary call.
@@ -173,7 +176,9 @@ export function findSpecifiers(source) {
       const closes = tokens[k + 3];
       const single = closes?.type === "punct" && closes.value === ")";
       if (t.value === "import" && !member) found.push({ specifier: tokens[k + 2].value, kind: "dynamic" });
-      else if (!member && single) found.push({ specifier: tokens[k + 2].value, kind: "call" });
+      else if (!member && single && !GLOBAL_CALLS.has(t.value)) {
+        found.push({ specifier: tokens[k + 2].value, kind: "call" });
+      }
     }
   }
   return found;
@@ -200,7 +205,7 @@ function listJs(dir, into = []) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) listJs(file, into);
-    else if (entry.name.endsWith(".js") || entry.name.endsWith(".mjs")) into.push(file);
+    else if (/\.[cm]?js$/.test(entry.name)) into.push(file);
   }
   return into.sort();
 }

@@ -51,9 +51,3 @@ export const MODERN_METHODS: ReadonlySet<string> = new Set([
   "tasks/update",
   "tasks/cancel",
 ]);
-
-/** Whether a message claims the 2026-07-28 per-request envelope (the era is decided by the body). */
-export function claimsModern(message: unknown): boolean {
-  const params = (message as { params?: { _meta?: Record<string, unknown> } } | null)?.params;
-  return typeof params?._meta?.["io.modelcontextprotocol/protocolVersion"] === "string";
-}

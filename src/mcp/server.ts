@@ -16,6 +16,7 @@ import {
   Server,
   type ServerCapabilities,
   type ServerContext,
+  type Tool,
 } from "@modelcontextprotocol/server";
 import { isObject } from "../api/normalize.js";
 import type { Logger } from "../logger.js";
@@ -25,11 +26,37 @@ import { listViewerResources, readViewerResource } from "../ui/viewer.js";
 import { attachSessionLogging } from "./logging.js";
 import { offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
+import type * as ToolsCallModule from "./tools-call.js";
 import type { CallerTasks } from "./tasks/access.js";
 import { registerTasks2025 } from "./tasks/wire-2025.js";
 import { registerTasks2026 } from "./tasks/wire-2026.js";
-import { callTool } from "./tools-call.js";
-import { SERVER_NAME, toolList } from "./tool-list.js";
+
+export const SERVER_NAME = "generation-mcp";
+
+/**
+ * The tool list as computed at build time from the tools' zod schemas, inlined by the bundler
+ * (scripts/bundle.mjs); unbundled runs compute it (tool-list.ts) on the first `tools/list`.
+ */
+declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
+
+let listed: Tool[] | undefined;
+
+/**
+ * The tools as `tools/list` answers them, the same list for every client; `withTasks` false leaves out
+ * `execution` (2025-11-25 tasks). Neither this nor a server's construction loads the tool definitions
+ * (their zod schemas are a good part of the start-up work): `tools/list` answers from the inlined list, and
+ * `tools/call` loads them with its module on the first call.
+ */
+async function toolList(withTasks: boolean): Promise<Tool[]> {
+  listed ??=
+    typeof __GENERATION_MCP_TOOLS__ === "object"
+      ? __GENERATION_MCP_TOOLS__
+      : (await import("./tool-list.js")).describeTools();
+  return withTasks ? listed : listed.map(({ execution: _execution, ...tool }) => tool);
+}
+
+/** tools/call and the tools it runs, loaded on the first call. */
+let toolsCall: Promise<typeof ToolsCallModule> | undefined;
 
 const INSTRUCTIONS =
   "Generates videos and images through a credit-based service. generate_video waits up to a window " +
@@ -181,7 +208,7 @@ export function createMcpServer(options: McpServerOptions): Server {
   };
 
   server.setRequestHandler("tools/list", async () => ({
-    tools: toolList(offersLegacyTasks(server.revision())),
+    tools: await toolList(offersLegacyTasks(server.revision())),
   }));
   server.setRequestHandler("resources/list", async () => ({
     resources: listViewerResources(session.mediaOrigin),
@@ -213,6 +240,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     }
     const params = isObject(request.params) ? request.params : {};
     try {
+      const { callTool } = await (toolsCall ??= import("./tools-call.js"));
       return await callTool({ session, revision: server.revision(), deps }, params, ctx);
     } catch (error) {
       throw server.clientError(request.method, error);

@@ -1,7 +1,9 @@
 /**
  * The tools as MCP lists them, from their zod schemas: the same list for every client, shaped per revision
- * only where a revision has a field of its own (`execution.taskSupport`, 2025-11-25 tasks). Also read by
- * the build (inlined into the bundle), the schema snapshot test, README's tool table and the MCPB manifest.
+ * only where a revision has a field of its own (`execution.taskSupport`, 2025-11-25 tasks; server.ts leaves
+ * it out for the others). Read by the build (inlined into the bundle: the server never loads this module
+ * there), by unbundled runs on their first `tools/list`, the schema snapshot test, README's tool table and
+ * the MCPB manifest.
  */
 import type { Tool } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -9,15 +11,10 @@ import type { ToolDefinition } from "../tools/define-tool.js";
 import { TOOLS } from "../tools/index.js";
 import { viewerToolMeta } from "../ui/viewer.js";
 
-export const SERVER_NAME = "generation-mcp";
-
 /**
- * The bundler inlines `describeTools()` as computed at build time from these same schemas (the JSON Schema
- * conversion is a third of the start-up work); unbundled runs compute it.
+ * Lists the tools as MCP describes them (with the 2025-11-25 `execution` field). The bundler inlines this
+ * list as computed at build time (the JSON Schema conversion was a third of the start-up work).
  */
-declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
-
-/** Lists the tools as MCP describes them (with the 2025-11-25 `execution` field). */
 export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] {
   return tools.map((tool) => ({
     name: tool.name,
@@ -30,14 +27,6 @@ export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] 
     ...(tool.task !== undefined && { execution: { taskSupport: "optional" as const } }),
     ...(tool.viewer === true && { _meta: viewerToolMeta() }),
   }));
-}
-
-let listed: Tool[] | undefined;
-
-/** The tool list, computed once (or inlined by the bundler); `withTasks` false leaves `execution` out. */
-export function toolList(withTasks: boolean): Tool[] {
-  listed ??= typeof __GENERATION_MCP_TOOLS__ === "object" ? __GENERATION_MCP_TOOLS__ : describeTools();
-  return withTasks ? listed : listed.map(({ execution: _execution, ...tool }) => tool);
 }
 
 function toJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {

@@ -21,7 +21,7 @@ import { TOOLS } from "../tools/index.js";
 import { backgroundContext, toolResult, type CallToolResult } from "../tools/result.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { SERVER_NAME } from "./tool-list.js";
+import { SERVER_NAME } from "./server.js";
 import type { TaskState } from "./tasks/records.js";
 import { REFUSED_TASKS } from "./tasks/refused.js";
 import { createdTask2025 } from "./tasks/wire-2025.js";

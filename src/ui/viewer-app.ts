@@ -3,23 +3,52 @@
  * MCP Apps protocol (SEP-1865) over postMessage JSON-RPC: `ui/initialize`, then the host's tool-input and
  * tool-result notifications, and `ui/notifications/size-changed` whenever the content's height changes.
  *
- * Only that small subset is implemented here instead of the SDK's `App` class: bundling `App` brings the
- * MCP SDK's Protocol and zod along (about 520 KB minified), against a few KB for this. The message shapes
- * are the SDK's own types (@modelcontextprotocol/ext-apps, type-only imports, erased at build).
+ * Only that small subset is implemented here instead of the SDK's `App` class: bundled for the browser,
+ * ext-apps 2.0.4's `App` brings the MCP SDK v2 client's Protocol and zod along, about 670 KB minified
+ * (1.7.5's brought about 520 KB), against a few KB for this. The wire protocol is the same in ext-apps 1.x
+ * and 2.x, and the same whichever MCP revision (2025-11-25 or 2026-07-28) the host speaks to the server:
+ * the host hands the viewer plain tool results either way. Every message the viewer sends or handles is
+ * typed by the SDK's own types (@modelcontextprotocol/ext-apps 2.x, type-only imports, erased at build),
+ * so a method name or a field the SDK does not know fails the typecheck.
  *
  * Built by scripts/viewer.mjs (esbuild, browser target) and inlined into src/ui/viewer.html.
  */
 import type {
   LATEST_PROTOCOL_VERSION,
   McpUiHostContext,
+  McpUiHostContextChangedNotification,
+  McpUiInitializedNotification,
   McpUiInitializeRequest,
   McpUiInitializeResult,
+  McpUiOpenLinkRequest,
+  McpUiOpenLinkResult,
+  McpUiResourceTeardownRequest,
+  McpUiSizeChangedNotification,
+  McpUiToolCancelledNotification,
   McpUiToolInputNotification,
   McpUiToolResultNotification,
 } from "@modelcontextprotocol/ext-apps";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolRequest, CallToolResult, PingRequest } from "@modelcontextprotocol/client";
 
 type Json = Record<string, unknown>;
+
+/** What the viewer asks of the host, and the answer each gets. */
+type Asked = McpUiInitializeRequest | McpUiOpenLinkRequest | CallToolRequest;
+type AnswerTo<M extends Asked["method"]> = M extends McpUiInitializeRequest["method"]
+  ? McpUiInitializeResult
+  : M extends McpUiOpenLinkRequest["method"]
+    ? McpUiOpenLinkResult
+    : CallToolResult;
+/** What the viewer tells the host. */
+type Told = McpUiSizeChangedNotification | McpUiInitializedNotification;
+/** What the viewer handles from the host; anything else is answered "method not found". */
+type Heard =
+  | McpUiToolInputNotification
+  | McpUiToolResultNotification
+  | McpUiToolCancelledNotification
+  | McpUiHostContextChangedNotification
+  | McpUiResourceTeardownRequest
+  | PingRequest;
 
 const PROTOCOL_VERSION: typeof LATEST_PROTOCOL_VERSION = "2026-01-26";
 /** While a video is processing, how often the viewer asks get_status through the host (when allowed). */
@@ -40,13 +69,18 @@ function post(message: Json): void {
   window.parent.postMessage({ jsonrpc: "2.0", ...message }, "*");
 }
 
-function request(method: string, params: Json): Promise<Json> {
+function request<M extends Asked["method"]>(
+  method: M,
+  params: Extract<Asked, { method: M }>["params"],
+): Promise<AnswerTo<M>> {
   const id = nextId++;
   post({ id, method, params });
-  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+  return new Promise((resolve, reject) =>
+    pending.set(id, { resolve: (result) => resolve(result as AnswerTo<M>), reject }),
+  );
 }
 
-function notify(method: string, params: Json = {}): void {
+function notify<M extends Told["method"]>(method: M, params: Extract<Told, { method: M }>["params"]): void {
   post({ method, params });
 }
 
@@ -67,7 +101,9 @@ window.addEventListener("message", (event: MessageEvent) => {
     return;
   }
   const params = isObject(message["params"]) ? message["params"] : {};
-  const answer = handle(message["method"], params);
+  // Trusted as the SDK's shapes, like the SDK's own App does once its schema passed; fields are still
+  // read defensively below.
+  const answer = handle({ method: message["method"], params } as Heard);
   if (id === undefined) return;
   post(
     answer === undefined
@@ -77,20 +113,20 @@ window.addEventListener("message", (event: MessageEvent) => {
 });
 
 /** One host message; the result for a request, undefined for a method the viewer does not offer. */
-function handle(method: string, params: Json): Json | undefined {
-  switch (method) {
+function handle(message: Heard): Json | undefined {
+  switch (message.method) {
     case "ui/notifications/tool-input":
-      showInput(params as McpUiToolInputNotification["params"]);
+      showInput(message.params);
       return {};
     case "ui/notifications/tool-result":
-      showResult(params as McpUiToolResultNotification["params"]);
+      showResult(message.params);
       return {};
     case "ui/notifications/tool-cancelled":
       stopTimers();
       showNote("The call was cancelled.");
       return {};
     case "ui/notifications/host-context-changed":
-      applyContext(params as McpUiHostContext);
+      applyContext(message.params);
       return {};
     case "ui/resource-teardown":
       stopTimers();
@@ -231,8 +267,7 @@ function scheduleRefresh(videoId: string): void {
  */
 function refresh(videoId: string): void {
   request("tools/call", { name: "get_status", arguments: { video_id: videoId } })
-    .then((answer) => {
-      const result = answer as unknown as CallToolResult;
+    .then((result) => {
       if (result.isError === true) scheduleRefresh(videoId);
       else showResult(result);
     })
@@ -253,16 +288,14 @@ new ResizeObserver(() => {
   notify("ui/notifications/size-changed", { height });
 }).observe(document.documentElement);
 
-const initialize: McpUiInitializeRequest["params"] = {
+request("ui/initialize", {
   appInfo: { name: "generation-mcp viewer", version: "1" },
   appCapabilities: {},
   protocolVersion: PROTOCOL_VERSION,
-};
-request("ui/initialize", initialize)
-  .then((answer) => {
-    const result = answer as McpUiInitializeResult;
+})
+  .then((result) => {
     canCallTools = result.hostCapabilities?.serverTools !== undefined;
     applyContext(result.hostContext);
-    notify("ui/notifications/initialized");
+    notify("ui/notifications/initialized", {});
   })
   .catch(() => showNote("The host did not accept the viewer."));

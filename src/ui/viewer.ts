@@ -3,21 +3,22 @@
  * generate_image name in their `_meta.ui.resourceUri`. Hosts with MCP Apps render it beside the tool call;
  * hosts without it ignore the `_meta` and never read the resource, so they see no difference.
  */
-import type { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
+// The ext-apps 2.x server entry is two string constants and two small helpers, with no import of its own
+// (esbuild inlines a few hundred bytes); the root entry would bring the App class's SDK client and zod.
+import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server";
+import type { McpUiResourceMeta, McpUiToolMeta } from "@modelcontextprotocol/ext-apps";
 import type { ReadResourceResult, Resource } from "@modelcontextprotocol/server";
 
-// The SDK's McpUiToolMeta and McpUiResourceMeta (ext-apps 1.7.5) are re-exported through extensionless
-// paths that NodeNext resolution cannot follow (they would type as any), so the fields we send are here.
+/** The tool's `_meta` as ext-apps 2.x's registerAppTool writes it: the current key and the older flat key. */
 type ToolMeta = {
-  ui: { resourceUri: string };
-  "ui/resourceUri": string;
+  ui: McpUiToolMeta & { resourceUri: string };
+  [RESOURCE_URI_META_KEY]: string;
 };
-type ResourceMeta = {
-  ui: { csp: { resourceDomains: string[]; connectDomains: string[] }; prefersBorder: boolean };
-};
+type ResourceMeta = { ui: McpUiResourceMeta };
 
 export const VIEWER_URI = "ui://generation-mcp/viewer.html";
-export const VIEWER_MIME_TYPE: typeof RESOURCE_MIME_TYPE = "text/html;profile=mcp-app";
+/** `text/html;profile=mcp-app` */
+export const VIEWER_MIME_TYPE = RESOURCE_MIME_TYPE;
 
 /**
  * The page built by scripts/viewer.mjs, inlined by the bundler (scripts/bundle.mjs). Runs from the tsc
@@ -27,7 +28,7 @@ declare const __GENERATION_MCP_VIEWER_HTML__: string | undefined;
 
 /** The tool's `_meta`: the current key and the older flat key the SDK's own helper also writes. */
 export function viewerToolMeta(): ToolMeta {
-  return { ui: { resourceUri: VIEWER_URI }, "ui/resourceUri": VIEWER_URI };
+  return { ui: { resourceUri: VIEWER_URI }, [RESOURCE_URI_META_KEY]: VIEWER_URI };
 }
 
 /**

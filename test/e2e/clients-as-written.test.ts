@@ -209,12 +209,12 @@ describe("no OAuth here, said plainly", () => {
 describe("revision hygiene", () => {
   it("words a refusal once: no doubled 'MCP error -32601: MCP error -32601'", async () => {
     const session = await stdio();
-    const error = await session.client
+    const error = (await session.client
       .request(
         { method: "tools/call", params: { name: "get_credits", arguments: {}, task: {} } },
         CreateTaskResultSchema,
       )
-      .catch((caught: unknown) => caught as Error);
+      .catch((caught: unknown) => caught)) as Error;
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toMatch(/^MCP error -32601: get_credits does not run as a task/);
     expect(error.message.match(/MCP error/g)).toHaveLength(1);

@@ -257,23 +257,28 @@ describe("2026-07-28 over HTTP", () => {
     expect(unsupported.status).toBe(400);
   });
 
-  it("serves the SDK's own v2 client, which speaks this revision", async () => {
-    const client = new Client({ name: "sdk-v2", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(server.url), {
-        requestInit: { headers: { authorization: `Bearer ${key}` } },
-      }),
-    );
-    try {
-      const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toContain("generate_video");
-      const credits = await client.callTool({ name: "get_credits", arguments: {} });
-      expect(credits.structuredContent).toMatchObject({ credits: expect.any(Number) });
-    } finally {
-      await client.close();
-    }
-    expect(sandbox.requests.length).toBeGreaterThan(0);
-  });
+  // The v2 client speaks 2025-11-25 unless told otherwise: 'auto' probes with server/discover, a pin insists.
+  for (const mode of ["auto", { pin: "2026-07-28" }] as const) {
+    it(`serves the SDK's own v2 client negotiating ${JSON.stringify(mode)}, on this revision`, async () => {
+      const client = new Client({ name: "sdk-v2", version: "1.0.0" }, { versionNegotiation: { mode } });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers: { authorization: `Bearer ${key}` } },
+        }),
+      );
+      try {
+        expect(client.getProtocolEra()).toBe("modern");
+        expect(client.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name)).toContain("generate_video");
+        const credits = await client.callTool({ name: "get_credits", arguments: {} });
+        expect(credits.structuredContent).toMatchObject({ credits: expect.any(Number) });
+      } finally {
+        await client.close();
+      }
+      expect(sandbox.requests.length).toBeGreaterThan(0);
+    });
+  }
 });
 
 describe("older revisions get nothing of a later one", () => {

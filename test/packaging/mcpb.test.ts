@@ -113,7 +113,7 @@ describe("the MCPB bundle", () => {
     );
     const unexpected = files.filter(
       (file) =>
-        !/^(manifest\.json|icon\.png|README\.md|LICENSE|server\/package\.json|server\/cli\.js|server\/preview-worker\.js|server\/chunks\/[\w-]+\.js)$/.test(
+        !/^(manifest\.json|icon\.png|README\.md|LICENSE|server\/package\.json|server\/cli\.js|server\/preview-worker\.js|server\/chunks\/[\w-]+\.c?js)$/.test(
           file,
         ),
     );

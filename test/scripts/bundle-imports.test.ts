@@ -25,7 +25,7 @@ describe("findSpecifiers", () => {
     // Code held in strings, comments and regular expressions is not loaded.
     'var q=\'require("ajv/dist/runtime/uri").default\',t=`require("ajv/dist/runtime/equal") ${h("zod")} x`;',
     '/* import("commented") */ // require("line-comment")',
-    'var r=/from"regex"\\/[/"]/g,d=a/2/b,k=(c)/2;e.on("error");f("two","args");Buffer.from("abc");',
+    'var r=/from"regex"\\/[/"]/g,d=a/2/b,k=(c)/2;e.on("error");f("two","args");Buffer.from("abc");Symbol("destroy");',
     'if(x)return/import("re")/.test(y);var z=`a${`b${h("nested")}`}`;',
   ].join("\n");
 

@@ -1,12 +1,13 @@
 /**
  * A minimal MCP Apps host for the browser test, built on the SDK's own host side (AppBridge from
- * @modelcontextprotocol/ext-apps): it mounts the viewer in a sandboxed iframe (scripts only, so an opaque
- * origin), answers its `ui/initialize`, hands it a tool call's input and result, follows its size
- * changes, and forwards its `tools/call` requests to the test's server (POST /call), as a host would
- * forward them to the MCP server. Bundled by the test with esbuild and served on 127.0.0.1.
+ * @modelcontextprotocol/ext-apps 2.x): it mounts the viewer in a sandboxed iframe (scripts only, so an
+ * opaque origin), answers its `ui/initialize`, hands it a tool call's input and result, follows its size
+ * changes, and forwards its `tools/call` requests to the test's server (POST /call?era=…), as a host would
+ * forward them to the MCP server over its own connection, in the protocol era that connection speaks.
+ * Bundled by the test with esbuild and served on 127.0.0.1.
  */
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
 export interface MountedViewer {
   /** Heights the viewer asked for (ui/notifications/size-changed), in order. */
@@ -17,14 +18,20 @@ export interface MountedViewer {
 
 declare global {
   interface Window {
-    mountViewer(name: string, input: Record<string, unknown>, result: CallToolResult): Promise<void>;
+    /** Mounts the viewer page the server gave in `era`, and hands it a result obtained in that era. */
+    mountViewer(
+      name: string,
+      era: string,
+      input: Record<string, unknown>,
+      result: CallToolResult,
+    ): Promise<void>;
     viewers: Record<string, MountedViewer>;
   }
 }
 
 window.viewers = {};
 
-window.mountViewer = async (name, input, result) => {
+window.mountViewer = async (name, era, input, result) => {
   const iframe = document.createElement("iframe");
   iframe.name = name;
   iframe.sandbox.add("allow-scripts");
@@ -44,11 +51,14 @@ window.mountViewer = async (name, input, result) => {
   };
   bridge.oncalltool = async (params) => {
     mounted.calls.push(params.name);
-    const answer = await fetch("/call", { method: "POST", body: JSON.stringify(params) });
+    const answer = await fetch(`/call?era=${encodeURIComponent(era)}`, {
+      method: "POST",
+      body: JSON.stringify(params),
+    });
     return (await answer.json()) as CallToolResult;
   };
   await bridge.connect(new PostMessageTransport(contentWindow, contentWindow));
-  iframe.src = "/viewer.html";
+  iframe.src = `/viewer.html?era=${encodeURIComponent(era)}`;
   await initialized;
   await bridge.sendToolInput({ arguments: input });
   await bridge.sendToolResult(result);
