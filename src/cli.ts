@@ -18,7 +18,10 @@ import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
-import type { ServiceTarget } from "./runtime.js";
+// The stdio session's path is imported statically: with every lazy part below importing these first
+// (scripts/bundle.mjs), the whole start-up path is one chunk of the bundle rather than ~20 small files.
+import { createRuntime, type ServiceTarget } from "./runtime.js";
+import { serveMcpOverStdio } from "./mcp/stdio.js";
 import type { StateHub } from "./state/shared-state.js";
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
@@ -144,10 +147,6 @@ async function main(argv: string[]): Promise<number> {
   }
   if (config.http) return serveHttp(config, config.http, target, logger, closeSandbox);
 
-  const [{ createRuntime }, { serveMcpOverStdio }] = await Promise.all([
-    import("./runtime.js"),
-    import("./mcp/stdio.js"),
-  ]);
   const hub = await openSharedState(config, logger);
   const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
   let closing = false;
@@ -189,26 +188,42 @@ async function serveHttp(
   logger: Logger,
   closeSandbox: () => Promise<void>,
 ): Promise<number> {
-  const [{ createRuntime }, { RuntimePool }, { startHttpServer }, { gatewayAuth, passthroughAuth }] =
-    await Promise.all([
-      import("./runtime.js"),
-      import("./runtime-pool.js"),
-      import("./transports/http.js"),
-      import("./auth/bearer.js"),
-    ]);
+  const [{ RuntimePool }, { startHttpServer }, { gatewayAuth, passthroughAuth }] = await Promise.all([
+    import("./runtime-pool.js"),
+    import("./transports/http.js"),
+    import("./auth/bearer.js"),
+  ]);
   const gateway = http.tokenHashes !== undefined;
   const hub = await openSharedState(config, logger);
+  // OAuth: the team's authorization server signs callers in; its keys are fetched before serving.
+  const oauth =
+    http.oauth === undefined
+      ? undefined
+      : await (await import("./auth/oauth.js")).createOAuthGate(http.oauth, target.apiKey, logger);
   const pool = new RuntimePool({
-    // A caller's own key is asked about at the service before anything is kept for it.
+    // A caller's own key: nothing is kept for it before the service accepts it.
     create: (apiKey) =>
-      createRuntime(config, { ...target, apiKey, callerKey: !gateway }, logger, VERSION, {}, hub),
+      createRuntime(
+        config,
+        { ...target, apiKey, callerKey: !gateway && oauth === undefined },
+        logger,
+        VERSION,
+        {},
+        hub,
+      ),
   });
   const server = await startHttpServer({
     config: http,
     version: VERSION,
     logger,
     pool,
-    authenticate: gateway ? gatewayAuth(http.tokenHashes ?? [], target.apiKey) : passthroughAuth(),
+    authenticate:
+      oauth !== undefined
+        ? (header) => oauth.authenticate(header)
+        : gateway
+          ? gatewayAuth(http.tokenHashes ?? [], target.apiKey)
+          : passthroughAuth(),
+    oauth,
     bearerHint: gateway
       ? "This server has no OAuth: send the access token you were given for it as 'Authorization: Bearer <token>'."
       : "This server has no OAuth: send your generation service API key as 'Authorization: Bearer <key>'.",
@@ -221,14 +236,18 @@ async function serveHttp(
     closing = true;
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     await server.close().catch(() => undefined);
+    oauth?.close();
     await Promise.allSettled([closeSandbox(), hub?.close()]);
     process.exit(0);
   };
   process.on("SIGINT", () => void shutdown());
   process.on("SIGTERM", () => void shutdown());
-  const mode = gateway
-    ? `gateway: callers present tokens (${http.tokenHashes?.length ?? 0} accepted), the server's own key serves them`
-    : "each caller sends its own service key as Authorization: Bearer";
+  const mode =
+    oauth !== undefined
+      ? `OAuth: callers sign in at ${http.oauth?.issuer}; the server's own key serves them`
+      : gateway
+        ? `gateway: callers present tokens (${http.tokenHashes?.length ?? 0} accepted), the server's own key serves them`
+        : "each caller sends its own service key as Authorization: Bearer";
   logger.info(`generation-mcp ${VERSION} serving MCP at ${server.url} (${mode})`);
   return -1;
 }

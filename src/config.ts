@@ -6,7 +6,9 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import * as z from "zod";
-import { DEFAULT_HTTP_MAX_BODY_BYTES } from "./limits.js";
+import { checkHttpKeys, httpConfig, type HttpConfig } from "./config-http.js";
+
+export { DEFAULT_HTTP_PORT, isLoopbackHost, type HttpConfig, type OAuthConfig } from "./config-http.js";
 import { defaultStateDir } from "./tasks/journal.js";
 
 export interface Config {
@@ -51,26 +53,6 @@ export interface RedisConfig {
   whenDown: "refuse" | "alone";
 }
 
-export interface HttpConfig {
-  port: number;
-  host: string;
-  /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
-  allowedHosts: string[];
-  /** Origins whose browser requests are accepted (and answered with CORS headers); none by default. */
-  allowedOrigins: string[];
-  /**
-   * Gateway mode: SHA-256 (hex) of the tokens callers present; the server uses its own GENERATION_API_KEY.
-   * Undefined: each caller's Bearer is its own service key.
-   */
-  tokenHashes: string[] | undefined;
-  /** Largest request body, in bytes. */
-  maxBodyBytes: number;
-  /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
-  maxConcurrentPerKey: number;
-  /** Connections held open at once; past it new ones are closed at once. */
-  maxConnections: number;
-}
-
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
@@ -98,15 +80,13 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--redis-prefix": "GENERATION_REDIS_PREFIX",
   "--redis-when-down": "GENERATION_REDIS_WHEN_DOWN",
   "--settings-form": "GENERATION_SETTINGS_FORM",
+  "--public-url": "GENERATION_PUBLIC_URL",
+  "--oauth-issuer": "GENERATION_OAUTH_ISSUER",
+  "--oauth-audience": "GENERATION_OAUTH_AUDIENCE",
 };
 
 export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
 
-/** The HTTP defaults (CONTRACT.md: 8080 on 127.0.0.1). */
-export const DEFAULT_HTTP_PORT = 8080;
-export const DEFAULT_HTTP_HOST = "127.0.0.1";
-export const DEFAULT_HTTP_MAX_CONCURRENT = 16;
-export const DEFAULT_HTTP_MAX_CONNECTIONS = 1024;
 /** Previews on; 1024 px keeps four of them inside one result's budget (see media/previews.ts). */
 export const DEFAULT_PREVIEW_MAX_SIDE = 1024;
 
@@ -174,6 +154,9 @@ const schema = z.object({
   GENERATION_HTTP_MAX_CONNECTIONS: optionalText.pipe(
     numberText(z.number().int("must be a whole number").min(16).max(100_000)).optional(),
   ),
+  GENERATION_PUBLIC_URL: optionalText,
+  GENERATION_OAUTH_ISSUER: optionalText,
+  GENERATION_OAUTH_AUDIENCE: optionalText,
   GENERATION_PREVIEWS: onOffText,
   // At most 2000: Claude refuses larger images in a request that holds many.
   GENERATION_PREVIEW_MAX_SIDE: optionalText.pipe(
@@ -366,109 +349,8 @@ function showValue(value: string): string {
   return JSON.stringify(printable.length > 200 ? `${printable.slice(0, 200)}…` : printable);
 }
 
-type Values = z.output<typeof schema>;
-
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_HOSTS.has(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
-}
-
-function list(value: string | undefined): string[] {
-  return (value ?? "")
-    .split(/[\s,]+/)
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== "");
-}
-
-function httpConfig(values: Values, readFile: (file: string) => string): HttpConfig {
-  const host = values.GENERATION_HTTP_HOST ?? DEFAULT_HTTP_HOST;
-  const allowedHosts = list(values.GENERATION_HTTP_ALLOWED_HOSTS).map((entry) => entry.toLowerCase());
-  if (!isLoopbackHost(host) && allowedHosts.length === 0) {
-    throw new ConfigError(
-      `GENERATION_HTTP_HOST (or --host): ${JSON.stringify(host)} is not a loopback address, so GENERATION_HTTP_ALLOWED_HOSTS ` +
-        "(or --allowed-hosts) must list the host names clients use to reach this server (e.g. mcp.example.com), " +
-        "so that DNS rebinding cannot turn a browser against it.",
-    );
-  }
-  const allowedOrigins = list(values.GENERATION_HTTP_ALLOWED_ORIGINS).map((origin) => {
-    if (!URL.canParse(origin) || new URL(origin).origin !== origin.replace(/\/$/, "").toLowerCase()) {
-      throw new ConfigError(
-        `GENERATION_HTTP_ALLOWED_ORIGINS (or --allowed-origins): ${JSON.stringify(origin)} is not an origin such as https://app.example.com.`,
-      );
-    }
-    return new URL(origin).origin;
-  });
-  return {
-    port: values.GENERATION_HTTP_PORT ?? DEFAULT_HTTP_PORT,
-    host,
-    allowedHosts,
-    allowedOrigins,
-    tokenHashes: tokenHashes(values, readFile),
-    maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULT_HTTP_MAX_BODY_BYTES,
-    maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULT_HTTP_MAX_CONCURRENT,
-    maxConnections: values.GENERATION_HTTP_MAX_CONNECTIONS ?? DEFAULT_HTTP_MAX_CONNECTIONS,
-  };
-}
-
-/** The callers' token hashes (gateway mode), from the variable or the file; undefined when neither is set. */
-function tokenHashes(values: Values, readFile: (file: string) => string): string[] | undefined {
-  const inline = values.GENERATION_HTTP_TOKENS;
-  const file = values.GENERATION_HTTP_TOKENS_FILE;
-  if (inline !== undefined && file !== undefined) {
-    throw new ConfigError("set GENERATION_HTTP_TOKENS or GENERATION_HTTP_TOKENS_FILE, not both.");
-  }
-  if (inline === undefined && file === undefined) return undefined;
-  const variable =
-    inline !== undefined ? "GENERATION_HTTP_TOKENS" : "GENERATION_HTTP_TOKENS_FILE (or --tokens-file)";
-  let text = inline ?? "";
-  if (file !== undefined) {
-    try {
-      text = readFile(file);
-    } catch (error) {
-      throw new ConfigError(
-        `${variable}: cannot read ${JSON.stringify(file)} (${(error as NodeJS.ErrnoException).code ?? "error"}).`,
-      );
-    }
-  }
-  const hashes = text
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, ""))
-    .flatMap((line) => list(line))
-    .map((hash) => hash.toLowerCase());
-  const bad = hashes.find((hash) => !/^[0-9a-f]{64}$/.test(hash));
-  if (bad !== undefined || hashes.length === 0) {
-    throw new ConfigError(
-      `${variable}: expected the SHA-256 (64 hex digits) of each caller token, e.g. the output of ` +
-        '`printf %s "$TOKEN" | sha256sum`; the tokens themselves never go into the configuration.',
-    );
-  }
-  return [...new Set(hashes)];
-}
-
 /**
- * Which key the HTTP server uses. Without caller tokens, each caller's Bearer is its own service key, so a
- * server-side key would be a key handed to anyone who can reach the port: refused. With caller tokens, the
- * server's own key (or the sandbox's) serves them all.
+ * The values of every variable, checked by the schema; the `--http` part of the configuration reads them in
+ * config-http.ts.
  */
-function checkHttpKeys(config: Config, sandbox: boolean): Config {
-  const gateway = config.http?.tokenHashes !== undefined;
-  if (!gateway && config.apiKey !== undefined) {
-    throw new ConfigError(
-      "GENERATION_API_KEY is set with --http but no caller tokens are: every caller would use this key. Either " +
-        "unset GENERATION_API_KEY (each caller sends its own service key as Authorization: Bearer), or set " +
-        "GENERATION_HTTP_TOKENS_FILE to the SHA-256 hashes of the tokens your callers present.",
-    );
-  }
-  if (gateway && !sandbox && config.apiKey === undefined) {
-    throw new ConfigError(
-      "GENERATION_HTTP_TOKENS(_FILE) is set: the server calls the service with its own GENERATION_API_KEY, which is missing.",
-    );
-  }
-  if (!sandbox && config.baseUrl === undefined) {
-    throw new ConfigError(
-      "set GENERATION_BASE_URL (the service address ending in /api/v1) for --http, or add --sandbox to serve the built-in sandbox.",
-    );
-  }
-  return config;
-}
+export type ConfigValues = z.output<typeof schema>;

@@ -18,19 +18,23 @@ export interface Refusal {
   message: string;
 }
 
-export type Authenticator = (header: string | undefined) => Caller | Refusal;
+/** Turns a request's Authorization header into a caller or a refusal (OAuth: after checking the token). */
+export type Authenticator = (
+  header: string | undefined,
+) => Caller | Refusal | { unavailable: string } | Promise<Caller | Refusal | { unavailable: string }>;
 
 /** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
 export const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
 /** The token of `Authorization: Bearer <token>`, or undefined when the header is missing or malformed. */
-export function bearerToken(header: string | undefined): string | undefined {
-  const token = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
-  return token === undefined || token.length > MAX_TOKEN_CHARS ? undefined : token;
+export function bearerToken(header: string | undefined, maxChars = MAX_TOKEN_CHARS): string | undefined {
+  if (header === undefined || header.length > maxChars + 16) return undefined;
+  const token = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)?.[1];
+  return token === undefined || token.length > maxChars ? undefined : token;
 }
 
-export function isRefusal(value: Caller | Refusal): value is Refusal {
+export function isRefusal(value: Caller | Refusal | { unavailable: string }): value is Refusal {
   return "challenge" in value;
 }
 

@@ -21,14 +21,30 @@ import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isRefusal, type Authenticator } from "../auth/bearer.js";
+import type { OAuthGate } from "../auth/oauth.js";
 import type { Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config.js";
-import { isLoopbackHost } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Lease, RuntimePool } from "../runtime-pool.js";
-import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
+import { createMcpHttp, type Served } from "../mcp/http.js";
 import type { Session } from "../mcp/session.js";
 import { CallerSlots } from "./caller-slots.js";
+import {
+  busy,
+  cancelledIds,
+  effectiveHosts,
+  headerText,
+  hostAllowed,
+  isInitialize,
+  json,
+  jsonRpcError,
+  missingScopes,
+  readBody,
+  requestIds,
+  sameOrigin,
+  sessionIdOf,
+  type Body,
+} from "./http-request.js";
 
 export interface HttpServerOptions {
   config: HttpConfig;
@@ -37,6 +53,8 @@ export interface HttpServerOptions {
   pool: RuntimePool;
   /** Turns each request's `Authorization` header into a caller, or a refusal. */
   authenticate: Authenticator;
+  /** OAuth mode: the resource server's metadata, challenges and readiness (auth/oauth.ts). */
+  oauth?: OAuthGate | undefined;
   /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
   bearerHint: string;
   /** The configured service's origin (the viewer's media origin). */
@@ -70,6 +88,11 @@ const CORS_HEADERS =
   "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
 /** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
 const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
+/** Where Protected Resource Metadata is looked for: the root form and the one for the `/mcp` resource. */
+const PROTECTED_RESOURCE_PATHS = new Set([
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+]);
 /** Where OAuth clients look for an authorization server (RFC 9728, RFC 8414, OpenID discovery, DCR). */
 const OAUTH_PATHS =
   /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
@@ -114,7 +137,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return json(res, 200, { status: "ok" });
     }
     if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
-      const shared = options.sharedStateReady?.() ?? true;
+      const shared = (options.sharedStateReady?.() ?? true) && (options.oauth?.ready() ?? true);
       const status = !ready
         ? stopping
           ? "stopping"
@@ -138,7 +161,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
+    if (options.oauth !== undefined && PROTECTED_RESOURCE_PATHS.has(path)) {
+      // Public metadata (RFC 9728): where to sign in for this resource, readable from any page.
+      res.setHeader("access-control-allow-origin", "*");
+      return json(res, 200, options.oauth.metadata());
+    }
     if (OAUTH_PATHS.test(path)) {
+      if (options.oauth !== undefined) {
+        const issuer = options.oauth.metadata()["authorization_servers"];
+        return json(res, 404, {
+          error: "not_found",
+          message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at /.well-known/oauth-protected-resource/mcp.`,
+        });
+      }
       // Clients that try OAuth first (Claude Code, mcp-remote) learn what this server takes instead.
       return json(res, 404, { error: "not_found", oauth: false, message: options.bearerHint });
     }
@@ -158,7 +193,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     }
     if (stopping) return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
 
-    const caller = options.authenticate(req.headers.authorization);
+    const caller = await options.authenticate(req.headers.authorization);
+    if ("unavailable" in caller) {
+      res.setHeader("retry-after", "5");
+      return jsonRpcError(res, 503, -32000, `Service unavailable: ${caller.unavailable}; retry in a moment.`);
+    }
     if (isRefusal(caller)) {
       res.setHeader("www-authenticate", caller.challenge);
       return jsonRpcError(res, caller.status, -32001, `unauthorized: ${caller.message}`);
@@ -199,6 +238,22 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       message = JSON.parse(body.text);
     } catch {
       return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
+    }
+    const missing = missingScopes(caller, message);
+    if (missing.length > 0 && options.oauth !== undefined) {
+      // Step-up: the client asks the user for more, and nothing reached the service.
+      res.setHeader(
+        "www-authenticate",
+        options.oauth.challenge({ error: "insufficient_scope", scope: missing.join(" ") }),
+      );
+      return json(res, 403, {
+        jsonrpc: "2.0",
+        error: {
+          code: -32001,
+          message: `insufficient_scope: this call needs the scope ${missing.join(" ")}; sign in again granting it.`,
+        },
+        id: null,
+      });
     }
     if (Array.isArray(message) && NO_BATCH_REVISIONS.test(headerText(req, "mcp-protocol-version"))) {
       return jsonRpcError(
@@ -315,141 +370,4 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       server.closeAllConnections();
     },
   };
-}
-
-/**
- * The Host values served: those configured, else (loopback only) the loopback names with the port. A Host
- * header a DNS-rebinding page would send (its own name) is then refused.
- */
-function effectiveHosts(config: HttpConfig, port: number): Set<string> {
-  if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
-  const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
-  if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
-  return new Set([...names].map((name) => `${name}:${port}`));
-}
-
-function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
-  if (header === undefined) return false;
-  const host = header.trim().toLowerCase();
-  if (allowed.has(host)) return true;
-  // A configured entry without a port allows the name on any port.
-  const name = host.replace(/:\d+$/, "");
-  return allowed.has(name);
-}
-
-/** An Origin whose host (and port) is one this server answers to. */
-function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
-  if (!URL.canParse(origin)) return false;
-  const url = new URL(origin);
-  if (url.protocol !== "http:" && url.protocol !== "https:") return false;
-  return hostAllowed(url.host, allowed);
-}
-
-function headerText(req: IncomingMessage, name: string): string {
-  const value = req.headers[name];
-  return typeof value === "string" ? value.trim() : "";
-}
-
-/** The ids of the requests in a message, as correlation keys. */
-function requestIds(message: unknown): string[] {
-  return messagesOf(message)
-    .filter((entry) => typeof entry.method === "string" && entry.id !== undefined && entry.id !== null)
-    .map((entry) => JSON.stringify(entry.id));
-}
-
-/** The request ids that `notifications/cancelled` messages in the message name. */
-function cancelledIds(message: unknown): string[] {
-  return messagesOf(message)
-    .filter((entry) => entry.method === "notifications/cancelled")
-    .map((entry) => (entry.params as { requestId?: unknown } | undefined)?.requestId)
-    .filter((id) => typeof id === "string" || typeof id === "number")
-    .map((id) => JSON.stringify(id));
-}
-
-function isInitialize(message: unknown): boolean {
-  return messagesOf(message).some((entry) => entry.method === "initialize");
-}
-
-/** The client's `Mcp-Session-Id`, when it sends one that could be ours (a UUID). */
-function sessionIdOf(req: IncomingMessage): string | undefined {
-  const value = req.headers["mcp-session-id"];
-  return typeof value === "string" && /^[0-9a-f-]{36}$/i.test(value) ? value.toLowerCase() : undefined;
-}
-
-type Body = { kind: "ok"; text: string } | { kind: "too-large" } | { kind: "aborted" } | { kind: "busy" };
-
-/**
- * Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. The bytes
- * held by every body being read count against `budget`: past it this body is refused (`busy`) rather than
- * buffered, so many slow senders cannot hold the memory of many full bodies.
- */
-function readBody(
-  req: IncomingMessage,
-  limit: number,
-  budget: { buffered: number; limit: number },
-): Promise<Body> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return Promise.resolve({ kind: "too-large" });
-  }
-  return new Promise<Body>((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (body: Body) => {
-      if (settled) return;
-      settled = true;
-      budget.buffered -= size;
-      req.off("data", onData);
-      resolve(body);
-    };
-    const onData = (chunk: Buffer) => {
-      if (size + chunk.length > limit) {
-        req.resume();
-        settle({ kind: "too-large" });
-        return;
-      }
-      if (budget.buffered + chunk.length > budget.limit) {
-        // Stop reading this one: the connection is closed once the refusal is written.
-        req.pause();
-        settle({ kind: "busy" });
-        return;
-      }
-      size += chunk.length;
-      budget.buffered += chunk.length;
-      chunks.push(chunk);
-    };
-    req.on("data", onData);
-    req.once("end", () => {
-      const text = Buffer.concat(chunks, size).toString("utf8");
-      settle({ kind: "ok", text });
-    });
-    req.once("error", () => settle({ kind: "aborted" }));
-    req.once("close", () => {
-      if (!req.complete) settle({ kind: "aborted" });
-    });
-  });
-}
-
-/** A refusal for load: try again in a moment; the connection is closed so its unread body goes too. */
-function busy(res: ServerResponse, message: string): void {
-  res.setHeader("retry-after", "1");
-  res.setHeader("connection", "close");
-  jsonRpcError(res, 503, -32000, `${message} Retry in a moment.`);
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-  });
-  res.end(text);
-}
-
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  json(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
 }
