@@ -18,8 +18,6 @@
  * `finalize`).
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import path from "node:path";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../sleep.js";
 import type { TaskRecordStore } from "../../state/shared-state.js";
@@ -37,11 +35,11 @@ import {
   type TaskState,
   type TaskStatus,
 } from "./records.js";
+import { RecordsFile } from "./records-file.js";
 
 /** Records kept per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
 const LIST_PAGE_SIZE = 50;
-const FILE_NAME = "mcp-tasks.json";
 /** A progress message that names the started task: "video_id <id>: started". */
 const ANNOUNCEMENT = /^video_id (\S+?):/;
 
@@ -88,18 +86,15 @@ export class TaskEndedError extends Error {
 
 export class TaskRecords {
   private readonly records = new Map<string, TaskRecord>();
-  /** Whether the file exists (or will once written): an empty record set never creates it. */
-  private onDisk = false;
   private readonly runners = new Map<string, AbortController>();
   /** Wakes the readers waiting for a task to end (tasks/result in 2025-11-25). */
   private readonly endings = new Map<string, Set<() => void>>();
-  private writing: Promise<void> = Promise.resolve();
   private readonly sweeper: ReturnType<typeof setInterval>;
   /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
   private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   private constructor(
-    private readonly file: string | undefined,
+    private readonly file: RecordsFile | undefined,
     readonly pollIntervalMs: number,
     private readonly logger: Logger,
     private readonly shared: TaskRecordStore | undefined,
@@ -119,12 +114,12 @@ export class TaskRecords {
     shared?: TaskRecordStore,
   ): Promise<TaskRecords> {
     const tasks = new TaskRecords(
-      dir === undefined ? undefined : path.join(dir, FILE_NAME),
+      dir === undefined ? undefined : new RecordsFile(dir, logger),
       pollIntervalMs,
       logger,
       shared,
     );
-    if (tasks.file !== undefined) await tasks.load(tasks.file);
+    for (const record of (await tasks.file?.load()) ?? []) tasks.records.set(record.task.taskId, record);
     tasks.sweep();
     return tasks;
   }
@@ -161,7 +156,7 @@ export class TaskRecords {
     await this.shared?.follow(record.task.taskId, this.leaseMs());
     await this.share(record);
     // On disk before the client hears of it: a task id handed out survives even a kill -9.
-    await this.writing;
+    await this.file?.written();
     return { ...record.task };
   }
 
@@ -257,7 +252,7 @@ export class TaskRecords {
     clearInterval(this.sweeper);
     for (const runner of this.runners.values()) runner.abort();
     this.persist();
-    await this.writing;
+    await this.file?.written();
   }
 
   /** Follows a working task from its video_id; one that never named a task fails with advice. */
@@ -488,50 +483,8 @@ export class TaskRecords {
       this.records.delete(record.task.taskId);
   }
 
-  private async load(file: string): Promise<void> {
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch {
-      return; // No records yet.
-    }
-    this.onDisk = true;
-    let saved: { records?: unknown };
-    try {
-      saved = JSON.parse(text) as { records?: unknown };
-    } catch {
-      this.logger.warning("the MCP task records could not be read; starting with none", { file });
-      return;
-    }
-    let skipped = 0;
-    for (const value of Array.isArray(saved.records) ? saved.records : []) {
-      const record = parseRecord(value);
-      if (record === undefined) skipped += 1;
-      else this.records.set(record.task.taskId, record);
-    }
-    if (skipped > 0) {
-      this.logger.warning(`${skipped} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`);
-    }
-  }
-
-  /** Writes the records out, one write at a time, atomically (a crash leaves the old file or the new). */
   private persist(): void {
-    const file = this.file;
-    if (file === undefined) return;
-    const kept = [...this.records.values()].filter((record) => record.ephemeral !== true);
-    if (kept.length === 0 && !this.onDisk) return;
-    this.onDisk = true;
-    const body = JSON.stringify({ version: 1, records: kept });
-    this.writing = this.writing.then(async () => {
-      try {
-        await mkdir(path.dirname(file), { recursive: true });
-        const temporary = `${file}.${process.pid}.tmp`;
-        await writeFile(temporary, body, { mode: 0o600 });
-        await rename(temporary, file);
-      } catch (error) {
-        this.logger.warning("the MCP task records could not be written", { error: String(error) });
-      }
-    });
+    this.file?.save(this.records.values());
   }
 }
 

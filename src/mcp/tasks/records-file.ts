@@ -1,0 +1,78 @@
+/**
+ * The MCP task records of one service key on disk: one small JSON file beside the journal, written one
+ * write at a time and atomically (a crash leaves the old file or the new), created only once there is a
+ * record to keep.
+ */
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "../../logger.js";
+import { parseRecord, type TaskRecord } from "./records.js";
+
+const FILE_NAME = "mcp-tasks.json";
+
+export class RecordsFile {
+  private readonly file: string;
+  /** Whether the file exists (or will once written): an empty record set never creates it. */
+  private onDisk = false;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    dir: string,
+    private readonly logger: Logger,
+  ) {
+    this.file = path.join(dir, FILE_NAME);
+  }
+
+  /** The records the file holds; none when it is missing or unreadable (said in a log line). */
+  async load(): Promise<TaskRecord[]> {
+    let text: string;
+    try {
+      text = await readFile(this.file, "utf8");
+    } catch {
+      return []; // No records yet.
+    }
+    this.onDisk = true;
+    let saved: { records?: unknown };
+    try {
+      saved = JSON.parse(text) as { records?: unknown };
+    } catch {
+      this.logger.warning("the MCP task records could not be read; starting with none", { file: this.file });
+      return [];
+    }
+    const records: TaskRecord[] = [];
+    let skipped = 0;
+    for (const value of Array.isArray(saved.records) ? saved.records : []) {
+      const record = parseRecord(value);
+      if (record === undefined) skipped += 1;
+      else records.push(record);
+    }
+    if (skipped > 0) {
+      this.logger.warning(`${skipped} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`);
+    }
+    return records;
+  }
+
+  /** Queues a write of `records` (those not marked ephemeral). */
+  save(records: Iterable<TaskRecord>): void {
+    const kept = [...records].filter((record) => record.ephemeral !== true);
+    if (kept.length === 0 && !this.onDisk) return;
+    this.onDisk = true;
+    const body = JSON.stringify({ version: 1, records: kept });
+    const file = this.file;
+    this.writing = this.writing.then(async () => {
+      try {
+        await mkdir(path.dirname(file), { recursive: true });
+        const temporary = `${file}.${process.pid}.tmp`;
+        await writeFile(temporary, body, { mode: 0o600 });
+        await rename(temporary, file);
+      } catch (error) {
+        this.logger.warning("the MCP task records could not be written", { error: String(error) });
+      }
+    });
+  }
+
+  /** Resolves once every queued write is done. */
+  written(): Promise<void> {
+    return this.writing;
+  }
+}
