@@ -1,7 +1,8 @@
 /**
  * Real third-party MCP clients against the built bin (dist/bundle/cli.js) in sandbox mode: the MCP
  * Inspector's CLI and LangChain's @langchain/mcp-adapters, each over stdio and over Streamable HTTP, and
- * mcp-remote (a stdio <-> HTTP bridge) driven over stdio by the project's own SDK Client. Through each: the
+ * mcp-remote (a stdio <-> HTTP bridge) driven over stdio by the project's own SDK Client, and the Vercel AI
+ * SDK's @ai-sdk/mcp, which opens with server/discover and speaks 2026-07-28, over HTTP and stdio. Through each: the
  * tool list, get_credits, a generate_video waited for until completed, and generate_image's preview as an
  * MCP image item. Every server is a fresh `--sandbox` process; nothing leaves 127.0.0.1.
  *
@@ -31,6 +32,8 @@ const MODULES = path.join(import.meta.dirname, "node_modules");
 const INSPECTOR = path.join(MODULES, "@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 const LANGCHAIN = path.join(MODULES, "@langchain/mcp-adapters/dist/index.js");
 const MCP_REMOTE = path.join(MODULES, "mcp-remote/dist/proxy.js");
+const AI_SDK = path.join(MODULES, "@ai-sdk/mcp/dist/index.js");
+const AI_SDK_STDIO = path.join(MODULES, "@ai-sdk/mcp/dist/mcp-stdio/index.js");
 const NODE22 = path.join(MODULES, "node22/bin/node");
 const KEY = "sk-sandbox-paid";
 const TOOL_NAMES = describeTools().map((tool) => tool.name);
@@ -119,7 +122,7 @@ function expectPreview(mimeType: string | undefined, data: string | undefined) {
   expect(bytes.length).toBeGreaterThan(100);
 }
 
-// All five at once: most of their time is the sandbox's 12 s video.
+// All of them at once: most of their time is the sandbox's 12 s video.
 describe.concurrent("third-party MCP clients against the built bin", () => {
   describe("MCP Inspector CLI (@modelcontextprotocol/inspector --cli)", () => {
     /** One Inspector run: `--format json` prints `{"result": ...}` on stdout; exit 0 unless isError. */
@@ -334,5 +337,79 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
         }
       },
     );
+  });
+
+  describe("Vercel AI SDK (@ai-sdk/mcp createMCPClient), which speaks 2026-07-28", () => {
+    interface AiSdkClient {
+      tools(): Promise<Record<string, unknown>>;
+      callTool(call: { name: string; arguments?: object }): Promise<Structured & { content: ContentItem[] }>;
+      close(): Promise<void>;
+    }
+    type AiSdkModule = { createMCPClient(config: object): Promise<AiSdkClient> };
+    type StdioModule = { Experimental_StdioMCPTransport: new (config: object) => object };
+
+    async function everything(transport: object, who: string) {
+      const { createMCPClient } = (await import(
+        /* @vite-ignore */ pathToFileURL(installed(AI_SDK)).href
+      )) as AiSdkModule;
+      const client = await createMCPClient({ transport, clientName: `interop-${who}` });
+      try {
+        expect(Object.keys(await client.tools())).toEqual(TOOL_NAMES);
+        const [credits, video, image] = await Promise.all([
+          client.callTool({ name: "get_credits", arguments: {} }),
+          client.callTool({
+            name: "generate_video",
+            arguments: { prompt: freshPrompt(who), duration: 2, wait: true },
+          }),
+          client.callTool({ name: "generate_image", arguments: { prompt: freshPrompt(who) } }),
+        ]);
+        expectCredits(credits.structuredContent);
+        expectVideoCompleted(video.structuredContent);
+        const preview = image.content.find((item) => item.type === "image");
+        expectPreview(preview?.mimeType, preview?.data);
+      } finally {
+        await client.close();
+      }
+    }
+
+    it(
+      "over Streamable HTTP: server/discover, then every request on 2026-07-28; tools, a video, a preview",
+      { timeout: 90_000 },
+      async () => {
+        const url = await httpServer("ai-sdk-http");
+        const sent: { rpc: unknown; version: string | null; header: string | null }[] = [];
+        const recording = async (input: string | URL | Request, init?: RequestInit) => {
+          const headers = new Headers(init?.headers);
+          const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { method?: unknown }) : {};
+          sent.push({
+            rpc: body.method,
+            version: headers.get("mcp-protocol-version"),
+            header: headers.get("mcp-method"),
+          });
+          return fetch(input, init);
+        };
+        await everything(
+          { type: "http", url, headers: { Authorization: `Bearer ${KEY}` }, fetch: recording },
+          "ai-sdk-http",
+        );
+        // The client opened with discovery and stayed on the revision: no initialize, no fallback.
+        expect(sent[0]).toEqual({ rpc: "server/discover", version: "2026-07-28", header: "server/discover" });
+        expect(sent.map((entry) => entry.rpc)).not.toContain("initialize");
+        for (const entry of sent) expect(entry.version).toBe("2026-07-28");
+        expect(sent.filter((entry) => entry.rpc === "tools/call")).toHaveLength(3);
+      },
+    );
+
+    it("over stdio: the same", { timeout: 90_000 }, async () => {
+      const { Experimental_StdioMCPTransport } = (await import(
+        /* @vite-ignore */ pathToFileURL(installed(AI_SDK_STDIO)).href
+      )) as StdioModule;
+      const transport = new Experimental_StdioMCPTransport({
+        command: process.execPath,
+        args: [CLI, ...serverFlags("ai-sdk-stdio")],
+        env: { PATH: process.env["PATH"] ?? "", HOME: home },
+      });
+      await everything(transport, "ai-sdk-stdio");
+    });
   });
 });
