@@ -7,7 +7,7 @@
  *
  * Options (environment):
  * - BENCH_QUICK=1 runs fewer repetitions (a smoke test, not for publishing).
- * - BENCH_ONLY=cold,http (any of cold, call, http, upload, memory, previews, waiting, replicas) runs only
+ * - BENCH_ONLY=cold,http (any of cold, call, http, upload, memory, previews, waiting, replicas, oauth) runs only
  *   those sections, prints their table and writes bench/results/partial.json.tmp, never latest.json.
  * - BENCH_CPU_PROF=DIR: the HTTP section's servers (ours and the minimal SDK proxy) run under
  *   `node --cpu-prof`, their profiles written to DIR when they stop (where the time goes).
@@ -43,11 +43,12 @@ import { previewsBench } from "./previews.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
 import { replicasBench } from "./replicas.mjs";
+import { oauthBench } from "./oauth.mjs";
 import { benchReport, benchTable } from "./report.mjs";
 import { writeChart } from "./chart.mjs";
 
 const QUICK = process.env.BENCH_QUICK === "1";
-const SECTIONS = ["cold", "call", "http", "upload", "memory", "previews", "waiting", "replicas"];
+const SECTIONS = ["cold", "call", "http", "upload", "memory", "previews", "waiting", "replicas", "oauth"];
 const ONLY = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 for (const name of ONLY ?? []) {
   if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section "${name}" (${SECTIONS.join(", ")})`);
@@ -68,6 +69,8 @@ const N = {
   waitRounds: QUICK ? 1 : 3,
   previewRounds: QUICK ? 1 : 3,
   previewCalls: QUICK ? 10 : 40,
+  oauthRounds: QUICK ? 2 : 5,
+  oauthIterations: QUICK ? 5_000 : 20_000,
 };
 /** Time scaling of the waiting benchmark: 60 requests per WINDOW_MS, polls every INTERVAL_MS (spec 60 s / 5 s). */
 const WAIT = { windowMs: 3000, intervalMs: 250, ks: [1, 10, 50] };
@@ -82,6 +85,7 @@ const GOALS = {
   coldVsFastestPeer: 0.6,
   addedP50Ms: 1,
   httpVsMinimalAt32: 0.9,
+  oauthAddedP50Ms: 0.2,
 };
 
 const started = Date.now();
@@ -502,6 +506,12 @@ if (want("replicas")) {
   });
 }
 
+// --- OAuth token validation, in process --------------------------------------------------------------------
+if (want("oauth")) {
+  log(`oauth: ${N.oauthRounds} rounds x ${N.oauthIterations} token checks, keys cached`);
+  results.oauth = await oauthBench({ rounds: N.oauthRounds, iterations: N.oauthIterations, log });
+}
+
 rmSync(tmp, { recursive: true, force: true });
 
 // --- report ----------------------------------------------------------------------------------------------
@@ -762,6 +772,20 @@ if (me !== undefined) {
     ms2,
   );
 }
+const oa = r.oauth;
+if (oa !== undefined) {
+  const ms4 = (v) => fmtNum(v, 4);
+  row(
+    "OAuth token check",
+    "added latency p50 (authenticate - empty async), keys cached, ms",
+    oa.addedP50Ms,
+    ms4,
+    `< ${GOALS.oauthAddedP50Ms} ms`,
+    yes(oa.addedP50Ms.median < GOALS.oauthAddedP50Ms),
+  );
+  row("OAuth token check", "authenticate p95, ms", oa.oauthP95Ms, ms4);
+  row("OAuth token check", "gateway token check p50 (gatewayAuth), ms", oa.gatewayP50Ms, ms4);
+}
 const elapsedS = (Date.now() - started) / 1000;
 const output = {
   command: ONLY === undefined ? "npm run bench" : `BENCH_ONLY=${ONLY.join(",")} node bench/run.mjs`,
@@ -775,6 +799,7 @@ const output = {
     coldStartVsFastestPeer: `<= ${GOALS.coldVsFastestPeer}x`,
     addedLatencyP50: `< ${GOALS.addedP50Ms} ms (stdio and HTTP, over a direct GET of the same endpoint)`,
     httpCallsPerSVsMinimalSdkV2: `>= ${GOALS.httpVsMinimalAt32}x at ${HTTP_CLIENTS} clients`,
+    oauthAddedP50: `< ${GOALS.oauthAddedP50Ms} ms (an access token checked, keys cached)`,
   },
   elapsedSeconds: Math.round(elapsedS),
   results,

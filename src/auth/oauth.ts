@@ -5,7 +5,7 @@
  *
  * Every request's access token is a JWT checked here, locally, against the issuer's published keys (fetched
  * once from its discovery document, cached, fetched again for a key id it does not know, at most every
- * 30 s): the signature with an asymmetric algorithm this server names (never the token's say), `iss`
+ * 5 s): the signature with an asymmetric algorithm this server names (never the token's say), `iss`
  * exactly, `aud` containing the audience (a token for another resource never passes), `exp` and `nbf` with
  * a few seconds of leeway, and a `sub`. Anything else is 401 `invalid_token`, with nothing that helps an
  * attacker. While the issuer cannot be reached, nothing is let through: requests are answered 503 and
@@ -30,6 +30,8 @@ const HEALTH_INTERVAL_MS = 60_000;
 const RETRY_INTERVAL_MS = 5_000;
 /** A readiness probe older than this asks the issuer again (a load balancer's probe keeps it fresh). */
 const READY_FRESH_MS = 10_000;
+/** While the issuer is away, requests ask it again at most this often. */
+const RECHECK_MS = 1_000;
 
 /** The issuer could not be asked: the request is answered 503, never let through. */
 export interface Unavailable {
@@ -66,7 +68,8 @@ export async function createOAuthGate(
       const jwksUri = await discoverJwksUri(config.issuer);
       keys = createRemoteJWKSet(new URL(jwksUri), {
         timeoutDuration: DISCOVERY_TIMEOUT_MS,
-        cooldownDuration: 30_000,
+        // A token under a new key id (the issuer rotated) is refused for at most this long.
+        cooldownDuration: 5_000,
         cacheMaxAge: 10 * 60_000,
       });
     }
@@ -103,6 +106,17 @@ export async function createOAuthGate(
     return `Bearer realm="generation-mcp", ${parts.join(", ")}`;
   };
 
+  /** The one answer to every token that does not pass: the same whatever the reason, which stays here. */
+  const invalid = (): Refusal => ({
+    status: 401,
+    challenge: challenge({
+      error: "invalid_token",
+      description: "The access token is not valid for this server.",
+    }),
+    error: "invalid_token",
+    message: "the access token is not valid for this server: sign in again.",
+  });
+
   return {
     ready: () => {
       if (Date.now() - checkedAt > READY_FRESH_MS) void check();
@@ -122,6 +136,8 @@ export async function createOAuthGate(
     },
     async authenticate(header) {
       const token = bearerToken(header, MAX_ACCESS_TOKEN_CHARS);
+      // A bearer too long or malformed is a token that does not pass, not a missing one.
+      if (token === undefined && header !== undefined && /^Bearer[ \t]+\S/i.test(header)) return invalid();
       if (token === undefined) {
         return {
           status: 401,
@@ -132,7 +148,8 @@ export async function createOAuthGate(
       }
       if (keys === undefined || !healthy) {
         // Not a verdict on the token: the issuer cannot vouch for its keys now (they may have been revoked).
-        void check();
+        // Asked again at most once a second, however many requests come meanwhile.
+        if (Date.now() - checkedAt > RECHECK_MS) void check();
         return { unavailable: "the identity provider cannot be reached to check tokens" };
       }
       try {
@@ -143,6 +160,8 @@ export async function createOAuthGate(
           clockTolerance: CLOCK_LEEWAY_S,
           requiredClaims: ["sub", "exp"],
         });
+        // One subject, one caller: a token naming none (or "") would make everyone without one a single caller.
+        if (typeof payload.sub !== "string" || payload.sub === "") return invalid();
         const subject = `${config.issuer}\n${String(payload.sub)}`;
         const id = digestOf(subject);
         return {
@@ -155,18 +174,10 @@ export async function createOAuthGate(
       } catch (error) {
         if (unreachable(error)) {
           healthy = false;
-          void check();
+          if (Date.now() - checkedAt > RECHECK_MS) void check();
           return { unavailable: "the identity provider cannot be reached to check tokens" };
         }
-        return {
-          status: 401,
-          challenge: challenge({
-            error: "invalid_token",
-            description: "The access token is not valid for this server.",
-          }),
-          error: "invalid_token",
-          message: "the access token is not valid for this server: sign in again.",
-        };
+        return invalid();
       }
     },
   };
@@ -212,6 +223,9 @@ function grantsOf(payload: Record<string, unknown>): ReadonlySet<string> {
 /** A failure to reach the issuer (its key set), as opposed to a token that does not pass. */
 function unreachable(error: unknown): boolean {
   if (error instanceof errors.JWKSTimeout) return true;
+  // The key set answered, but not with keys (not 200, not JSON, not a JWKS): the issuer's failure, not the token's.
+  if (error instanceof errors.JWKSInvalid || (error as { code?: unknown }).code === "ERR_JOSE_GENERIC")
+    return true;
   if (error instanceof errors.JOSEError) return false;
   return error instanceof Error && (error.name === "TypeError" || /fetch|ECONN|network/i.test(error.message));
 }

@@ -1,0 +1,172 @@
+/**
+ * Red team, the issuer behind the OAuth tokens (issue 20): the built bin in `--http` OAuth mode, trusting a
+ * small issuer of the test's own (jwks-issuer.ts) that rotates its keys, goes away, answers 500 or answers
+ * too slowly.
+ * - Rotation: a token under a new `kid` is accepted once the server fetches the keys again, which it does
+ *   for an unknown `kid` (at most every 5 s: the cool-down keeps forged kids from making it a fetch
+ *   cannon); a retired key's tokens are refused once the server has the new set.
+ * - Unreachable at start, or lost later: one clear stderr line, `/readyz` 503, every request 503 (never let
+ *   through, never sent to the service); when the issuer answers again the same process becomes ready and
+ *   serves, without a restart.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { tempRoot } from "../helpers/http-calls.js";
+import { startJwksIssuer, type IssuerFault, type JwksIssuer } from "../helpers/jwks-issuer.js";
+import { readyz, startOAuthBin, type OAuthBin } from "../helpers/oauth-bin.js";
+import { rpc, sleep, until } from "../helpers/red-team.js";
+import { freePort } from "../helpers/redis.js";
+
+const UNREACHABLE =
+  /OAuth: the issuer http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.+\): \/readyz reports not ready and requests are refused until it answers\./g;
+
+let sandbox: SandboxHandle;
+let root: Awaited<ReturnType<typeof tempRoot>>;
+const stops: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  [sandbox, root] = await Promise.all([
+    startSandbox({ rateLimit: { limit: 100_000, windowMs: 60_000 } }),
+    tempRoot("generation-mcp-oauth-issuer-"),
+  ]);
+});
+
+afterAll(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  await sandbox?.close();
+  await root?.remove();
+});
+
+/** An issuer and a server trusting it, each on its own port. */
+async function setUp(name: string): Promise<{ issuer: JwksIssuer; bin: OAuthBin }> {
+  const port = await freePort();
+  const issuer = await startJwksIssuer({ audience: `http://127.0.0.1:${port}/mcp` });
+  stops.push(() => issuer.stop());
+  const bin = await startOAuthBin({ sandbox, issuer: issuer.issuer, dir: `${root.dir}/${name}`, port });
+  stops.push(() => bin.server.stop());
+  return { issuer, bin };
+}
+
+const credits = (bin: OAuthBin, token: string) =>
+  rpc(bin.resource, token, "tools/call", { name: "get_credits", arguments: {} });
+
+/** Every request is answered 503 (with Retry-After), and none reaches the service. */
+async function expectRefusedWhileAway(bin: OAuthBin, tokens: string[]): Promise<void> {
+  const before = sandbox.requests.length;
+  for (const token of tokens) {
+    const answer = await credits(bin, token);
+    expect(answer.status, answer.text).toBe(503);
+    expect(answer.headers.get("retry-after")).toBe("5");
+    expect(answer.text).toMatch(/identity provider cannot be reached/);
+  }
+  expect(sandbox.requests.length).toBe(before);
+}
+
+describe("the issuer unreachable at start", () => {
+  it("starts, says so once on stderr, is not ready, answers 503; then serves when the issuer comes up", async () => {
+    const { issuer, bin } = await (async () => {
+      const port = await freePort();
+      const issuer = await startJwksIssuer({ audience: `http://127.0.0.1:${port}/mcp` });
+      stops.push(() => issuer.stop());
+      await issuer.stop();
+      const bin = await startOAuthBin({ sandbox, issuer: issuer.issuer, dir: `${root.dir}/start`, port });
+      stops.push(() => bin.server.stop());
+      return { issuer, bin };
+    })();
+    expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(1);
+    expect(await readyz(bin)).toBe(503);
+    const token = await issuer.sign(issuer.claims());
+    await expectRefusedWhileAway(bin, [token, "forged.not-a.token"]);
+
+    await issuer.start();
+    await until(async () => (await readyz(bin)) === 200, "ready once the issuer answers", 20_000);
+    const served = await credits(bin, token);
+    expect(served.status, served.text).toBe(200);
+    expect(bin.server.stderr()).toMatch(/OAuth: the keys of http:\/\/127\.0\.0\.1:\d+ are in hand/);
+    expect(bin.server.child.exitCode).toBeNull();
+    expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(1);
+  }, 40_000);
+});
+
+describe("key rotation, then the issuer lost and found again", () => {
+  let issuer: JwksIssuer;
+  let bin: OAuthBin;
+  beforeAll(async () => {
+    ({ issuer, bin } = await setUp("rotation"));
+  });
+
+  it("accepts a new kid by fetching the keys again, and refuses the retired key's tokens", async () => {
+    const old = issuer.current;
+    const oldToken = await issuer.sign(issuer.claims({ sub: "old-key" }));
+    expect((await credits(bin, oldToken)).status).toBe(200);
+
+    await issuer.rotate();
+    const newToken = await issuer.sign(issuer.claims({ sub: "new-key" }));
+    const rotatedAt = Date.now();
+    // Refused while the set fetched at start is fresh (the cool-down); then the unknown kid fetches it.
+    let fetchedByRequest = false;
+    await until(
+      async () => {
+        const fetches = issuer.requests.filter((path) => path === "/jwks").length;
+        const answer = await credits(bin, newToken);
+        if (answer.status !== 200) {
+          expect(answer.status).toBe(401);
+          await sleep(1000);
+          return false;
+        }
+        fetchedByRequest = issuer.requests.filter((path) => path === "/jwks").length > fetches;
+        return true;
+      },
+      "the new kid accepted",
+      45_000,
+    );
+    expect(fetchedByRequest).toBe(true);
+    expect(Date.now() - rotatedAt).toBeLessThan(15_000);
+    // Both keys are published: the old key's tokens still pass.
+    expect((await credits(bin, oldToken)).status).toBe(200);
+
+    issuer.retire(old.kid);
+    // The next refresh of the keys (a readiness probe asks for one) drops the old key.
+    await until(
+      async () => {
+        await readyz(bin);
+        await sleep(500);
+        return (await credits(bin, oldToken)).status === 401;
+      },
+      "the retired key refused",
+      20_000,
+    );
+    expect((await credits(bin, newToken)).status).toBe(200);
+    expect(bin.server.stderr().match(UNREACHABLE)).toBeNull();
+  }, 70_000);
+
+  const faults: Array<[string, () => void, () => Promise<void>]> = [
+    ["stopped", () => void issuer.stop(), () => issuer.start()],
+    [
+      "answering 500",
+      () => (issuer.fault = "error" as IssuerFault),
+      async () => void (issuer.fault = undefined),
+    ],
+    ["answering too slowly", () => (issuer.fault = "slow"), async () => void (issuer.fault = undefined)],
+  ];
+  for (const [how, induce, restore] of faults) {
+    it(`refuses every request while the issuer is ${how}, one log line, then serves again`, async () => {
+      const token = await issuer.sign(issuer.claims());
+      expect((await credits(bin, token)).status).toBe(200);
+      const lines = bin.server.stderr().match(UNREACHABLE)?.length ?? 0;
+
+      induce();
+      // A readiness probe older than 10 s asks the issuer again; a load balancer's probes keep it fresh.
+      await until(async () => (await readyz(bin)) === 503, "not ready", 30_000);
+      await expectRefusedWhileAway(bin, [token, await issuer.sign(issuer.claims({ sub: "bob" }))]);
+      expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(lines + 1);
+
+      await restore();
+      await until(async () => (await readyz(bin)) === 200, "ready again", 30_000);
+      const served = await credits(bin, token);
+      expect(served.status, served.text).toBe(200);
+      expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(lines + 1);
+    }, 70_000);
+  }
+});
