@@ -10,7 +10,7 @@
 
 import path from "node:path";
 
-export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews";
+export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews" | "spend_limits";
 
 /**
  * stdio: variables in the client's configuration; mcpb: Claude Desktop's form; http-key: each caller's own
@@ -19,7 +19,7 @@ export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "
  */
 export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared";
 
-const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews)\}\}/g;
+const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews|spend_limits)\}\}/g;
 
 /** A placeholder for "what this user does to change `setting`", rendered by `renderAdvice`. */
 export function fix(setting: Setting): string {
@@ -41,6 +41,8 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     output_dir:
       "check that GENERATION_OUTPUT_DIR in this server's entry of their MCP client configuration names a writable folder with free space",
     previews: "set GENERATION_PREVIEWS=on in this server's entry of their MCP client configuration",
+    spend_limits:
+      "raise GENERATION_MAX_CREDITS_PER_CALL or GENERATION_DAILY_CREDITS (or GENERATION_CONFIRM_ABOVE_CREDITS, for a client that cannot ask them to confirm) in this server's entry of their MCP client configuration, if they want to allow it. You cannot change it yourself; the client must restart the server after the change",
   },
   mcpb: {
     api_key: `check the API key in ${FORM}: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself`,
@@ -48,6 +50,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     allowed_dirs: `add the image's folder to Upload folders in ${FORM}`,
     output_dir: `choose a writable folder with free space as the Output folder in ${FORM}`,
     previews: "turn previews back on (the bundle has them on unless GENERATION_PREVIEWS=off is set)",
+    spend_limits: `raise the spend limit (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS or GENERATION_CONFIRM_ABOVE_CREDITS) the extension is started with, if they want to allow it; ${FORM} has no field for it. You cannot change it yourself`,
   },
   "http-key": {
     api_key:
@@ -56,6 +59,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
     output_dir: OPERATOR,
     previews: OPERATOR,
+    spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
   },
   shared: {
     api_key: `${OPERATOR}: the service refused the API key this server holds`,
@@ -63,6 +67,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
     output_dir: OPERATOR,
     previews: OPERATOR,
+    spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS per person, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
   },
 };
 

@@ -18,10 +18,13 @@ import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
+import { isMetricsOn } from "./config-http.js";
+import { startMetrics } from "./metrics.js";
 // The stdio session's path is imported statically: with every lazy part below importing these first
 // (scripts/bundle.mjs), the whole start-up path is one chunk of the bundle rather than ~20 small files.
 import { createRuntime, type ServiceTarget } from "./runtime.js";
 import { serveMcpOverStdio } from "./mcp/stdio.js";
+import { TOOLS } from "./tools/index.js";
 import type { StateHub } from "./state/shared-state.js";
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
@@ -58,17 +61,27 @@ Options (each mirrors an environment variable; flags win):
   --allowed-dirs DIRS            GENERATION_ALLOWED_DIRS       default ~/Pictures, ~/Downloads, ~/Desktop
   --state-dir DIR                GENERATION_STATE_DIR          default the platform's user state folder
   --http                         GENERATION_HTTP=1
-  --port N / --host H            GENERATION_HTTP_PORT / _HOST  default 8080 / 127.0.0.1
+  --port N                       GENERATION_HTTP_PORT            default 8080
+  --host H                       GENERATION_HTTP_HOST            default 127.0.0.1
   --allowed-hosts LIST           GENERATION_HTTP_ALLOWED_HOSTS   Host values served; needed off loopback
   --allowed-origins LIST         GENERATION_HTTP_ALLOWED_ORIGINS browser origins accepted (CORS)
   --tokens-file FILE             GENERATION_HTTP_TOKENS_FILE     SHA-256 of caller tokens (gateway mode)
   --max-body-bytes N             GENERATION_HTTP_MAX_BODY_BYTES  default 4194304
-  --max-concurrent N             GENERATION_HTTP_MAX_CONCURRENT  calls per key at once, default 16
+  --max-concurrent N             GENERATION_HTTP_MAX_CONCURRENT  calls per caller at once, default 16
+  --max-connections N            GENERATION_HTTP_MAX_CONNECTIONS open connections at most
+  --public-url URL               GENERATION_PUBLIC_URL           this server's public address (OAuth)
+  --oauth-issuer URL             GENERATION_OAUTH_ISSUER         sign callers in with this OAuth issuer
+  --oauth-audience A             GENERATION_OAUTH_AUDIENCE       what tokens' aud must hold, default the resource
   --previews on|off              GENERATION_PREVIEWS           image previews in results, default on
   --preview-max-side N           GENERATION_PREVIEW_MAX_SIDE   longest preview side in px, default 1024
   --resource-links on|off        GENERATION_RESOURCE_LINKS     resource_link items for media, default off
   --redis-url URL                GENERATION_REDIS_URL     replicas share rate budget, polls and duplicate guard
   --redis-prefix P               GENERATION_REDIS_PREFIX  prefix of every Redis key, default generation-mcp:
+  --redis-when-down refuse|alone GENERATION_REDIS_WHEN_DOWN  while Redis cannot be written, default refuse
+  --max-credits-per-call N       GENERATION_MAX_CREDITS_PER_CALL   refuse (or confirm) a call estimated above N
+  --daily-credits N              GENERATION_DAILY_CREDITS          estimated credits per caller per UTC day
+  --confirm-above-credits N      GENERATION_CONFIRM_ABOVE_CREDITS  ask the user to confirm above N
+  --settings-form env|mcpb       GENERATION_SETTINGS_FORM  where advice says settings live, default env
 The API key is read only from GENERATION_API_KEY (never from a flag, so it stays out of process lists).
 `;
 
@@ -115,6 +128,11 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig({ env: process.env, flags, directories: positionals });
   registerSecret(config.apiKey);
   const logger = new Logger();
+  if (config.http === undefined && isMetricsOn(process.env["GENERATION_METRICS"])) {
+    logger.warning(
+      "GENERATION_METRICS=on applies to --http only (GET /metrics): a stdio session serves no metrics, so it is ignored here.",
+    );
+  }
 
   let closeSandbox = async () => {};
   let target: ServiceTarget;
@@ -195,6 +213,15 @@ async function serveHttp(
   ]);
   const gateway = http.tokenHashes !== undefined;
   const hub = await openSharedState(config, logger);
+  registerSecret(http.metrics?.token);
+  // Loads prom-client only now; every other mode keeps the no-op recorder (src/metrics.ts).
+  const metrics =
+    http.metrics === undefined
+      ? undefined
+      : await startMetrics({
+          tools: TOOLS.map((tool) => tool.name),
+          sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
+        });
   // OAuth: the team's authorization server signs callers in; its keys are fetched before serving.
   const oauth =
     http.oauth === undefined
@@ -229,6 +256,7 @@ async function serveHttp(
       : "This server has no OAuth: send your generation service API key as 'Authorization: Bearer <key>'.",
     mediaOrigin: originOf(target.baseUrl),
     ...(hub !== undefined && { sharedStateReady: () => hub.ready() }),
+    ...(metrics !== undefined && { metrics: { endpoint: metrics, token: http.metrics?.token } }),
   });
   let closing = false;
   const shutdown = async () => {
@@ -249,6 +277,10 @@ async function serveHttp(
         ? `gateway: callers present tokens (${http.tokenHashes?.length ?? 0} accepted), the server's own key serves them`
         : "each caller sends its own service key as Authorization: Bearer";
   logger.info(`generation-mcp ${VERSION} serving MCP at ${server.url} (${mode})`);
+  if (metrics !== undefined) {
+    const auth = http.metrics?.token === undefined ? "no auth" : "Bearer GENERATION_METRICS_TOKEN";
+    logger.info(`Prometheus metrics at ${server.url.replace(/\/mcp$/, "/metrics")} (${auth})`);
+  }
   return -1;
 }
 

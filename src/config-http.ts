@@ -27,6 +27,13 @@ export interface HttpConfig {
   maxConcurrentPerKey: number;
   /** Connections held open at once; past it new ones are closed at once. */
   maxConnections: number;
+  /** GENERATION_METRICS=on: `GET /metrics` serves Prometheus metrics (src/metrics.ts); undefined: 404. */
+  metrics: MetricsConfig | undefined;
+}
+
+export interface MetricsConfig {
+  /** GENERATION_METRICS_TOKEN: scrapes must send it as `Authorization: Bearer`; undefined: no auth. */
+  token: string | undefined;
 }
 
 export interface OAuthConfig {
@@ -92,7 +99,34 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULT_HTTP_MAX_BODY_BYTES,
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULT_HTTP_MAX_CONCURRENT,
     maxConnections: values.GENERATION_HTTP_MAX_CONNECTIONS ?? DEFAULT_HTTP_MAX_CONNECTIONS,
+    metrics: metricsConfig(values),
   };
+}
+
+/** Whether a GENERATION_METRICS value (already checked to be on/off and its synonyms) turns metrics on. */
+export function isMetricsOn(value: string | undefined): boolean {
+  return ["on", "1", "true"].includes(value?.trim().toLowerCase() ?? "");
+}
+
+/** Shortest metrics token accepted: a guessable one would protect nothing. */
+const MIN_METRICS_TOKEN_CHARS = 16;
+
+function metricsConfig(values: ConfigValues): MetricsConfig | undefined {
+  const token = values.GENERATION_METRICS_TOKEN;
+  if (!isMetricsOn(values.GENERATION_METRICS)) {
+    if (token !== undefined) {
+      throw new ConfigError(
+        "GENERATION_METRICS_TOKEN is set but GENERATION_METRICS is not on: set GENERATION_METRICS=on to serve GET /metrics, or unset the token.",
+      );
+    }
+    return undefined;
+  }
+  if (token !== undefined && (token.length < MIN_METRICS_TOKEN_CHARS || /\s/.test(token))) {
+    throw new ConfigError(
+      `GENERATION_METRICS_TOKEN: must be at least ${MIN_METRICS_TOKEN_CHARS} characters without spaces (e.g. the output of \`openssl rand -hex 32\`).`,
+    );
+  }
+  return { token };
 }
 
 /**

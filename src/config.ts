@@ -39,6 +39,17 @@ export interface Config {
    * advice names what the user can change (advice.ts).
    */
   settingsForm: "env" | "mcpb";
+  /** Spend limits in estimated credits (src/spend/); undefined (or each member undefined): none. */
+  spend?: SpendLimits | undefined;
+}
+
+export interface SpendLimits {
+  /** GENERATION_MAX_CREDITS_PER_CALL: a call estimated above it is refused unless the user confirms it. */
+  maxCreditsPerCall: number | undefined;
+  /** GENERATION_DAILY_CREDITS: what one caller may start per UTC day. */
+  dailyCredits: number | undefined;
+  /** GENERATION_CONFIRM_ABOVE_CREDITS: above it the user is asked to confirm the cost first. */
+  confirmAboveCredits: number | undefined;
 }
 
 export interface RedisConfig {
@@ -83,6 +94,9 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   "--public-url": "GENERATION_PUBLIC_URL",
   "--oauth-issuer": "GENERATION_OAUTH_ISSUER",
   "--oauth-audience": "GENERATION_OAUTH_AUDIENCE",
+  "--max-credits-per-call": "GENERATION_MAX_CREDITS_PER_CALL",
+  "--daily-credits": "GENERATION_DAILY_CREDITS",
+  "--confirm-above-credits": "GENERATION_CONFIRM_ABOVE_CREDITS",
 };
 
 export const DEFAULT_REDIS_PREFIX = "generation-mcp:";
@@ -118,6 +132,11 @@ const numberText = (schema: z.ZodNumber) =>
 const onOffText = optionalText
   .transform((value) => value?.toLowerCase())
   .pipe(z.enum(["on", "off", "1", "0", "true", "false"], "must be on or off").optional());
+
+/** A number of credits: at most two decimals (the price table's 7.5/s gives halves), at most a billion. */
+const creditsText = optionalText.pipe(
+  numberText(z.number().max(1_000_000_000, "must be at most 1000000000 credits")).optional(),
+);
 
 const schema = z.object({
   GENERATION_API_KEY: optionalText,
@@ -176,6 +195,11 @@ const schema = z.object({
   GENERATION_REDIS_WHEN_DOWN: optionalText
     .transform((value) => value?.toLowerCase())
     .pipe(z.enum(["refuse", "alone"], "must be refuse or alone").optional()),
+  GENERATION_MAX_CREDITS_PER_CALL: creditsText,
+  GENERATION_DAILY_CREDITS: creditsText,
+  GENERATION_CONFIRM_ABOVE_CREDITS: creditsText,
+  GENERATION_METRICS: onOffText,
+  GENERATION_METRICS_TOKEN: optionalText,
   GENERATION_REDIS_PREFIX: optionalText.pipe(
     z
       .string()
@@ -252,6 +276,7 @@ export function loadConfig({
             prefix: values.GENERATION_REDIS_PREFIX ?? DEFAULT_REDIS_PREFIX,
             whenDown: values.GENERATION_REDIS_WHEN_DOWN ?? "refuse",
           },
+    spend: spendLimits(values),
   };
   if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {
@@ -262,6 +287,23 @@ export function loadConfig({
     );
   }
   return config;
+}
+
+function spendLimits(values: ConfigValues): SpendLimits {
+  const limits: SpendLimits = {
+    maxCreditsPerCall: values.GENERATION_MAX_CREDITS_PER_CALL,
+    dailyCredits: values.GENERATION_DAILY_CREDITS,
+    confirmAboveCredits: values.GENERATION_CONFIRM_ABOVE_CREDITS,
+  };
+  const { maxCreditsPerCall: cap, confirmAboveCredits: confirm } = limits;
+  // Asking above a threshold the cap already refuses would never happen: the settings contradict each other.
+  if (cap !== undefined && confirm !== undefined && confirm > cap) {
+    throw new ConfigError(
+      `GENERATION_CONFIRM_ABOVE_CREDITS (or --confirm-above-credits): ${confirm} is above GENERATION_MAX_CREDITS_PER_CALL (${cap}); ` +
+        "the user is asked above the confirm threshold, and a call above the per-call cap is asked for too, so the confirm threshold must be at most the cap.",
+    );
+  }
+  return limits;
 }
 
 function isOn(value: string | undefined, byDefault: boolean): boolean {

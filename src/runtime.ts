@@ -23,6 +23,9 @@ import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
 import { LOCAL_STATE, type SharedState, type StateHub } from "./state/shared-state.js";
 import { TOOLS } from "./tools/index.js";
+import { digestOf } from "./auth/caller.js";
+import { DailySpend, utcDay } from "./spend/daily.js";
+import { LocalSpendStore } from "./spend/local-store.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -111,6 +114,11 @@ export async function createRuntime(
   const journal =
     dir === undefined ? Journal.inMemory({ logger: log }) : await Journal.open(dir, { logger: log });
   const ownership = await Ownership.open(dir, shared.owners, log);
+  // The day's spend: Redis for every replica, else a small file beside the journal (it survives a restart).
+  const localSpend = new LocalSpendStore(dir, log);
+  const dailyCredits = config.spend?.dailyCredits;
+  const daily =
+    dailyCredits === undefined ? undefined : new DailySpend(dailyCredits, shared.spend ?? localSpend);
   const poller = new PollEngine({
     api: client,
     intervalMs: config.pollIntervalMs,
@@ -125,6 +133,7 @@ export async function createRuntime(
     claims: shared.claims,
     ownership,
     beforeWrite: () => client.ensureAccepted(),
+    daily,
   });
 
   const stopping = new AbortController();
@@ -132,7 +141,7 @@ export async function createRuntime(
   // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
   // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
   const remote = config.http !== undefined;
-  const depsFactory: DepsFactory = ({ clientRoots, scope }) => ({
+  const depsFactory: DepsFactory = ({ clientRoots, scope, callerId }) => ({
     api: client,
     poller,
     starter,
@@ -146,6 +155,9 @@ export async function createRuntime(
     mediaOrigin: URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined,
     downloads: !remote || config.outputDirConfigured,
     scope,
+    // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.
+    callerId: callerId ?? digestOf(target.apiKey),
+    daily,
     track: (call) => {
       running.add(call);
       const done = () => running.delete(call);
@@ -193,7 +205,8 @@ export async function createRuntime(
       await tasks.close();
       await ownership.close();
       // A folder that holds nothing worth keeping goes with its runtime: idle state is not left behind.
-      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty) {
+      const spentToday = dir !== undefined && (await localSpend.holds(utcDay(Date.now())));
+      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty && !spentToday) {
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
       }
     },

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   "internal_error",
   "upstream_error",
   "not_found",
+  "budget_exceeded",
   "network_error",
   "timeout",
 ] as const;
@@ -139,6 +140,17 @@ export class TimeoutError extends GenerationError {
   }
 }
 
+/**
+ * A spend limit of this server (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, or a cost the user
+ * could not be asked to confirm) refused the call before anything reached the service.
+ */
+export class BudgetExceededError extends GenerationError {
+  override name = "BudgetExceededError";
+  constructor(message: string, init: GenerationErrorInit = {}) {
+    super("budget_exceeded", message, { transient: false, ...init });
+  }
+}
+
 /** The caller (the MCP client) cancelled; never turned into a retry. */
 export class AbortedError extends Error {
   override name = "AbortError";
@@ -159,6 +171,7 @@ const NEXT_STEPS: Record<string, string> = {
     "Fix the named parameter and call again; nothing was sent to the service and nothing was charged.",
   rate_limit_exceeded:
     "Nothing was charged. The service's request limit is reached: wait until the window resets, then call again.",
+  budget_exceeded: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (dry_run: true shows the cost), or ${ASK_USER.toLowerCase()} ${fix("spend_limits")}.`,
   not_found: "No task has that video_id for this API key. Call list_videos to find the right id.",
   internal_error:
     "The service failed internally. Try again in a minute; if it persists, the service may be down.",

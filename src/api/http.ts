@@ -33,6 +33,7 @@ import {
   tooLongToWait,
 } from "./rate-budget.js";
 import { isObject } from "./normalize.js";
+import { metrics } from "../metrics.js";
 import type { RequestPriority } from "./types.js";
 
 export interface HttpOptions {
@@ -191,6 +192,7 @@ export class HttpTransport {
     const charging = method === "POST" && !call.retry;
     let response: Dispatcher.ResponseData | undefined;
     let text: string;
+    let answered: ((status: number) => void) | undefined;
     try {
       // Built inside the try: a body that cannot be made still frees the rate budget's in-flight slot.
       if (call.stream !== undefined) {
@@ -199,6 +201,7 @@ export class HttpTransport {
         body = streamed.body;
       }
       const dispatcher = await this.getDispatcher();
+      answered = metrics().upstreamRequest(method, path);
       response = await dispatcher.request({
         origin: this.base.origin,
         path: fullPath,
@@ -211,7 +214,9 @@ export class HttpTransport {
       this.options.budget.observe(response.statusCode, response.headers);
       this.options.onStatus?.(response.statusCode);
       text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+      answered(response.statusCode);
     } catch (error) {
+      answered?.(response?.statusCode ?? 0);
       if (body !== undefined && typeof body !== "string") body.destroy();
       if (response === undefined) this.options.budget.observe(0, {});
       throw this.transportError(error, {

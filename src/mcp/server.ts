@@ -7,8 +7,8 @@
  * exactly as each era's wire form says (wire-2025.ts, wire-2026.ts).
  *
  * What differs between revisions is decided here and nowhere else: the `tasks` capability and each tool's
- * `execution` only for 2025-11-25, the tasks extension only for 2026-07-28, and the resource-not-found code
- * of each (-32002 before 2026-07-28, -32602 with the uri from then on).
+ * `execution` only for 2025-11-25, and the tasks extension only for 2026-07-28. (An unknown resource is
+ * -32602 with its uri in every revision: the SDK answers 2026-07-28's code for the older ones too.)
  */
 import {
   ProtocolError,
@@ -196,7 +196,9 @@ export function createMcpServer(options: McpServerOptions): Server {
   };
   let made: Promise<ServerDeps> | undefined;
   const deps = () => {
-    made ??= session.runtime().then((runtime) => runtime.depsFactory({ clientRoots, scope }));
+    made ??= session
+      .runtime()
+      .then((runtime) => runtime.depsFactory({ clientRoots, scope, callerId: session.caller.id }));
     // A refusal is not kept: the next call asks again (the pool remembers a key the service refused).
     made.catch(() => (made = undefined));
     return made;
@@ -219,13 +221,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     const contents = readViewerResource(uri, session.mediaOrigin);
     if (contents !== undefined) return contents;
     const shown = cleanText(uri, 200);
-    // 2026-07-28 answers an unknown resource with -32602 and its uri; earlier revisions with -32002.
-    if (server.revision().era === "modern") {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, {
-        uri: shown,
-      });
-    }
-    throw new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${shown}`);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, { uri: shown });
   });
 
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
@@ -241,7 +237,8 @@ export function createMcpServer(options: McpServerOptions): Server {
     const params = isObject(request.params) ? request.params : {};
     try {
       const { callTool } = await (toolsCall ??= import("./tools-call.js"));
-      return await callTool({ session, revision: server.revision(), deps }, params, ctx);
+      const clientCapabilities = () => server.getClientCapabilities();
+      return await callTool({ session, revision: server.revision(), deps, clientCapabilities }, params, ctx);
     } catch (error) {
       throw server.clientError(request.method, error);
     }

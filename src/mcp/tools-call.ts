@@ -8,12 +8,15 @@
 import {
   ProtocolError,
   ProtocolErrorCode,
+  type ClientCapabilities,
   type Result,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { ValidationError } from "../api/errors.js";
 import { isObject } from "../api/normalize.js";
+import { observeTaskRun, observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
+import { checkSpend } from "../spend/confirm.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "../tools/define-tool.js";
 import { describeError, errorResult, validationMessage } from "../tools/format.js";
@@ -34,6 +37,8 @@ export interface CallEdge {
   revision: Revision;
   /** The deps of the caller's runtime, made on first use; rejects with the service's refusal of the key. */
   deps(): Promise<ServerDeps>;
+  /** What a 2025 client declared at `initialize` (none over stateless HTTP): whether it can be asked. */
+  clientCapabilities?: (() => ClientCapabilities | undefined) | undefined;
 }
 
 const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
@@ -47,6 +52,16 @@ const CLIENT_ADDED_ARGUMENTS = ["wait_for_previous"];
 type TaskForm = { form: "2025"; ttl: number | null | undefined } | { form: "2026" } | undefined;
 
 export async function callTool(
+  edge: CallEdge,
+  params: Record<string, unknown>,
+  ctx: ServerContext,
+): Promise<Result> {
+  const name = typeof params["name"] === "string" ? params["name"] : "";
+  // Metrics (GENERATION_METRICS=on): tool, outcome, duration, credits started; a no-op otherwise.
+  return observeToolCall(name, () => runToolCall(edge, params, ctx));
+}
+
+async function runToolCall(
   edge: CallEdge,
   params: Record<string, unknown>,
   ctx: ServerContext,
@@ -71,6 +86,21 @@ export async function callTool(
     );
   }
   const { tool, data } = call;
+  // A cost above the spend limits is confirmed (or refused) before anything runs or a task is made of it.
+  const gate = await checkSpend({
+    tool: name,
+    data,
+    deps,
+    revision: edge.revision,
+    ctx,
+    clientCapabilities: edge.clientCapabilities?.(),
+  });
+  if ("refused" in gate || ("answer" in gate && gate.declined === true && asTask?.form === "2025")) {
+    const answer = "refused" in gate ? gate.refused : (gate.answer as CallToolResult);
+    if (asTask === undefined) return answer;
+    return answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+  }
+  if ("answer" in gate) return gate.answer;
   if (asTask !== undefined) {
     const startedAt = Date.now();
     const tasks = (await edge.session.runtime()).tasks;
@@ -81,15 +111,18 @@ export async function callTool(
       stopping: deps.stopping,
       saved: tool.task?.save?.(data),
       run: (run) =>
-        toolResult(
-          tool,
-          tool.handler(
-            tool.task?.prepare?.(data, run.ttlMs) ?? data,
+        observeTaskRun(
+          name,
+          toolResult(
+            tool,
+            tool.handler(
+              tool.task?.prepare?.(data, run.ttlMs) ?? data,
+              deps,
+              backgroundContext(run, deps, startedAt),
+            ),
             deps,
-            backgroundContext(run, deps, startedAt),
+            run.signal,
           ),
-          deps,
-          run.signal,
         ),
     });
     return answerTask(asTask, task);

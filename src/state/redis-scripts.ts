@@ -134,3 +134,30 @@ if current then return current end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 return ARGV[1]
 `;
+
+/**
+ * spend_reserve: a caller's estimated credits of one UTC day never pass the daily limit, whatever the
+ * replicas race. Adds the amount unless the total would pass the limit. KEYS: the caller's day counter.
+ * ARGV: amount, limit (both in hundredths of a credit), ttl ms. Returns {1, total after} when reserved, else
+ * {0, total as it stands}.
+ */
+export const SPEND_RESERVE = `
+local used = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
+local amount = tonumber(ARGV[1])
+if used + amount > tonumber(ARGV[2]) then return {0, used} end
+local total = redis.call("INCRBY", KEYS[1], amount)
+redis.call("PEXPIRE", KEYS[1], ARGV[3])
+return {1, total}
+`;
+
+/**
+ * spend_release: gives back a reservation the service never acted on, never below zero. KEYS: the caller's
+ * day counter. ARGV: amount (hundredths of a credit).
+ */
+export const SPEND_RELEASE = `
+local used = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
+if used <= 0 then return 0 end
+local left = math.max(0, used - tonumber(ARGV[1]))
+redis.call("SET", KEYS[1], left, "KEEPTTL")
+return left
+`;

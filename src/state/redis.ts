@@ -12,7 +12,7 @@
  * Meanwhile reads, waits and polls go on with this replica's local state, but a start whose claim cannot be
  * written is not sent (SharedStateUnavailableError): two replicas deciding alone could pay twice for one
  * request. An operator who prefers availability sets GENERATION_REDIS_WHEN_DOWN=alone: each replica then
- * decides alone, as a single server would.
+ * decides alone, as a single server would, and stays ready (a load balancer keeps sending it calls).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -24,7 +24,16 @@ import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { RedisBudget, type BudgetReading, type BudgetStore } from "./redis-budget.js";
 import { ownershipStore, startClaims } from "./redis-claims.js";
 import { pollCoordinator } from "./redis-polls.js";
-import { BUDGET_OBSERVE, BUDGET_TAKE, POLL_LEAD, RELEASE_IF_OWNER, TASK_FINALIZE } from "./redis-scripts.js";
+import {
+  BUDGET_OBSERVE,
+  BUDGET_TAKE,
+  POLL_LEAD,
+  RELEASE_IF_OWNER,
+  SPEND_RELEASE,
+  SPEND_RESERVE,
+  TASK_FINALIZE,
+} from "./redis-scripts.js";
+import { spendStore } from "./redis-spend.js";
 import { taskRecords } from "./redis-tasks.js";
 import { sealerFor, type Sealer } from "./seal.js";
 import {
@@ -52,6 +61,8 @@ interface ScriptCommands {
   pollLead(...args: Array<string | number>): Promise<number>;
   releaseIfOwner(...args: Array<string | number>): Promise<number>;
   taskFinalize(...args: Array<string | number>): Promise<string | null>;
+  spendReserve(...args: Array<string | number>): Promise<[number, number]>;
+  spendRelease(...args: Array<string | number>): Promise<number>;
 }
 export type ScriptedRedis = Redis & ScriptCommands;
 
@@ -110,12 +121,16 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.defineCommand("pollLead", { numberOfKeys: 1, lua: POLL_LEAD });
   commands.defineCommand("releaseIfOwner", { numberOfKeys: 1, lua: RELEASE_IF_OWNER });
   commands.defineCommand("taskFinalize", { numberOfKeys: 1, lua: TASK_FINALIZE });
+  commands.defineCommand("spendReserve", { numberOfKeys: 1, lua: SPEND_RESERVE });
+  commands.defineCommand("spendRelease", { numberOfKeys: 1, lua: SPEND_RELEASE });
 
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const alone = config.whenDown === "alone";
   const consequence = alone
     ? "each replica decides alone (GENERATION_REDIS_WHEN_DOWN=alone) until it is back"
     : "/readyz reports not ready and starts are refused (nothing is sent or charged) until it is back";
+  /** While connecting at start: the failure is said once, in the start's own line below. */
+  let starting = true;
 
   // One outage, one line: `down` is set by the first failure and cleared only by a write that succeeds.
   let down = false;
@@ -137,7 +152,8 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     probing.unref();
     if (down) return;
     down = true;
-    logger.warning(`Redis at ${shown} ${describeFailure(error, commands.status)}: ${consequence}.`);
+    if (!starting)
+      logger.warning(`Redis at ${shown} ${describeFailure(error, commands.status)}: ${consequence}.`);
   };
   commands.on("error", markDown);
   subscriber.on("error", () => undefined);
@@ -167,9 +183,10 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     probing = setInterval(() => void probe(), PROBE_INTERVAL_MS);
     probing.unref();
     logger.error(
-      `Redis at ${shown} did not answer at start: /readyz reports not ready; ${alone ? "each replica decides alone" : "starts are refused (nothing is sent or charged); reads and waits are served with this replica's local state"} until it answers.`,
+      `Redis at ${shown} did not answer at start: ${alone ? "each replica decides alone (GENERATION_REDIS_WHEN_DOWN=alone)" : "/readyz reports not ready; starts are refused (nothing is sent or charged); reads and waits are served with this replica's local state"} until it answers.`,
     );
   }
+  starting = false;
 
   const soft = <T>(fallback: T, run: () => Promise<T>): Promise<T> =>
     run().catch((error: unknown) => {
@@ -192,7 +209,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     );
   };
   return {
-    ready: () => commands.status === "ready" && !down,
+    ready: () => alone || (commands.status === "ready" && !down),
     forKey: (target, { local }) =>
       stateForKey(
         {
@@ -233,6 +250,7 @@ function stateForKey(context: KeyContext, local: TokenBucketBudget): SharedState
     claims: startClaims(context),
     tasks: taskRecords(context),
     owners: ownershipStore(context),
+    spend: spendStore(context),
   };
 }
 

@@ -17,7 +17,7 @@ export interface StateTarget {
 
 /** Makes the shared state of each service key; one per process. */
 export interface StateHub {
-  /** False while a shared store is configured but unreachable: the HTTP server reports not ready. */
+  /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
   ready(): boolean;
   forKey(target: StateTarget, options: { local: TokenBucketBudget }): SharedState;
   close(): Promise<void>;
@@ -30,6 +30,31 @@ export interface SharedState {
   claims: StartClaims | undefined;
   tasks: TaskRecordStore | undefined;
   owners: OwnershipStore | undefined;
+  /** Each caller's estimated credits started per UTC day; undefined: kept by this process (spend/local-store.ts). */
+  spend?: SpendStore | undefined;
+}
+
+/**
+ * Estimated credits started per caller and UTC day, in hundredths of a credit (the price table has halves).
+ * `caller` is an opaque digest, never a credential; `day` is `YYYY-MM-DD`. A reservation is atomic: two
+ * replicas racing for the last credits of a day never both get them.
+ */
+export interface SpendStore {
+  /**
+   * Adds `amount` to the caller's day unless the total would pass `limit`; answers whether it did and the
+   * total (after the reservation, or as it stands when refused). Throws SharedStateUnavailableError when it
+   * cannot be agreed with the other replicas (unless the operator chose to run alone).
+   */
+  reserve(
+    caller: string,
+    day: string,
+    amount: number,
+    limit: number,
+  ): Promise<{ reserved: boolean; used: number }>;
+  /** Gives back a reservation the service said it never acted on (never below zero). */
+  release(caller: string, day: string, amount: number): Promise<void>;
+  /** The caller's total of the day. */
+  used(caller: string, day: string): Promise<number>;
 }
 
 /**

@@ -23,9 +23,10 @@ import type {
   JsonObject,
 } from "../api/types.js";
 import { safeId } from "../api/fields.js";
-import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/find.js";
+import { findVideoId } from "../api/find.js";
 import { resolveVideoModel } from "../models.js";
-import { normalizePrompt } from "./fingerprint.js";
+import type { DailySpend, Reservation } from "../spend/daily.js";
+import { pickMatch } from "./history-match.js";
 import type { Journal, JournalEntry } from "./journal.js";
 import type { StartClaims } from "../state/shared-state.js";
 import type { Ownership } from "./ownership.js";
@@ -73,6 +74,11 @@ export interface StartOptions {
   deadline?: number | undefined;
   /** The caller, when one key serves several (Caller.scope): its tasks are recorded as its own. */
   scope?: string | undefined;
+  /**
+   * What a new start counts against the caller's daily limit (Caller.id, the estimate, and the request in
+   * words for a refusal); nothing is counted for a reused task.
+   */
+  spend?: { callerId: string; credits: number; what: string } | undefined;
 }
 
 export interface StartOutcome {
@@ -110,6 +116,8 @@ export interface TaskStarterOptions {
    * rejects with the service's refusal. Runs before the journal or a claim is written.
    */
   beforeWrite?: (() => Promise<void>) | undefined;
+  /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
+  daily?: DailySpend | undefined;
 }
 
 type Attempt<T> = (idempotencyKey: string) => Promise<T>;
@@ -126,6 +134,7 @@ export class TaskStarter {
   private readonly claims: StartClaims | undefined;
   private readonly ownership: Ownership | undefined;
   private readonly beforeWrite: () => Promise<void>;
+  private readonly daily: DailySpend | undefined;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<StartOutcome | ImageStartOutcome>>();
   /** Intents this process wrote: they are not an earlier run's lost answers. */
@@ -144,6 +153,7 @@ export class TaskStarter {
     this.claims = options.claims;
     this.ownership = options.ownership;
     this.beforeWrite = options.beforeWrite ?? (async () => {});
+    this.daily = options.daily;
   }
 
   /**
@@ -392,6 +402,8 @@ export class TaskStarter {
     options: StartOptions,
     reuseKey?: string,
   ): Promise<StartOutcome> {
+    // A start re-sent with its lost intent's key was counted when it was first sent.
+    const reservation = reuseKey === undefined ? await this.reserveSpend(options) : undefined;
     const intent = await this.writeIntent("video", body, options, reuseKey);
     try {
       const started = await this.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
@@ -409,6 +421,7 @@ export class TaskStarter {
       if (!isAmbiguous(error)) {
         // The service said it did nothing (or nothing could reach it): the intent is settled.
         await this.record({ ...voidOf(intent), started_at: this.now() });
+        await reservation?.release();
         throw error;
       }
       this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
@@ -453,6 +466,7 @@ export class TaskStarter {
   }
 
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
+    const reservation = await this.reserveSpend(options);
     const intent = await this.writeIntent("image", body, options);
     let result: ImageResult;
     try {
@@ -469,6 +483,7 @@ export class TaskStarter {
       // The service keeps no image history to look in: say plainly what may have happened.
       if (isAmbiguous(error)) throw chargePossible(error, IMAGE_CHARGE_POSSIBLE);
       await this.record({ ...voidOf(intent), started_at: this.now() });
+      await reservation?.release();
       throw error;
     }
     await this.record({
@@ -482,6 +497,16 @@ export class TaskStarter {
       result: { image_urls: result.image_urls },
     });
     return { result, image_urls: result.image_urls, reused: false, raw: result.raw };
+  }
+
+  /**
+   * Counts a new start against the caller's daily limit before it may leave (throws budget_exceeded, or
+   * SharedStateUnavailableError when the replicas cannot agree). Kept unless the service says it did nothing.
+   */
+  private async reserveSpend(options: StartOptions): Promise<Reservation | undefined> {
+    if (this.daily === undefined || options.spend === undefined) return undefined;
+    const { callerId, credits, what } = options.spend;
+    return this.daily.reserve(callerId, credits, what);
   }
 
   /** Syncs the intent to disk before the start may leave; the journal line is the proof it was ours. */
@@ -686,63 +711,6 @@ function chargePossible(error: GenerationError, nextStep: string): GenerationErr
     requestId: error.requestId,
     cause: error,
   });
-}
-
-function pickMatch(
-  items: JsonObject[],
-  body: GenerateVideoBody,
-  notBefore: number,
-  known: (id: string) => boolean,
-): Pick<StartOutcome, "video_id" | "status" | "raw"> | undefined {
-  const prompt = normalizePrompt(body.prompt);
-  const model = resolveVideoModel(body.model) ?? body.model;
-  let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;
-  for (const item of items) {
-    // Items may nest their fields (`task.id`, `request.prompt` ...): the same bounded finders as every answer.
-    const id = findVideoId(item);
-    if (id === undefined || known(id)) continue;
-    const itemPrompt = findPrompt(item);
-    if (itemPrompt === undefined || normalizePrompt(itemPrompt) !== prompt) continue;
-    const itemModel = findModel(item);
-    if (itemModel !== undefined && (resolveVideoModel(itemModel) ?? itemModel) !== model) continue;
-    if (!sameWhenBothPresent(requestField(item, "duration"), body.duration)) continue;
-    if (!sameWhenBothPresent(requestField(item, "aspect_ratio"), body.aspect_ratio)) continue;
-    const createdAt = readTime(findCreatedAt(item));
-    if (createdAt !== undefined && createdAt < notBefore) continue;
-    // The newest candidate wins; without times, the service's order (newest first, usually) decides.
-    if (!best || (createdAt !== undefined && (best.createdAt === undefined || createdAt > best.createdAt))) {
-      best = { item, id, createdAt };
-    }
-  }
-  if (!best) return undefined;
-  return { video_id: best.id, status: findStatus(best.item), raw: best.item };
-}
-
-/** A request parameter as a history item echoes it: at its top level, or under request/input/params. */
-function requestField(item: JsonObject, key: string): unknown {
-  if (item[key] !== undefined) return item[key];
-  for (const holder of ["request", "input", "params", "parameters"]) {
-    const nested = item[holder];
-    if (isObject(nested) && nested[key] !== undefined) return nested[key];
-  }
-  return undefined;
-}
-
-function sameWhenBothPresent(itemValue: unknown, sent: string | number | undefined): boolean {
-  if (sent === undefined || itemValue === undefined || itemValue === null) return true;
-  if (typeof sent === "number") return Number(itemValue) === sent;
-  return String(itemValue) === sent;
-}
-
-/** ISO text, epoch seconds or epoch milliseconds; undefined when unreadable. */
-function readTime(value: unknown): number | undefined {
-  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value;
-  if (typeof value === "string" && value.trim() !== "") {
-    if (/^\d+(\.\d+)?$/.test(value.trim())) return readTime(Number(value));
-    const parsed = Date.parse(value);
-    return Number.isNaN(parsed) ? undefined : parsed;
-  }
-  return undefined;
 }
 
 function firstString(record: JsonObject, keys: string[]): string | undefined {

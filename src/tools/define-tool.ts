@@ -12,6 +12,7 @@ import type { Redactor } from "../redact.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
 import type { Ownership } from "../tasks/ownership.js";
 import type { TaskStarter } from "../tasks/starter.js";
+import type { DailySpend } from "../spend/daily.js";
 
 export interface ServerDeps {
   api: GenerationApi;
@@ -51,6 +52,10 @@ export interface ServerDeps {
    * hands one caller's task to another.
    */
   scope?: string | undefined;
+  /** Who is calling (Caller.id): what spend limits count per. */
+  callerId: string;
+  /** The daily limit (GENERATION_DAILY_CREDITS), shared with the task starter; undefined: none. */
+  daily?: DailySpend | undefined;
 }
 
 /** What the deps of one connection (stdio) or request (HTTP) are made from. */
@@ -59,6 +64,8 @@ export interface DepsHooks {
   clientRoots(): Promise<string[]>;
   /** Who is calling, when one service key serves several callers: see ServerDeps.scope. */
   scope?: string | undefined;
+  /** Caller.id; when absent (a task taken up again after a restart starts nothing), the runtime's own. */
+  callerId?: string | undefined;
 }
 
 export type DepsFactory = (hooks: DepsHooks) => ServerDeps;

@@ -9,9 +9,9 @@ import {
   IMAGE_RESOLUTIONS,
   MAX_REFERENCE_IMAGES,
   OUTPUT_FORMATS,
-  imageCredits,
 } from "../models.js";
 import { sanitizeValue } from "../redact.js";
+import { estimateImage } from "../spend/estimate.js";
 import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
   guidanceFields,
@@ -90,6 +90,10 @@ const output = z.object({
     .describe("true when an identical recent request was returned instead of a new one."),
   result: z.unknown().optional().describe("The service's data as received."),
   dry_run: z.boolean().optional(),
+  declined: z
+    .boolean()
+    .optional()
+    .describe("true when the user declined to confirm the cost: nothing was started or charged."),
   request: z
     .record(z.string(), z.unknown())
     .optional()
@@ -117,7 +121,8 @@ export const generateImage = defineTool({
       ...(args.images !== undefined && { images: [...args.images] }),
     };
     refuseDownloadIfOff(deps, args.download);
-    const estimated_credits = imageCredits(1);
+    const estimate = estimateImage(body.model);
+    const estimated_credits = estimate.credits;
     const windowMs = waitWindowMs(deps);
     const locals =
       args.image_paths === undefined ? [] : await openLocalImages(args.image_paths, "image_paths", deps);
@@ -145,6 +150,7 @@ export const generateImage = defineTool({
         fingerprint,
         allowDuplicate,
         scope: deps.scope,
+        spend: { callerId: deps.callerId, credits: estimated_credits, what: estimate.what },
         signal: context.signal,
         deadline: requestDeadline(context, windowMs),
       });

@@ -14,6 +14,7 @@ import {
   VIDEO_RESOLUTIONS,
   videoCredits,
 } from "../models.js";
+import { estimateVideo } from "../spend/estimate.js";
 import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
   allowDuplicateField,
@@ -118,6 +119,10 @@ const output = z.object({
     .optional()
     .describe("With dry_run: the request that would be sent."),
   warning: z.string().optional(),
+  declined: z
+    .boolean()
+    .optional()
+    .describe("true when the user declined to confirm the cost: nothing was started or charged."),
 });
 
 export const generateVideo = defineTool({
@@ -146,7 +151,8 @@ export const generateVideo = defineTool({
       ...(args.resolution !== undefined && { resolution: args.resolution }),
     };
     refuseDownloadIfOff(deps, args.download);
-    const estimated_credits = videoCredits(model, duration, args.resolution);
+    const estimate = estimateVideo(model, duration, args.resolution);
+    const estimated_credits = estimate.credits;
     const windowMs = waitWindowMs(deps, args.timeout_seconds);
     const images =
       args.image_path === undefined ? [] : await openLocalImages([args.image_path], "image_path", deps);
@@ -171,6 +177,7 @@ export const generateVideo = defineTool({
         fingerprint,
         allowDuplicate,
         scope: deps.scope,
+        spend: { callerId: deps.callerId, credits: estimated_credits, what: estimate.what },
         signal: context.signal,
         deadline: requestDeadline(context, windowMs),
       });

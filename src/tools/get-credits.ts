@@ -3,6 +3,17 @@ import { sanitizeValue } from "../redact.js";
 import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
 
+const allowance = z
+  .object({
+    daily_limit: z
+      .number()
+      .describe("Estimated credits this caller may start per UTC day (GENERATION_DAILY_CREDITS)."),
+    used_today: z.number().describe("Estimated credits this caller started today (UTC)."),
+    remaining_today: z.number().describe("What is left of today's limit."),
+    resets_at: z.string().describe("When the count starts again: the next midnight UTC, ISO 8601."),
+  })
+  .describe("This server's daily spend limit for this caller; present only when one is set.");
+
 export const getCredits = defineTool({
   name: "get_credits",
   title: "Get credits",
@@ -10,7 +21,9 @@ export const getCredits = defineTool({
     "Show the account's remaining credits, whether it has paid access (needed for vendor-video-2-0, vendor-video-2-0-fast and images) " +
     "and its subscription status, exactly as the service reports them. Free: costs no credits. Check it before an expensive generation.",
   input: z.strictObject({}),
-  output: z.record(z.string(), z.unknown()).describe("The service's credits fields as received."),
+  output: z
+    .looseObject({ allowance: allowance.optional() })
+    .describe("The service's credits fields as received, and allowance when a daily limit is set."),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(_args, deps, context) {
     const data = await deps.api.getCredits({
@@ -18,15 +31,23 @@ export const getCredits = defineTool({
       priority: "foreground",
       deadline: readDeadline(context, deps),
     });
-    return sanitizeValue(data) as Record<string, unknown>;
+    const fields = sanitizeValue(data) as Record<string, unknown>;
+    // `allowance` is this server's: a field of that name from the service is kept under another name.
+    const { allowance: theirs, ...rest } = fields;
+    const kept = theirs === undefined ? rest : { ...rest, service_allowance: theirs };
+    if (deps.daily === undefined) return kept;
+    return { ...kept, allowance: await deps.daily.allowance(deps.callerId) };
   },
   summarize(result) {
     // Values are the service's: strings are quoted so they read as data, never as instructions.
-    return `Credits: ${Object.entries(result)
+    const { allowance: ours, ...service } = result;
+    const line = `Credits: ${Object.entries(service)
       .map(
         ([key, value]) =>
           `${key}=${typeof value === "number" || typeof value === "boolean" ? String(value) : JSON.stringify(value)}`,
       )
       .join(", ")}`;
+    if (ours === undefined) return line;
+    return `${line}\nDaily allowance (this server's limit for you): ${ours.remaining_today} of ${ours.daily_limit} credits left today (${ours.used_today} started); resets at ${ours.resets_at}.`;
   },
 });

@@ -3,6 +3,7 @@ import { GenerationError } from "../api/errors.js";
 import type { VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
 import { downloadMedia } from "../files/download.js";
+import { metrics } from "../metrics.js";
 import { sanitizeValue } from "../redact.js";
 import { downloadTimeoutMs } from "./deadline.js";
 import type { ServerDeps, ToolContext } from "./define-tool.js";
@@ -53,6 +54,7 @@ export async function waitForVideo(
     };
   }
   let result;
+  const waitEnded = metrics().waitStarted();
   try {
     result = await deps.poller.wait(videoId, {
       timeoutMs,
@@ -66,6 +68,8 @@ export async function waitForVideo(
     });
   } catch (error) {
     throw withTaskContext(error, videoId);
+  } finally {
+    waitEnded();
   }
   // Since the call arrived: the time the caller actually spent, start and upload included.
   const elapsed = Math.round((Date.now() - context.startedAt) / 100) / 10;

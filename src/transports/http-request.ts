@@ -1,24 +1,30 @@
 /**
- * Reading an HTTP request to /mcp and answering one without MCP: which Host and Origin are this server's
+ * Reading an HTTP request to /mcp and answering one without MCP (and `GET /metrics`): which Host and Origin are this server's
  * (DNS rebinding), what a JSON-RPC message asks for (its ids, cancellations, the scopes it needs), the body
  * read within its limits, and the small JSON answers a refusal is.
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { scopesNeeded } from "../auth/scopes.js";
 import type { Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config.js";
 import { isLoopbackHost } from "../config.js";
 import { messagesOf } from "../mcp/http.js";
+import type { MetricsEndpoint } from "../metrics.js";
 
 /**
- * The Host values served: those configured, else (loopback only) the loopback names with the port. A Host
- * header a DNS-rebinding page would send (its own name) is then refused.
+ * The Host values served: those configured, else (loopback only) the loopback names with the port and the
+ * public address (GENERATION_PUBLIC_URL) when there is one. A Host header a DNS-rebinding page would send
+ * (its own name) is then refused.
  */
 export function effectiveHosts(config: HttpConfig, port: number): Set<string> {
   if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
   const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
   if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
-  return new Set([...names].map((name) => `${name}:${port}`));
+  const served = new Set([...names].map((name) => `${name}:${port}`));
+  // Behind a reverse proxy that passes the public Host on: the public address is this server's too.
+  if (config.oauth !== undefined) served.add(new URL(config.oauth.publicUrl).host.toLowerCase());
+  return served;
 }
 
 export function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
@@ -153,4 +159,43 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
 
 export function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   json(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
+}
+
+/**
+ * `GET /metrics`: the Prometheus text. Its labels hold no key, token, subject, prompt or id, so it needs no
+ * caller's credentials; with GENERATION_METRICS_TOKEN set, a scrape must present that token.
+ */
+export async function answerMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  metrics: { endpoint: MetricsEndpoint; token: string | undefined },
+): Promise<void> {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("allow", "GET, HEAD");
+    return json(res, 405, { error: "method_not_allowed", message: "GET /metrics." });
+  }
+  if (metrics.token !== undefined && !sameSecret(bearerOf(req), metrics.token)) {
+    res.setHeader("www-authenticate", 'Bearer realm="metrics"');
+    return json(res, 401, {
+      error: "unauthorized",
+      message: "Send the metrics token (GENERATION_METRICS_TOKEN) as 'Authorization: Bearer <token>'.",
+    });
+  }
+  const { contentType, text } = await metrics.endpoint.scrape();
+  res.writeHead(200, {
+    "content-type": contentType,
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
+  res.end(req.method === "HEAD" ? undefined : text);
+}
+
+function bearerOf(req: IncomingMessage): string {
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1] ?? "";
+}
+
+/** Compares digests, so neither the length nor the content of the token leaks through timing. */
+function sameSecret(presented: string, expected: string): boolean {
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(presented), digest(expected));
 }

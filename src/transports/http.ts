@@ -6,7 +6,7 @@
  * body limits and the caller's concurrency cap; a refusal is a small JSON answer, never a stack trace. A
  * client that disconnects, or sends `notifications/cancelled` for a call still running here, cancels it (the
  * task itself goes on and stays recoverable). `GET /healthz` says the process is alive, `GET /readyz`
- * whether it serves.
+ * whether it serves; with GENERATION_METRICS=on, `GET /metrics` the Prometheus metrics (src/metrics.ts).
  *
  * Bounded before anyone is trusted: connections (`maxConnections`), the bytes of bodies being read at once
  * (whatever the bearer), the time to send headers and the whole request (checked every second, so the
@@ -28,8 +28,10 @@ import type { Logger } from "../logger.js";
 import type { Lease, RuntimePool } from "../runtime-pool.js";
 import { createMcpHttp, type Served } from "../mcp/http.js";
 import type { Session } from "../mcp/session.js";
+import type { MetricsEndpoint } from "../metrics.js";
 import { CallerSlots } from "./caller-slots.js";
 import {
+  answerMetrics,
   busy,
   cancelledIds,
   effectiveHosts,
@@ -61,6 +63,8 @@ export interface HttpServerOptions {
   mediaOrigin: string | undefined;
   /** False while the state shared with other replicas (Redis) is unreachable: `/readyz` says not ready. */
   sharedStateReady?: () => boolean;
+  /** GENERATION_METRICS=on: `GET /metrics` (behind the Host and Origin checks, and the token when set). */
+  metrics?: { endpoint: MetricsEndpoint; token: string | undefined } | undefined;
 }
 
 export interface HttpServerHandle {
@@ -161,6 +165,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
+    if (path === "/metrics" && options.metrics !== undefined) return answerMetrics(req, res, options.metrics);
     if (options.oauth !== undefined && PROTECTED_RESOURCE_PATHS.has(path)) {
       // Public metadata (RFC 9728): where to sign in for this resource, readable from any page.
       res.setHeader("access-control-allow-origin", "*");

@@ -14,6 +14,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CreateTaskResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FLAG_TO_ENV } from "../../src/config.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
@@ -232,6 +233,14 @@ describe("the CLI a newcomer meets", () => {
     expect(spawnSync(process.execPath, [CLI, "--version"], { encoding: "utf8" }).stdout.trim()).toMatch(
       /^\d+\.\d+\.\d+/,
     );
+  });
+
+  it("lists every flag and the variable it mirrors in --help", () => {
+    const help = spawnSync(process.execPath, [CLI, "--help"], { encoding: "utf8" }).stdout;
+    const missing = Object.entries(FLAG_TO_ENV).filter(
+      ([flag, variable]) => !new RegExp(`${flag}\\b[^\\n]*${variable}\\b`).test(help),
+    );
+    expect(missing).toEqual([]);
   });
 
   it("prints the sandbox's keys with --http --sandbox, and warns that --sandbox replicas share nothing on Redis", async () => {

@@ -1,0 +1,53 @@
+/**
+ * What a call would cost by the price table (models.ts), and the request in the words a confirmation or a
+ * refusal uses: "a 10 s 1080p video on vendor-video-2-0". The tools and the protocol edge both ask here, so
+ * the estimate a user confirms is the one the daily limit counts.
+ */
+import { isObject } from "../api/normalize.js";
+import {
+  DEFAULT_DURATION_S,
+  DEFAULT_IMAGE_MODEL,
+  DEFAULT_VIDEO_MODEL,
+  DEFAULT_VIDEO_RESOLUTION,
+  RESOLUTION_MODEL,
+  imageCredits,
+  videoCredits,
+  type VideoModel,
+} from "../models.js";
+
+export interface CallEstimate {
+  credits: number;
+  /** The request in words: "a 10 s 1080p video on vendor-video-2-0". */
+  what: string;
+}
+
+export function estimateVideo(model: VideoModel, durationS: number, resolution?: string): CallEstimate {
+  const shownResolution = model === RESOLUTION_MODEL ? `${resolution ?? DEFAULT_VIDEO_RESOLUTION} ` : "";
+  return {
+    credits: videoCredits(model, durationS, resolution),
+    what: `a ${durationS} s ${shownResolution}video on ${model}`,
+  };
+}
+
+export function estimateImage(model: string = DEFAULT_IMAGE_MODEL): CallEstimate {
+  return { credits: imageCredits(1), what: `an image on ${model}` };
+}
+
+/**
+ * The estimate of a checked tools/call that would start something paid; undefined for the free tools and
+ * for a dry run (it sends nothing).
+ */
+export function estimateCall(tool: string, args: unknown): CallEstimate | undefined {
+  const data = isObject(args) ? args : {};
+  if (data["dry_run"] === true) return undefined;
+  if (tool === "generate_video") {
+    const model = (typeof data["model"] === "string" ? data["model"] : DEFAULT_VIDEO_MODEL) as VideoModel;
+    const duration = typeof data["duration"] === "number" ? data["duration"] : DEFAULT_DURATION_S;
+    const resolution = typeof data["resolution"] === "string" ? data["resolution"] : undefined;
+    return estimateVideo(model, duration, resolution);
+  }
+  if (tool === "generate_image") {
+    return estimateImage(typeof data["model"] === "string" ? data["model"] : undefined);
+  }
+  return undefined;
+}
