@@ -49,8 +49,9 @@ const MAX_REFUSED = 10_000;
 
 export class RuntimePool {
   private readonly entries = new Map<string, Entry>();
-  /** Keys the service refused, by digest: until when, and the refusal to answer meanwhile. */
-  private readonly refused = new Map<string, { until: number; error: GenerationError }>();
+  /** Keys the service refused, by digest: until when they are answered from memory (a number each, so a
+   * flood of made-up keys holds little: the refusal itself is made when it is answered). */
+  private readonly refused = new Map<string, number>();
   private readonly idleMs: number;
   private readonly maxRuntimes: number;
   private readonly refusedMs: number;
@@ -71,8 +72,8 @@ export class RuntimePool {
   async acquire(serviceKey: string): Promise<Lease> {
     if (this.closed) throw new Error("the runtime pool is closed");
     const digest = digestOf(serviceKey);
-    const refusal = this.refused.get(digest);
-    if (refusal !== undefined && refusal.until > this.now()) throw refusal.error;
+    const refusedUntil = this.refused.get(digest);
+    if (refusedUntil !== undefined && refusedUntil > this.now()) throw refusedKey();
     let entry = this.entries.get(digest);
     if (entry === undefined) {
       // Nothing may await between the lookup and the insert, or two calls of a new key would each make a
@@ -142,18 +143,18 @@ export class RuntimePool {
     const state = runtime.keyState();
     if (state === "accepted") return;
     void this.closeEntry(digest, entry);
-    if (state === "refused") this.remember(digest, refusedKey());
+    if (state === "refused") this.remember(digest);
   }
 
-  private remember(digest: string, error: GenerationError): void {
+  private remember(digest: string): void {
     this.refused.delete(digest);
-    this.refused.set(digest, { until: this.now() + this.refusedMs, error });
+    this.refused.set(digest, this.now() + this.refusedMs);
     if (this.refused.size > MAX_REFUSED) this.refused.delete(this.refused.keys().next().value ?? "");
   }
 
   private async sweep(): Promise<void> {
     const now = this.now();
-    for (const [digest, refusal] of this.refused) if (refusal.until <= now) this.refused.delete(digest);
+    for (const [digest, until] of this.refused) if (until <= now) this.refused.delete(digest);
     for (const [digest, entry] of [...this.entries]) {
       const idle = entry.calls === 0 && !(entry.made?.busy() ?? false);
       if (idle && now - entry.lastUsed >= this.idleMs) await this.closeEntry(digest, entry);

@@ -109,7 +109,7 @@ describe("Redis that refuses writes is not shared state", () => {
           servers.map((server) => rpc(server.url, sandbox.keys.paid, "tools/call", request)),
         );
         for (const answer of answers) {
-          expect(resultOf(answer)?.["isError"]).toBe(true);
+          expect(resultOf(answer)?.["isError"], `HTTP ${answer.status}: ${answer.text}`).toBe(true);
           expect(answer.text).toMatch(
             /internal_error: This server's shared state \(Redis\) is not accepting writes/,
           );
