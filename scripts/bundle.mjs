@@ -13,7 +13,7 @@
  *        node scripts/bundle.mjs --readable DIR   the same bundle unminified into DIR, for CPU profiles whose
  *                                                 function names read (BENCH_BIN=DIR/cli.js bench/run.mjs)
  */
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -170,6 +170,8 @@ await build({
   legalComments: "none",
   logLevel: "warning",
 });
+// What went where, for `npx esbuild --analyze`-style reading (dist/bundle-meta.json is not shipped).
+writeFileSync(path.join(outdir, "..", "bundle-meta.json"), JSON.stringify(result.metafile));
 const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith(".js"));
 const entry = outputs.find(([file]) => path.resolve(file) === path.join(outdir, "cli.js"));
 /**

@@ -6,6 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
+import * as z from "zod";
 import {
   ConfigError,
   FLAG_TO_ENV,
@@ -24,8 +25,10 @@ import { startMetrics } from "./metrics.js";
 // (scripts/bundle.mjs), the whole start-up path is one chunk of the bundle rather than ~20 small files.
 import { createRuntime, type ServiceTarget } from "./runtime.js";
 import { serveMcpOverStdio } from "./mcp/stdio.js";
-import { TOOLS } from "./tools/index.js";
 import type { StateHub } from "./state/shared-state.js";
+
+// Every schema here is parsed a few times, not millions: compiling each parser on first use costs more.
+z.config({ jitless: true });
 
 /** Inlined by the bundler (scripts/bundle.mjs); the tsc build reads package.json beside dist/. */
 declare const __GENERATION_MCP_VERSION__: string | undefined;
@@ -219,7 +222,7 @@ async function serveHttp(
     http.metrics === undefined
       ? undefined
       : await startMetrics({
-          tools: TOOLS.map((tool) => tool.name),
+          tools: (await import("./tools/index.js")).TOOLS.map((tool) => tool.name),
           sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
         });
   // OAuth: the team's authorization server signs callers in; its keys are fetched before serving.

@@ -13,16 +13,15 @@ import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
+import { errorText } from "./mcp/tasks/records.js";
 import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
-import { backgroundContext, toolResult } from "./tools/result.js";
 import { Journal } from "./tasks/journal.js";
 import { Ownership } from "./tasks/ownership.js";
 import type { TaskLogger } from "./tasks/logger.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
 import { LOCAL_STATE, type SharedState, type StateHub } from "./state/shared-state.js";
-import { TOOLS } from "./tools/index.js";
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
 import { LocalSpendStore } from "./spend/local-store.js";
@@ -173,10 +172,19 @@ export async function createRuntime(
   });
   const tasks = await TaskRecords.open(dir, config.pollIntervalMs, logger, shared.tasks);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
-  tasks.resumeAll((record, run) => {
+  // The tools (their schemas are much of the start-up work) load only when there is a task to take up.
+  tasks.resumeAll(async (record, run) => {
+    const [{ TOOLS }, { backgroundContext, toolResult }] = await Promise.all([
+      import("./tools/index.js"),
+      import("./tools/result.js"),
+    ]);
     const tool = TOOLS.find((candidate) => candidate.name === record.tool);
     const resume = tool?.task?.resume;
-    if (tool === undefined || resume === undefined) return undefined;
+    if (tool === undefined || resume === undefined) {
+      return errorText(
+        `internal_error: a ${record.tool} task cannot be taken up again here: call get_status with video_id "${record.videoId}".`,
+      );
+    }
     const deps = depsFactory({ clientRoots: async () => [], scope: record.scope });
     return toolResult(tool, resume(record, deps, backgroundContext(run, deps)), deps, run.signal);
   }, stopping.signal);
