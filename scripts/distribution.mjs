@@ -30,7 +30,8 @@ export const PLATFORMS = ["darwin", "win32", "linux"];
  * `key` is the MCPB user_config key (for those offered there). `in` says where each one is offered: "mcpb" (the Claude Desktop form),
  * "stdio" and "http" (the registry's npm entries: stdio, and `--http` where each caller sends its own key,
  * so no server-side key). `kind` "directories" is a folder list: MCPB passes it as one argument per folder
- * (a variable cannot carry a list there); elsewhere it is the path-list variable.
+ * (a variable cannot carry a list there); elsewhere it is the path-list variable. `min` is the form's lower
+ * bound of a number field.
  */
 export const VARIABLES = [
   {
@@ -79,6 +80,38 @@ export const VARIABLES = [
     kind: "directories",
     in: ["mcpb", "stdio"],
   },
+  // The spend limits (CONTRACT.md "Spend limits"), offered in the Claude Desktop form. Numbers of estimated
+  // credits; a blank field reaches the server as its placeholder or as "", which it takes as "no limit".
+  {
+    name: "GENERATION_DAILY_CREDITS",
+    key: "daily_credits",
+    title: "Daily credit limit",
+    description:
+      "The most estimated credits the tools may start per day (UTC); a start that would pass it is refused until midnight UTC. Leave empty for no daily limit.",
+    kind: "number",
+    min: 0,
+    in: ["mcpb"],
+  },
+  {
+    name: "GENERATION_MAX_CREDITS_PER_CALL",
+    key: "max_credits_per_call",
+    title: "Max credits per call",
+    description:
+      "A video or image estimated above this many credits is not started unless you confirm its cost when Claude asks (refused where it cannot ask). Leave empty for no per-call limit.",
+    kind: "number",
+    min: 0,
+    in: ["mcpb"],
+  },
+  {
+    name: "GENERATION_CONFIRM_ABOVE_CREDITS",
+    key: "confirm_above_credits",
+    title: "Confirm cost above",
+    description:
+      "Above this many estimated credits you are asked to confirm the cost before anything starts (refused where it cannot ask). At most Max credits per call when both are set. Leave empty to never ask.",
+    kind: "number",
+    min: 0,
+    in: ["mcpb"],
+  },
   {
     name: "GENERATION_HTTP_PORT",
     title: "HTTP port",
@@ -100,6 +133,7 @@ function userConfigField(variable) {
   if (variable.kind === "directories") field.multiple = true;
   if (variable.secret) field.sensitive = true;
   if (variable.default !== undefined) field.default = variable.default;
+  if (variable.min !== undefined) field.min = variable.min;
   return field;
 }
 

@@ -50,7 +50,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     allowed_dirs: `add the image's folder to Upload folders in ${FORM}`,
     output_dir: `choose a writable folder with free space as the Output folder in ${FORM}`,
     previews: "turn previews back on (the bundle has them on unless GENERATION_PREVIEWS=off is set)",
-    spend_limits: `raise the spend limit (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS or GENERATION_CONFIRM_ABOVE_CREDITS) the extension is started with, if they want to allow it; ${FORM} has no field for it. You cannot change it yourself`,
+    spend_limits: `raise Max credits per call or Daily credit limit in ${FORM} (or Confirm cost above, for a client that cannot ask them to confirm; an empty field means no limit), if they want to allow it. You cannot change it yourself`,
   },
   "http-key": {
     api_key:

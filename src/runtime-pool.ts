@@ -28,6 +28,8 @@ interface Entry {
   made?: Runtime;
   calls: number;
   lastUsed: number;
+  /** Waiting for its calls to settle, to see whether it is worth keeping then. */
+  rechecking?: boolean;
 }
 
 export interface Lease {
@@ -138,10 +140,20 @@ export class RuntimePool {
    */
   private dropIfWorthless(digest: string, entry: Entry): void {
     const runtime = entry.made;
-    if (runtime === undefined || entry.calls > 0 || runtime.busy() || this.entries.get(digest) !== entry)
-      return;
+    if (runtime === undefined || entry.calls > 0 || this.entries.get(digest) !== entry) return;
     const state = runtime.keyState();
     if (state === "accepted") return;
+    if (runtime.busy()) {
+      // Released while its call still settles (its client went away): looked at again once it has.
+      if (!entry.rechecking) {
+        entry.rechecking = true;
+        void runtime.callsSettled().then(() => {
+          entry.rechecking = false;
+          if (!runtime.busy()) this.dropIfWorthless(digest, entry);
+        });
+      }
+      return;
+    }
     void this.closeEntry(digest, entry);
     if (state === "refused") this.remember(digest);
   }

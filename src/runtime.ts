@@ -64,6 +64,8 @@ export interface Runtime {
   client: GenerationClient;
   /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
   busy(): boolean;
+  /** Resolves once the calls running now have settled (background task waits aside). */
+  callsSettled(): Promise<void>;
   /**
    * What the service has said of this key: a caller's key not accepted yet holds nothing worth keeping (its
    * runtime goes when its last call ends), and one it refused is remembered as refused.
@@ -195,6 +197,9 @@ export async function createRuntime(
     client,
     tasks,
     busy: () => running.size > 0 || tasks.running > 0,
+    callsSettled: async () => {
+      while (running.size > 0) await Promise.allSettled([...running]);
+    },
     keyState: () => client.keyState,
     async close(graceMs = SHUTDOWN_GRACE_MS) {
       stopping.abort();

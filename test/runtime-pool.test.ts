@@ -9,7 +9,7 @@ import { redact } from "../src/redact.js";
 import type { Runtime } from "../src/runtime.js";
 import { RuntimePool } from "../src/runtime-pool.js";
 
-function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string> } = {}) {
+function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string>; settled?: Promise<void> } = {}) {
   const made: string[] = [];
   const closed: string[] = [];
   const asked: string[] = [];
@@ -25,6 +25,10 @@ function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string> } = {}
       client: undefined as never,
       tasks: undefined as never,
       busy: () => options.busy?.has(apiKey) ?? false,
+      callsSettled: async () => {
+        await options.settled;
+        options.busy?.delete(apiKey);
+      },
       // As the runtime reports once the service answered 401 to a key it never accepted.
       keyState: () => (options.refuse?.has(apiKey) ? "refused" : "accepted"),
       close: async () => {
@@ -65,6 +69,28 @@ describe("RuntimePool", () => {
     now = 2000;
     (await pool.acquire("made-up-bearer")).release();
     expect(runtimes.asked).toEqual(["made-up-bearer", "made-up-bearer"]);
+    await pool.close();
+  });
+
+  it("drops a refused key's runtime released while its call still settles (its client went away), once it has", async () => {
+    let settle = () => {};
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const runtimes = fakeRuntimes({
+      refuse: new Set(["made-up-gone"]),
+      busy: new Set(["made-up-gone"]),
+      settled,
+    });
+    const pool = new RuntimePool({ create: runtimes.create });
+    (await pool.acquire("made-up-gone")).release();
+    await new Promise((resolve) => setImmediate(resolve));
+    // Still busy: kept for now, as before.
+    expect(pool.size).toBe(1);
+    settle();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(pool.size).toBe(0);
+    expect(runtimes.closed).toEqual(["made-up-gone"]);
+    await expect(pool.acquire("made-up-gone")).rejects.toBeInstanceOf(UnauthorizedError);
     await pool.close();
   });
 

@@ -300,7 +300,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       caller,
       advice: caller.scope === undefined ? "http-key" : "shared",
       mediaOrigin: options.mediaOrigin,
-      runtime: async () => (await (lease ??= pool.acquire(caller.serviceKey))).runtime,
+      runtime: async () => {
+        if (lease === undefined) {
+          lease = pool.acquire(caller.serviceKey);
+          // Asked for after the client went away: the call is being cancelled, and nothing releases it later.
+          if (ended)
+            lease.then(
+              (held) => held.release(),
+              () => undefined,
+            );
+        }
+        return (await lease).runtime;
+      },
     };
     const keys = ids.map((id) => correlation + id);
     let served: Served | undefined;
@@ -329,7 +340,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     if (isInitialize(message)) res.setHeader("mcp-session-id", randomUUID());
     try {
       served = await mcpHttp.serve(req, res, message, session);
-      if (res.destroyed) end();
+      // The client went away while the call was being set up: end() found nothing to close then.
+      if (ended) void served.close().catch(() => undefined);
+      else if (res.destroyed) end();
     } catch (error) {
       end();
       throw error;

@@ -6,7 +6,7 @@ import { appendFileSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { Redis } from "ioredis";
-import type { SandboxAccount } from "../../src/sandbox/types.js";
+import type { SandboxAccount, SandboxHandle, SandboxRoute } from "../../src/sandbox/types.js";
 
 export interface RawAnswer {
   status: number;
@@ -159,6 +159,17 @@ export async function filesUnder(dir: string): Promise<Map<string, string>> {
   await walk(dir);
   return found;
 }
+
+/**
+ * Requests the sandbox received on `route` (its request log), valid key or not. For "generate", these are the
+ * starts sent: what a caller would be charged for.
+ */
+export function serviceRequests(sandbox: SandboxHandle, route: SandboxRoute): number {
+  return sandbox.requests.filter((request) => request.route === route).length;
+}
+
+/** Starts sent to the sandbox (video generations), each a charge. */
+export const startsSent = (sandbox: SandboxHandle): number => serviceRequests(sandbox, "generate");
 
 /** An account with plenty of credits and paid access, under a key of its own. */
 export function tenant(name: string, key: string): SandboxAccount {

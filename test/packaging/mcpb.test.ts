@@ -70,7 +70,10 @@ function listFiles(dir: string, base = dir): string[] {
 const makeHome = (): string => mkdtempSync(path.join(work, "home-"));
 
 /** Starts the unpacked bundle as Claude Desktop would, with what the user typed into its form. */
-async function startInstalled(userConfig: Record<string, string | boolean | string[]>, home: string) {
+async function startInstalled(
+  userConfig: Record<string, string | number | boolean | string[]>,
+  home: string,
+) {
   const config = await getMcpConfigForManifest({
     manifest,
     extensionPath: unpacked,
@@ -177,5 +180,100 @@ describe("the MCPB bundle", () => {
     } finally {
       await client.close();
     }
+  });
+
+  describe("spend limits in the settings form", () => {
+    const SPEND_FIELDS = {
+      daily_credits: "GENERATION_DAILY_CREDITS",
+      max_credits_per_call: "GENERATION_MAX_CREDITS_PER_CALL",
+      confirm_above_credits: "GENERATION_CONFIRM_ABOVE_CREDITS",
+    };
+    const titleOf = (key: string) => manifest.user_config?.[key]?.title ?? "";
+    const video = (duration: number, prompt: string) => ({ prompt, duration, wait: false });
+    const allowanceOf = async (client: Client) => {
+      const credits = await call(client, "get_credits", {});
+      expect(credits.isError, text(credits)).toBeFalsy();
+      return credits.structuredContent?.["allowance"];
+    };
+
+    it("offers the three limits as optional number fields, each passed as its variable", () => {
+      for (const [key, variable] of Object.entries(SPEND_FIELDS)) {
+        expect(manifest.user_config?.[key], key).toMatchObject({ type: "number", required: false, min: 0 });
+        expect(manifest.user_config?.[key]?.description, key).toMatch(/Leave empty/);
+        expect(manifest.server.mcp_config.env?.[variable], key).toBe(`\${user_config.${key}}`);
+      }
+    });
+
+    for (const [form, userConfig] of [
+      ["left blank (their placeholders)", {}],
+      ["cleared (empty values)", { daily_credits: "", max_credits_per_call: "", confirm_above_credits: "" }],
+    ] as const) {
+      it(`takes fields ${form} as no limit`, async () => {
+        const { client, config } = await startInstalled({ sandbox: true, ...userConfig }, makeHome());
+        try {
+          for (const [key, variable] of Object.entries(SPEND_FIELDS)) {
+            expect(config.env?.[variable]).toBe(key in userConfig ? "" : `\${user_config.${key}}`);
+          }
+          expect(await allowanceOf(client)).toBeUndefined();
+          // 100 credits, with nobody to ask: started, since no limit is set.
+          const costly = await call(client, "generate_video", {
+            ...video(10, "a costly lighthouse"),
+            model: "vendor-video-2-0",
+            resolution: "1080p",
+          });
+          expect(costly.isError, text(costly)).toBeFalsy();
+          expect(costly.structuredContent).toMatchObject({
+            estimated_credits: 100,
+            video_id: expect.any(String),
+          });
+        } finally {
+          await client.close();
+        }
+      });
+    }
+
+    it("enforces the numbers typed in, and a refusal names the form's fields, not variables", async () => {
+      const { client, config } = await startInstalled(
+        { sandbox: true, daily_credits: 60, max_credits_per_call: 40, confirm_above_credits: 30 },
+        makeHome(),
+      );
+      try {
+        expect(config.env).toMatchObject({
+          GENERATION_DAILY_CREDITS: "60",
+          GENERATION_MAX_CREDITS_PER_CALL: "40",
+          GENERATION_CONFIRM_ABOVE_CREDITS: "30",
+        });
+        expect(await allowanceOf(client)).toMatchObject({ daily_limit: 60, used_today: 0 });
+
+        // 50 credits: above the per-call cap, and this client cannot be asked.
+        const capped = await call(client, "generate_video", video(10, "above the cap"));
+        expect(capped.isError).toBe(true);
+        expect(text(capped)).toMatch(/^budget_exceeded: /);
+        const advice = text(capped).slice(text(capped).indexOf("Next step:"));
+        expect(advice).toContain("Settings > Extensions > Video & image generation");
+        for (const key of Object.keys(SPEND_FIELDS)) expect(advice).toContain(titleOf(key));
+        expect(advice).not.toMatch(/GENERATION_|has no field/);
+
+        // 25 credits each: two fit the day of 60, the third does not.
+        for (const prompt of ["first kite", "second kite"]) {
+          const started = await call(client, "generate_video", video(5, prompt));
+          expect(started.isError, text(started)).toBeFalsy();
+        }
+        const third = await call(client, "generate_video", video(5, "third kite"));
+        expect(third.isError).toBe(true);
+        expect(text(third)).toMatch(/^budget_exceeded: .*only 10 of today's 60 credits remain/);
+        expect(text(third)).toContain(
+          `raise ${titleOf("max_credits_per_call")} or ${titleOf("daily_credits")}`,
+        );
+        expect(text(third)).not.toContain("GENERATION_DAILY_CREDITS in this server's entry");
+        expect(await allowanceOf(client)).toMatchObject({
+          daily_limit: 60,
+          used_today: 50,
+          remaining_today: 10,
+        });
+      } finally {
+        await client.close();
+      }
+    });
   });
 });

@@ -18,7 +18,19 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { errorOf, filesUnder, redisDump, resultOf, rpc, rssMiB, sleep } from "../helpers/red-team.js";
+import {
+  errorOf,
+  filesUnder,
+  redisDump,
+  report,
+  resultOf,
+  rpc,
+  rssMiB,
+  SCALE,
+  serviceRequests,
+  sleep,
+  startsSent,
+} from "../helpers/red-team.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
 
 let sandbox: SandboxHandle;
@@ -51,44 +63,77 @@ afterAll(async () => {
 const madeUp = () => `made-up-${randomBytes(8).toString("hex")}`;
 
 describe("unknown bearers cost nothing", () => {
-  it("leaves no folder, file or Redis record for 200 made-up bearers and 2,000 refused task calls", async () => {
-    for (let i = 0; i < 200; i += 20) {
-      await Promise.all(
-        Array.from({ length: 20 }, async () => {
-          const bearer = madeUp();
-          await rpc(server.url, bearer, "initialize", {
-            protocolVersion: "2025-11-25",
-            capabilities: { tasks: {} },
-            clientInfo: { name: "stranger", version: "1" },
-          });
-          await rpc(server.url, bearer, "ping");
-          await rpc(server.url, bearer, "tools/list");
-          await rpc(server.url, bearer, "resources/list");
-          const credits = await rpc(server.url, bearer, "tools/call", { name: "get_credits", arguments: {} });
-          expect(credits.text).toMatch(/unauthorized/);
-        }),
-      );
-    }
-    const bogus = madeUp();
-    for (let i = 0; i < 2000; i += 50) {
-      await Promise.all(
-        Array.from({ length: 50 }, async () => {
-          const answer = await rpc(server.url, bogus, "tools/call", {
-            name: "generate_video",
-            arguments: { prompt: "" },
-            task: {},
-          });
-          expect(resultOf(answer)?.["task"]).toMatchObject({ status: "failed" });
-        }),
-      );
-    }
-    expect([...(await filesUnder(stateDir)).keys()]).toEqual([]);
-    // What reached the service is counted against its key's rate budget (two counters that expire); nothing
-    // else of a made-up bearer is written (the replica's own liveness probe names no key).
-    const keys = [...(await redisDump(redis.url)).keys()];
-    expect(keys.filter((key) => !/:([0-9a-f]{16}:(budget|inflight)|probe:.+)$/.test(key))).toEqual([]);
-    expect(sandbox.requests.filter((request) => request.route === "generate")).toEqual([]);
-  }, 120_000);
+  it(
+    "leaves no folder, file or Redis record for 200 made-up bearers and 2,000 refused task calls",
+    async () => {
+      const pid = server.child.pid ?? 0;
+      const rssBefore = await rssMiB(pid);
+      const creditsBefore = serviceRequests(sandbox, "credits");
+      const bearers = 200 * SCALE;
+      let unauthorized = 0;
+      for (let i = 0; i < bearers; i += 20) {
+        await Promise.all(
+          Array.from({ length: 20 }, async () => {
+            const bearer = madeUp();
+            await rpc(server.url, bearer, "initialize", {
+              protocolVersion: "2025-11-25",
+              capabilities: { tasks: {} },
+              clientInfo: { name: "stranger", version: "1" },
+            });
+            await rpc(server.url, bearer, "ping");
+            await rpc(server.url, bearer, "tools/list");
+            await rpc(server.url, bearer, "resources/list");
+            const credits = await rpc(server.url, bearer, "tools/call", {
+              name: "get_credits",
+              arguments: {},
+            });
+            if (/unauthorized/.test(credits.text)) unauthorized += 1;
+            expect(credits.text).toMatch(/unauthorized/);
+          }),
+        );
+      }
+      const bogus = madeUp();
+      const taskCalls = 2000 * SCALE;
+      let failedTasks = 0;
+      for (let i = 0; i < taskCalls; i += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, async () => {
+            const answer = await rpc(server.url, bogus, "tools/call", {
+              name: "generate_video",
+              arguments: { prompt: "" },
+              task: {},
+            });
+            if ((resultOf(answer)?.["task"] as { status?: string } | undefined)?.status === "failed") {
+              failedTasks += 1;
+            }
+            expect(resultOf(answer)?.["task"]).toMatchObject({ status: "failed" });
+          }),
+        );
+      }
+      const files = [...(await filesUnder(stateDir)).keys()];
+      // What reached the service is counted against its key's rate budget (two counters that expire); nothing
+      // else of a made-up bearer is written (the replica's own liveness probe names no key).
+      const keys = [...(await redisDump(redis.url)).keys()];
+      const records = keys.filter((key) => !/:([0-9a-f]{16}:(budget|inflight)|probe:.+)$/.test(key));
+      report("made-up bearers and refused task calls", {
+        bearers,
+        calls: bearers * 5 + taskCalls,
+        refusedUnauthorized: unauthorized,
+        refusedTasks: failedTasks,
+        reachedService: serviceRequests(sandbox, "credits") - creditsBefore,
+        startsSent: startsSent(sandbox),
+        filesLeft: files.length,
+        redisRecordsLeft: records.length,
+        redisCounters: keys.length - records.length,
+        rssBeforeMiB: rssBefore,
+        rssAfterMiB: await rssMiB(pid),
+      });
+      expect(files).toEqual([]);
+      expect(records).toEqual([]);
+      expect(sandbox.requests.filter((request) => request.route === "generate")).toEqual([]);
+    },
+    120_000 * SCALE,
+  );
 });
 
 /** A raw connection that sends `head` and then whatever `then` writes; resolves its close time. */
@@ -111,8 +156,9 @@ describe("bodies and connections are bounded before anyone is trusted", () => {
     const pid = server.child.pid ?? 0;
     const before = await rssMiB(pid);
     const chunk = Buffer.alloc(64 * 1024, 0x20);
+    const bodies = 60 * SCALE;
     const senders = await Promise.all(
-      Array.from({ length: 60 }, async () => {
+      Array.from({ length: bodies }, async () => {
         const connection = await rawConnection(server.port);
         connection.socket.write(
           `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${madeUp()}\r\n` +
@@ -129,25 +175,49 @@ describe("bodies and connections are bounded before anyone is trusted", () => {
     }
     const during = await rssMiB(pid);
     for (const sender of senders) sender.socket.destroy();
+    report("bodies of almost 4 MiB that never end", {
+      connections: bodies,
+      offeredMiB: (bodies * 62 * chunk.length) / 1024 / 1024,
+      refused503: refused,
+      rssBeforeMiB: before,
+      rssDuringMiB: during,
+    });
     // 60 bodies of 3.9 MiB are 234 MiB; at most 16 full bodies are ever buffered.
     expect(during - before).toBeLessThan(120);
     expect(refused).toBeGreaterThan(20);
   });
 
   it("closes stalled headers after about 10 s and a stalled body after about 30 s", async () => {
-    const headers = await rawConnection(server.port);
-    const body = await rawConnection(server.port);
-    const start = Date.now();
-    headers.socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n`);
-    body.socket.write(
-      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${madeUp()}\r\n` +
-        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    // RED_TEAM_SCALE stalled connections of each kind, all at once; each must close in time.
+    const [headers, body] = await Promise.all(
+      [0, 1].map(() => Promise.all(Array.from({ length: SCALE }, () => rawConnection(server.port)))),
     );
-    const headersClosed = (await headers.closed) - start;
-    const bodyClosed = (await body.closed) - start;
-    expect(headersClosed).toBeLessThan(12_500);
-    expect(bodyClosed).toBeLessThan(32_500);
-    expect(bodyClosed).toBeGreaterThan(25_000);
+    const start = Date.now();
+    for (const connection of headers!) {
+      connection.socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n`);
+    }
+    for (const connection of body!) {
+      connection.socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${madeUp()}\r\n` +
+          "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+      );
+    }
+    const headersClosed = (await Promise.all(headers!.map((connection) => connection.closed))).map(
+      (at) => at - start,
+    );
+    const bodyClosed = (await Promise.all(body!.map((connection) => connection.closed))).map(
+      (at) => at - start,
+    );
+    report("stalled headers and bodies", {
+      connections: 2 * SCALE,
+      headersClosedFirstMs: Math.min(...headersClosed),
+      headersClosedLastMs: Math.max(...headersClosed),
+      bodyClosedFirstMs: Math.min(...bodyClosed),
+      bodyClosedLastMs: Math.max(...bodyClosed),
+    });
+    expect(Math.max(...headersClosed)).toBeLessThan(12_500);
+    expect(Math.max(...bodyClosed)).toBeLessThan(32_500);
+    expect(Math.min(...bodyClosed)).toBeGreaterThan(25_000);
   }, 45_000);
 
   it("closes connections past GENERATION_HTTP_MAX_CONNECTIONS at once", async () => {
@@ -158,17 +228,32 @@ describe("bodies and connections are bounded before anyone is trusted", () => {
       GENERATION_HTTP_MAX_CONNECTIONS: "16",
     });
     try {
-      const connections = await Promise.all(Array.from({ length: 60 }, () => rawConnection(limited.port)));
+      const count = 60 * SCALE;
+      const connections = await Promise.all(Array.from({ length: count }, () => rawConnection(limited.port)));
       await sleep(500);
       const closed = await Promise.all(
         connections.map((connection) =>
           Promise.race([connection.closed.then(() => true), sleep(50).then(() => false)]),
         ),
       );
-      for (const connection of connections) connection.socket.destroy();
-      expect(closed.filter(Boolean).length).toBeGreaterThanOrEqual(40);
+      // Those still open are ended politely, and are gone for the server once it has closed its side too
+      // (a reset would leave the server to notice it later, racing the check below).
+      await Promise.all(
+        connections.map((connection) => {
+          connection.socket.end();
+          return connection.closed;
+        }),
+      );
+      const health = await fetch(new URL("/healthz", limited.url));
+      report("connections past a limit of 16", {
+        connections: count,
+        closedAtOnce: closed.filter(Boolean).length,
+        healthzAfter: health.status,
+      });
+      // All but the 16 the limit allows, less a margin of 4 (20 at scale 1: at least 40 of 60).
+      expect(closed.filter(Boolean).length).toBeGreaterThanOrEqual(count - 20);
       // It still serves once those are gone.
-      expect((await fetch(new URL("/healthz", limited.url))).status).toBe(200);
+      expect(health.status).toBe(200);
     } finally {
       await limited.stop();
     }
@@ -191,11 +276,19 @@ describe("a batch counts as its calls", () => {
     const over = await rpc(server.url, sandbox.keys.paid, "", {}, { headers, body: batch(20) });
     expect(over.status).toBe(429);
     const within = await rpc(server.url, sandbox.keys.paid, "", {}, { headers, body: batch(10) });
+    report("a batch over the cap (2025-03-26)", {
+      calls: 30,
+      capPerKey: 16,
+      overStatus: over.status,
+      withinStatus: within.status,
+      withinResults: within.messages.filter((message) => "result" in message).length,
+    });
     expect(within.status).toBe(200);
     expect(within.messages.filter((message) => "result" in message)).toHaveLength(10);
   });
 
   it("refuses any batch from a revision that has none", async () => {
+    let refused = 0;
     for (const version of ["2025-06-18", "2025-11-25"]) {
       const answer = await rpc(
         server.url,
@@ -204,9 +297,11 @@ describe("a batch counts as its calls", () => {
         {},
         { headers: { "mcp-protocol-version": version }, body: batch(2) },
       );
+      if (answer.status === 400 && errorOf(answer)?.code === -32600) refused += 1;
       expect(answer.status).toBe(400);
       expect(errorOf(answer)?.code).toBe(-32600);
     }
+    report("batches where the revision has none", { batches: 2, calls: 4, refused400: refused });
   });
 });
 
@@ -216,6 +311,11 @@ describe("the small ones", () => {
       name: "generate_video",
       arguments: { prompt: "a ttl that is not a number", duration: 1 },
       task: { ttl: "soon" },
+    });
+    report("a ttl that is not a number", {
+      calls: 1,
+      errorCode: errorOf(answer)?.code ?? 0,
+      startsSent: startsSent(sandbox),
     });
     expect(errorOf(answer)?.code).toBe(-32602);
     expect(sandbox.requests.filter((request) => request.route === "generate")).toEqual([]);
@@ -231,10 +331,16 @@ describe("the small ones", () => {
     expect(task.ttl).toBe(60_000);
     await sleep(50);
     const read = await rpc(server.url, sandbox.keys.paid, "tasks/get", { taskId: task.taskId });
+    report("a ttl of 1 ms", {
+      calls: 2,
+      ttlGivenMs: task.ttl,
+      readAfter50Ms: resultOf(read)?.["taskId"] === task.taskId ? 1 : 0,
+    });
     expect(resultOf(read)?.["taskId"]).toBe(task.taskId);
   });
 
   it("answers params that break a method's schema with a clean -32602 naming the field, never a dump", async () => {
+    const codes: number[] = [];
     for (const [method, params, field] of [
       ["tasks/get", { taskId: 5 }, "taskId"],
       ["resources/read", { uri: 7 }, "uri"],
@@ -243,17 +349,25 @@ describe("the small ones", () => {
     ] as const) {
       const answer = await rpc(server.url, sandbox.keys.paid, method, params);
       const error = errorOf(answer);
+      codes.push(error?.code ?? 0);
       expect(error?.code, method).toBe(-32602);
       expect(error?.message, method).toContain(field);
       expect(error?.message, method).not.toMatch(/[[{]\s*"|invalid_type|\\n/);
     }
+    report("schema-breaking params", {
+      calls: codes.length,
+      cleanRefusals: codes.filter((code) => code === -32602).length,
+    });
   });
 
   it("names an unknown task id of 200 KB in a few characters", async () => {
+    const lengths: number[] = [];
     for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
       const answer = await rpc(server.url, sandbox.keys.paid, method, { taskId: "x".repeat(200_000) });
+      lengths.push(answer.text.length);
       expect(errorOf(answer)?.code).toBe(-32602);
       expect(answer.text.length).toBeLessThan(500);
     }
+    report("a task id of 200 KB", { calls: lengths.length, longestAnswerChars: Math.max(...lengths) });
   });
 });

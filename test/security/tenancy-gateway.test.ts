@@ -10,7 +10,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { resultOf, rpc, sleep, tenant } from "../helpers/red-team.js";
+import { report, resultOf, rpc, SCALE, sleep, startsSent, tenant } from "../helpers/red-team.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const TEAM = tenant("team", "sk-team-7f3a9c2e1b6d4085");
@@ -61,10 +61,11 @@ async function start(server: HttpServerProcess, token: string, prompt: string) {
   return structured as { video_id: string; reused?: boolean; warning?: string };
 }
 
-const generates = () => sandbox.requests.filter((request) => request.route === "generate").length;
+const generates = () => startsSent(sandbox);
 
 describe("gateway callers are isolated from each other", () => {
   it("counts the concurrency cap per caller: one caller at its cap leaves the other untouched", async () => {
+    const before = generates();
     const held = await start(first, ALICE, "held by alice");
     const waits = Array.from({ length: 4 }, () =>
       rpc(first.url, ALICE, "tools/call", {
@@ -75,6 +76,14 @@ describe("gateway callers are isolated from each other", () => {
     await sleep(300);
     const aliceFifth = await rpc(first.url, ALICE, "tools/call", { name: "get_credits", arguments: {} });
     const bob = await rpc(first.url, BOB, "tools/call", { name: "get_credits", arguments: {} });
+    report("gateway: one caller at its cap", {
+      calls: 7,
+      capPerCaller: 4,
+      holderRefused429: aliceFifth.status === 429 ? 1 : 0,
+      otherStatus: bob.status,
+      otherIsError: resultOf(bob)?.["isError"] === true ? 1 : 0,
+      startsSent: generates() - before,
+    });
     expect(aliceFifth.status).toBe(429);
     expect(bob.status).toBe(200);
     expect(resultOf(bob)?.["isError"]).toBeUndefined();
@@ -82,6 +91,7 @@ describe("gateway callers are isolated from each other", () => {
   });
 
   it("shows a caller only its own videos: another's is not_found, and each lists its own", async () => {
+    const before = generates();
     const alices = await start(first, ALICE, "alice's lighthouse");
     const bobs = await start(second, BOB, "bob's harbour");
     const peek = await rpc(second.url, BOB, "tools/call", {
@@ -103,33 +113,59 @@ describe("gateway callers are isolated from each other", () => {
       return items.map((item) => item.video_id);
     };
     // Each replica answers for every caller: the list is shared.
-    expect(await listed(second, ALICE)).toContain(alices.video_id);
-    expect(await listed(second, ALICE)).not.toContain(bobs.video_id);
-    expect(await listed(first, BOB)).toEqual([bobs.video_id]);
+    const alicesList = await listed(second, ALICE);
+    const bobsList = await listed(first, BOB);
+    report("gateway: peeking at and listing another caller's videos", {
+      calls: 6,
+      peeksNotFound: /not_found/.test(peek.text) ? 1 : 0,
+      othersVideosListed:
+        alicesList.filter((id) => id === bobs.video_id).length +
+        bobsList.filter((id) => id === alices.video_id).length,
+      startsSent: generates() - before,
+    });
+    expect(alicesList).toContain(alices.video_id);
+    expect(alicesList).not.toContain(bobs.video_id);
+    expect(bobsList).toEqual([bobs.video_id]);
   });
 
-  it("never settles one caller's lost start with another caller's task, and never charges that one again", async () => {
-    const prompt = "the same harbour at dawn";
-    const before = generates();
-    // Alice's start reaches the service but its answer is lost; the history she settles from is slow, and
-    // Bob starts the same prompt on the other replica meanwhile, so his task is the newest in the history.
-    sandbox.faults.dropNext("generate", { phase: "after" });
-    sandbox.faults.latency("videos", 1500);
-    try {
-      const alice = start(first, ALICE, prompt);
-      await sleep(400);
-      const bob = await start(second, BOB, prompt);
-      const settled = await alice;
-      expect(settled.video_id).not.toBe(bob.video_id);
-      expect(generates() - before).toBe(2);
-      // Each caller's identical call returns its own task, and nobody pays again.
-      const bobAgain = await start(first, BOB, prompt);
-      const aliceAgain = await start(second, ALICE, prompt);
-      expect(bobAgain).toMatchObject({ video_id: bob.video_id, reused: true });
-      expect(aliceAgain).toMatchObject({ video_id: settled.video_id, reused: true });
-      expect(generates() - before).toBe(2);
-    } finally {
-      sandbox.faults.latency("videos", 0);
-    }
-  }, 30_000);
+  it(
+    "never settles one caller's lost start with another caller's task, and never charges that one again",
+    async () => {
+      const before = generates();
+      let reused = 0;
+      // RED_TEAM_SCALE rounds, each with a prompt of its own.
+      for (let round = 0; round < SCALE; round++) {
+        const prompt = round === 0 ? "the same harbour at dawn" : `the same harbour at dawn, round ${round}`;
+        const roundBefore = generates();
+        // Alice's start reaches the service but its answer is lost; the history she settles from is slow, and
+        // Bob starts the same prompt on the other replica meanwhile, so his task is the newest in the history.
+        sandbox.faults.dropNext("generate", { phase: "after" });
+        sandbox.faults.latency("videos", 1500);
+        try {
+          const alice = start(first, ALICE, prompt);
+          await sleep(400);
+          const bob = await start(second, BOB, prompt);
+          const settled = await alice;
+          expect(settled.video_id).not.toBe(bob.video_id);
+          expect(generates() - roundBefore).toBe(2);
+          // Each caller's identical call returns its own task, and nobody pays again.
+          const bobAgain = await start(first, BOB, prompt);
+          const aliceAgain = await start(second, ALICE, prompt);
+          expect(bobAgain).toMatchObject({ video_id: bob.video_id, reused: true });
+          expect(aliceAgain).toMatchObject({ video_id: settled.video_id, reused: true });
+          reused += Number(bobAgain.reused === true) + Number(aliceAgain.reused === true);
+          expect(generates() - roundBefore).toBe(2);
+        } finally {
+          sandbox.faults.latency("videos", 0);
+        }
+      }
+      report("gateway: a lost start settled while another caller starts the same prompt", {
+        rounds: SCALE,
+        calls: 4 * SCALE,
+        startsSent: generates() - before,
+        retriesReused: reused,
+      });
+    },
+    30_000 * SCALE,
+  );
 });

@@ -16,7 +16,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { errorOf, resultOf, rpc, sleep, until } from "../helpers/red-team.js";
+import { errorOf, report, resultOf, rpc, SCALE, sleep, startsSent, until } from "../helpers/red-team.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const PREFIX = "generation-mcp:";
@@ -61,8 +61,7 @@ async function replicas(sandbox: SandboxHandle, count: number): Promise<HttpServ
 }
 
 const readyz = async (server: HttpServerProcess) => (await fetch(new URL("/readyz", server.url))).status;
-const generates = (sandbox: SandboxHandle) =>
-  sandbox.requests.filter((request) => request.route === "generate").length;
+const generates = (sandbox: SandboxHandle) => startsSent(sandbox);
 const keyBase = (sandbox: SandboxHandle) =>
   `${PREFIX}${createHash("sha256").update(`${sandbox.baseUrl}\n${sandbox.keys.paid}`).digest("hex").slice(0, 16)}:`;
 
@@ -100,54 +99,86 @@ async function empty(): Promise<void> {
 }
 
 describe("Redis that refuses writes is not shared state", () => {
-  it("sends neither of two identical starts while Redis is full, in 3 rounds; /readyz says so; one line per outage", async () => {
-    const sandbox = await sandboxFor({ queuedMs: 5000, processingMs: 5000 });
-    const servers = await replicas(sandbox, 2);
-    for (let round = 0; round < 3; round++) {
-      await fill();
-      try {
-        const request = {
-          name: "generate_video",
-          arguments: { prompt: `full redis ${round}`, duration: 1, wait: false },
-        };
-        const answers = await Promise.all(
-          servers.map((server) => rpc(server.url, sandbox.keys.paid, "tools/call", request)),
-        );
-        for (const answer of answers) {
-          expect(resultOf(answer)?.["isError"], `HTTP ${answer.status}: ${answer.text}`).toBe(true);
-          expect(answer.text).toMatch(
-            /internal_error: This server's shared state \(Redis\) is not accepting writes/,
-          );
-        }
-        expect(generates(sandbox)).toBe(round);
-        for (const server of servers) expect(await readyz(server)).toBe(503);
-      } finally {
-        await empty();
-      }
-      await until(
-        async () => (await Promise.all(servers.map(readyz))).every((status) => status === 200),
-        "ready again",
-      );
-      // Back: the same request starts once, the other replica gets it as reused.
-      const answers = await Promise.all(
-        servers.map((server) =>
-          rpc(server.url, sandbox.keys.paid, "tools/call", {
+  it(
+    "sends neither of two identical starts while Redis is full, in 3 rounds; /readyz says so; one line per outage",
+    async () => {
+      const sandbox = await sandboxFor({ queuedMs: 5000, processingMs: 5000 });
+      const servers = await replicas(sandbox, 2);
+      // 3 rounds, times RED_TEAM_SCALE.
+      const rounds = 3 * SCALE;
+      let refusedWhileFull = 0;
+      let chargedWhileFull = 0;
+      let notReadyWhileFull = 0;
+      let reusedAfter = 0;
+      for (let round = 0; round < rounds; round++) {
+        await fill();
+        try {
+          const request = {
             name: "generate_video",
             arguments: { prompt: `full redis ${round}`, duration: 1, wait: false },
-          }),
+          };
+          const answers = await Promise.all(
+            servers.map((server) => rpc(server.url, sandbox.keys.paid, "tools/call", request)),
+          );
+          refusedWhileFull += answers.filter((answer) => /is not accepting writes/.test(answer.text)).length;
+          chargedWhileFull += generates(sandbox) - round;
+          const ready = await Promise.all(servers.map(readyz));
+          notReadyWhileFull += ready.filter((status) => status === 503).length;
+          for (const answer of answers) {
+            expect(resultOf(answer)?.["isError"], `HTTP ${answer.status}: ${answer.text}`).toBe(true);
+            expect(answer.text).toMatch(
+              /internal_error: This server's shared state \(Redis\) is not accepting writes/,
+            );
+          }
+          expect(generates(sandbox)).toBe(round);
+          for (const server of servers) expect(await readyz(server)).toBe(503);
+        } finally {
+          await empty();
+        }
+        await until(
+          async () => (await Promise.all(servers.map(readyz))).every((status) => status === 200),
+          "ready again",
+        );
+        // Back: the same request starts once, the other replica gets it as reused.
+        const answers = await Promise.all(
+          servers.map((server) =>
+            rpc(server.url, sandbox.keys.paid, "tools/call", {
+              name: "generate_video",
+              arguments: { prompt: `full redis ${round}`, duration: 1, wait: false },
+            }),
+          ),
+        );
+        const ids = answers.map(
+          (answer) => (resultOf(answer)?.["structuredContent"] as { video_id: string }).video_id,
+        );
+        reusedAfter += Number(ids[0] === ids[1]);
+        expect(ids[0]).toBe(ids[1]);
+        expect(generates(sandbox)).toBe(round + 1);
+      }
+      report("Redis full (maxmemory, noeviction)", {
+        rounds,
+        calls: 4 * rounds,
+        refusedWhileFull,
+        chargedWhileFull,
+        readyz503WhileFull: notReadyWhileFull,
+        startsSent: generates(sandbox),
+        identicalStartsReusedAfter: reusedAfter,
+        outageLines: servers.reduce(
+          (sum, server) => sum + (server.stderr().match(/refuses writes \(out of memory/g)?.length ?? 0),
+          0,
         ),
-      );
-      const ids = answers.map(
-        (answer) => (resultOf(answer)?.["structuredContent"] as { video_id: string }).video_id,
-      );
-      expect(ids[0]).toBe(ids[1]);
-      expect(generates(sandbox)).toBe(round + 1);
-    }
-    for (const server of servers) {
-      expect(server.stderr().match(/refuses writes \(out of memory/g)).toHaveLength(3);
-      expect(server.stderr().match(/accepts writes again/g)).toHaveLength(3);
-    }
-  }, 90_000);
+        recoveryLines: servers.reduce(
+          (sum, server) => sum + (server.stderr().match(/accepts writes again/g)?.length ?? 0),
+          0,
+        ),
+      });
+      for (const server of servers) {
+        expect(server.stderr().match(/refuses writes \(out of memory/g)).toHaveLength(rounds);
+        expect(server.stderr().match(/accepts writes again/g)).toHaveLength(rounds);
+      }
+    },
+    90_000 * SCALE,
+  );
 
   it("refuses starts while Redis is paused for writes, and serves them again after", async () => {
     const sandbox = await sandboxFor({ queuedMs: 5000, processingMs: 5000 });
@@ -161,8 +192,15 @@ describe("Redis that refuses writes is not shared state", () => {
         name: "generate_video",
         arguments: { prompt: "paused redis", duration: 1, wait: false },
       });
+      const ready = await readyz(server!);
+      report("Redis paused for writes", {
+        calls: 1,
+        refused: /not accepting writes/.test(answer.text) ? 1 : 0,
+        readyz: ready,
+        startsSent: generates(sandbox),
+      });
       expect(answer.text).toMatch(/not accepting writes/);
-      expect(await readyz(server!)).toBe(503);
+      expect(ready).toBe(503);
       expect(generates(sandbox)).toBe(0);
     } finally {
       await pauser.call("CLIENT", "UNPAUSE").catch(() => undefined);
@@ -216,9 +254,18 @@ describe("what comes back from Redis is a stranger's data", () => {
     await admin.set(`${base}mcptask:${planted}`, JSON.stringify(record), "PX", 60_000);
     await admin.zadd(`${base}mcptasks`, Date.now(), planted);
     const result = await rpc(server!.url, sandbox.keys.paid, "tasks/result", { taskId: planted });
+    const list = await rpc(server!.url, sandbox.keys.paid, "tasks/list");
+    const hostile = /javascript:|SYSTEM:|\u202e|evil\.example/;
+    report("planted status and task record", {
+      planted: 2,
+      calls: 4,
+      relayed: [waited, result, list].filter((answer) => hostile.test(answer.text)).length,
+      listError: errorOf(list) === undefined ? 0 : 1,
+      sealLogLines: server!.stderr().match(/did not carry this deployment's seal/g)?.length ?? 0,
+      startsSent: generates(sandbox),
+    });
     expect(errorOf(result)?.code).toBe(-32602);
     expect(result.text).not.toContain("evil.example");
-    const list = await rpc(server!.url, sandbox.keys.paid, "tasks/list");
     expect(errorOf(list)).toBeUndefined();
     expect(list.text).not.toContain(planted);
     expect(server!.stderr()).toMatch(/did not carry this deployment's seal/);
@@ -226,32 +273,48 @@ describe("what comes back from Redis is a stranger's data", () => {
 });
 
 describe("one final answer per task", () => {
-  it("agrees on every replica when a cancel on one races the completion seen on the other (8 rounds)", async () => {
-    const sandbox = await sandboxFor({ queuedMs: 200, processingMs: 800 });
-    const [first, second] = await replicas(sandbox, 2);
-    const outcomes: string[] = [];
-    for (let round = 0; round < 8; round++) {
-      const started = await rpc(first!.url, sandbox.keys.paid, "tools/call", {
-        name: "generate_video",
-        arguments: { prompt: `a race ${round}`, duration: 1 },
-        task: {},
+  it(
+    "agrees on every replica when a cancel on one races the completion seen on the other (8 rounds)",
+    async () => {
+      const sandbox = await sandboxFor({ queuedMs: 200, processingMs: 800 });
+      const [first, second] = await replicas(sandbox, 2);
+      const outcomes: string[] = [];
+      let disagreements = 0;
+      // 8 rounds, times RED_TEAM_SCALE: the cancel comes at 8 points around the end, each SCALE times.
+      const rounds = 8 * SCALE;
+      for (let round = 0; round < rounds; round++) {
+        const started = await rpc(first!.url, sandbox.keys.paid, "tools/call", {
+          name: "generate_video",
+          arguments: { prompt: `a race ${round}`, duration: 1 },
+          task: {},
+        });
+        const taskId = (resultOf(started)?.["task"] as { taskId: string }).taskId;
+        // Near the end of the generation: sometimes before the completion, sometimes after.
+        await sleep(850 + (round % 8) * 40);
+        await rpc(second!.url, sandbox.keys.paid, "tasks/cancel", { taskId });
+        await sleep(600);
+        const seen = await Promise.all(
+          [first!, second!].map(async (server) => {
+            const answer = await rpc(server.url, sandbox.keys.paid, "tasks/get", { taskId });
+            return String(resultOf(answer)?.["status"]);
+          }),
+        );
+        if (seen[0] !== seen[1]) disagreements += 1;
+        expect(seen[0], `round ${round}`).toBe(seen[1]);
+        expect(["completed", "cancelled"]).toContain(seen[0]);
+        outcomes.push(seen[0]!);
+      }
+      report("cancel racing the completion across 2 replicas", {
+        rounds,
+        calls: 4 * rounds,
+        completed: outcomes.filter((outcome) => outcome === "completed").length,
+        cancelled: outcomes.filter((outcome) => outcome === "cancelled").length,
+        disagreements,
+        startsSent: generates(sandbox),
       });
-      const taskId = (resultOf(started)?.["task"] as { taskId: string }).taskId;
-      // Near the end of the generation: sometimes before the completion, sometimes after.
-      await sleep(850 + round * 40);
-      await rpc(second!.url, sandbox.keys.paid, "tasks/cancel", { taskId });
-      await sleep(600);
-      const seen = await Promise.all(
-        [first!, second!].map(async (server) => {
-          const answer = await rpc(server.url, sandbox.keys.paid, "tasks/get", { taskId });
-          return String(resultOf(answer)?.["status"]);
-        }),
-      );
-      expect(seen[0], `round ${round}`).toBe(seen[1]);
-      expect(["completed", "cancelled"]).toContain(seen[0]);
-      outcomes.push(seen[0]!);
-    }
-    // The race went both ways at least once, or it tested nothing.
-    expect(new Set(outcomes).size).toBe(2);
-  }, 60_000);
+      // The race went both ways at least once, or it tested nothing.
+      expect(new Set(outcomes).size).toBe(2);
+    },
+    60_000 * SCALE,
+  );
 });

@@ -1,7 +1,9 @@
 /**
- * The tasks of task-augmented calls refused before anything was sent (bad arguments): answered like any
- * task (failed at once, with the validation_error a plain call gets), but held only here, per caller, for
- * the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing shared, whatever the flood.
+ * The tasks of task-augmented calls answered before anything was sent (bad arguments, a spend limit, the
+ * user's decline of the cost): answered like any task, ended at once with what a plain call gets (failed
+ * for an error result such as validation_error or budget_exceeded; completed for a decline, which is not an
+ * error, so that a client shows it rather than "task failed"), but held only here, per caller, for the
+ * shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing shared, whatever the flood.
  */
 import { randomUUID } from "node:crypto";
 import { MIN_TASK_TTL_MS } from "../../limits.js";
@@ -18,7 +20,7 @@ export class RefusedTasks {
     const record: TaskRecord = {
       task: {
         taskId: randomUUID(),
-        status: "failed",
+        status: result.isError === true ? "failed" : "completed",
         ttl: MIN_TASK_TTL_MS,
         createdAt: now,
         lastUpdatedAt: now,
