@@ -1,23 +1,22 @@
 /**
  * Tolerance for the shapes the spec leaves open ("not shown"): the answers are searched at any depth
- * (find.ts, which documents the preference order) and every id, status and URL is cleaned (fields.ts)
+ * (find.ts; the preference order is in find-search.ts) and every id, status and URL is cleaned (fields.ts)
  * before it can reach a result, a next step or a log line. When something truly cannot be found, the
  * error says which fields came (their paths, never their values) and what did happen.
  */
 import { InternalServiceError } from "./errors.js";
 import {
-  describeFields,
   findFailure,
-  findHistory,
   findImageUrls,
   findStillUrl,
-  isObject,
   searchStatus,
   searchUploadUrl,
   searchVideoId,
   searchVideoUrl,
 } from "./find.js";
+import { findHistory } from "./find-history.js";
 import { safeId } from "./fields.js";
+import { describeFields, isObject } from "./walk.js";
 import type { ImageResult, JsonObject, StartedVideo, UploadResult, VideoPage, VideoStatus } from "./types.js";
 
 export { isObject };

@@ -5,7 +5,9 @@
  * already knows; the newest candidate wins.
  */
 import type { GenerateVideoBody, JsonObject } from "../api/types.js";
-import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/find.js";
+import { findStatus, findVideoId } from "../api/find.js";
+import { findCreatedAt, findModel, findPrompt } from "../api/find-history.js";
+import { isObject } from "../api/walk.js";
 import { resolveVideoModel } from "../models.js";
 import { normalizePrompt } from "./fingerprint.js";
 

@@ -5,16 +5,13 @@
  * an ambiguous failure is settled by looking at the history before anyone is told to try again. An intent
  * left without an outcome (a crash, a timeout that said "a charge is possible") is settled the same way
  * before an identical request may pay again, and if it must be re-sent it keeps its Idempotency-Key.
+ *
+ * Here: the duplicate guard (a call under way, a task in the window, a lost answer) and the two sends. Its
+ * parts: the journal lines (start-journal.ts), the request and its 429 retry (start-request.ts), the history
+ * lookup of lost answers (start-settlement.ts) and the guard across replicas (start-claims.ts).
  */
-import { randomUUID } from "node:crypto";
-import { AbortedError, GenerationError } from "../api/errors.js";
+import { GenerationError } from "../api/errors.js";
 import type { RateBudget } from "../api/rate-budget.js";
-import {
-  DEFAULT_MAX_WAIT_MS,
-  MAX_FOREGROUND_429_WAIT_MS,
-  MIN_RETRY_DELAY_MS,
-  tooLongToWait,
-} from "../api/rate-budget.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -22,38 +19,26 @@ import type {
   ImageResult,
   JsonObject,
 } from "../api/types.js";
-import { safeId } from "../api/fields.js";
-import { findVideoId } from "../api/find.js";
-import { resolveVideoModel } from "../models.js";
-import type { DailySpend, Reservation } from "../spend/daily.js";
-import { pickMatch } from "./history-match.js";
-import type { Journal, JournalEntry } from "./journal.js";
-import type { StartClaims } from "../state/shared-state.js";
-import type { Ownership } from "./ownership.js";
-import type { TaskLogger } from "./logger.js";
-import { silentLogger } from "./logger.js";
 import type { Sleep } from "../sleep.js";
 import { sleep as defaultSleep } from "../sleep.js";
+import type { DailySpend, Reservation } from "../spend/daily.js";
+import type { StartClaims } from "../state/shared-state.js";
+import type { Journal, JournalEntry } from "./journal.js";
+import type { TaskLogger } from "./logger.js";
+import { silentLogger } from "./logger.js";
+import type { Ownership } from "./ownership.js";
+import { ReplicaGuard } from "./start-claims.js";
+import { StartJournal, voidOf, type StartedTask } from "./start-journal.js";
+import {
+  MIN_START_MS,
+  RECONCILE_RESERVE_MS,
+  StartSender,
+  chargePossible,
+  isAmbiguous,
+} from "./start-request.js";
+import { Settlement } from "./start-settlement.js";
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
-/** Clock difference tolerated between us and the service when matching a history item to our request. */
-export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
-const RECONCILE_PAGE_LIMIT = 50;
-const RECONCILE_ATTEMPTS = 2;
-const RECONCILE_PAUSE_MS = 2000;
-/** Time kept for the history lookup when a start's own deadline is near. */
-const RECONCILE_RESERVE_MS = 5000;
-/** The least time a start request is given, however little of the call's deadline is left. */
-const MIN_START_MS = 10_000;
-/** An unsettled intent older than this cannot be a duplicate any more, and the history page would not show it. */
-const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
-/**
- * How long a replica's claim on starting a fingerprint lasts at most: longer than a start and its settling
- * take, short enough that the claim of a replica that died mid-start lapses within a tool call or two.
- */
-const CLAIM_TTL_MS = 60_000;
-/** How often a replica waiting on another's claim looks for the started task. */
-const CLAIM_RETRY_MS = 200;
 
 export const VIDEO_CHARGE_POSSIBLE =
   "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos to check for a task with this prompt (or get_credits) before starting again. An identical generate_video call is safe: it looks in the history first and does not pay twice.";
@@ -120,40 +105,54 @@ export interface TaskStarterOptions {
   daily?: DailySpend | undefined;
 }
 
-type Attempt<T> = (idempotencyKey: string) => Promise<T>;
-type Found = Pick<StartOutcome, "video_id" | "status" | "raw">;
-
 export class TaskStarter {
   private readonly api: TaskStarterOptions["api"];
   private readonly journal: Journal;
-  private readonly budget: RateBudget;
   private readonly now: () => number;
-  private readonly sleep: Sleep;
   private readonly logger: TaskLogger;
   private readonly duplicateWindowMs: number;
-  private readonly claims: StartClaims | undefined;
-  private readonly ownership: Ownership | undefined;
   private readonly beforeWrite: () => Promise<void>;
   private readonly daily: DailySpend | undefined;
+  private readonly startJournal: StartJournal;
+  private readonly sender: StartSender;
+  private readonly settlement: Settlement;
+  /** The duplicate guard shared with other replicas; undefined: this process alone. */
+  private readonly replicas: ReplicaGuard | undefined;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<StartOutcome | ImageStartOutcome>>();
-  /** Intents this process wrote: they are not an earlier run's lost answers. */
-  private readonly ownKeys = new Set<string>();
-  /** Whether the intents an earlier run left behind have been looked up. */
-  private leftoversSettled = false;
 
   constructor(options: TaskStarterOptions) {
     this.api = options.api;
     this.journal = options.journal;
-    this.budget = options.budget;
     this.now = options.now ?? Date.now;
-    this.sleep = options.sleep ?? defaultSleep;
+    const sleep = options.sleep ?? defaultSleep;
     this.logger = options.logger ?? silentLogger;
     this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
-    this.claims = options.claims;
-    this.ownership = options.ownership;
     this.beforeWrite = options.beforeWrite ?? (async () => {});
     this.daily = options.daily;
+    const { journal, now, logger } = this;
+    this.startJournal = new StartJournal({
+      journal,
+      claims: options.claims,
+      ownership: options.ownership,
+      duplicateWindowMs: this.duplicateWindowMs,
+      now,
+      logger,
+    });
+    this.sender = new StartSender({ budget: options.budget, now, sleep, logger });
+    this.settlement = new Settlement({
+      api: this.api,
+      journal,
+      startJournal: this.startJournal,
+      ownership: options.ownership,
+      now,
+      sleep,
+      logger,
+    });
+    this.replicas =
+      options.claims === undefined
+        ? undefined
+        : new ReplicaGuard({ claims: options.claims, journal, now, sleep, logger });
   }
 
   /**
@@ -170,11 +169,11 @@ export class TaskStarter {
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true, reconciled: false }));
     return this.track(key, async () => {
       await this.beforeWrite();
-      await this.refreshJournal();
-      await this.settleLeftovers(options.deadline);
+      await this.startJournal.refresh();
+      await this.settlement.settleLeftovers(options.deadline);
       if (options.allowDuplicate) return this.sendVideo(body, options);
-      if (this.claims === undefined) return this.startOnceVideo(body, options);
-      return this.startClaimed("video", options, this.claims, {
+      if (this.replicas === undefined) return this.startOnceVideo(body, options);
+      return this.replicas.start("video", options, {
         earlier: () => this.liveDuplicate(options),
         start: () => this.startOnceVideo(body, options),
       });
@@ -191,65 +190,13 @@ export class TaskStarter {
   }
 
   /**
-   * The duplicate guard across replicas: the replica that claims the fingerprint starts (or settles) the task;
-   * one that finds it claimed waits for the started task the claimant mirrors, and answers with it as reused.
-   * A claimant that died lets its claim expire; the next one settles the intent it left, as its own.
-   */
-  private async startClaimed<T>(
-    kind: "video" | "image",
-    options: StartOptions,
-    claims: StartClaims,
-    steps: { earlier: () => Promise<T | undefined>; start: () => Promise<T> },
-  ): Promise<T> {
-    const fingerprint = options.fingerprint;
-    const giveUpAt = options.deadline ?? this.now() + CLAIM_TTL_MS;
-    for (;;) {
-      await this.adoptShared(claims, fingerprint, "started");
-      const earlier = await steps.earlier();
-      if (earlier !== undefined) return earlier;
-      if (await claims.claim(fingerprint, CLAIM_TTL_MS)) {
-        try {
-          // Between our look and our claim, the last claimant may have finished: look again, now alone.
-          await this.adoptShared(claims, fingerprint, "both");
-          return await steps.start();
-        } finally {
-          await claims.unclaim(fingerprint);
-        }
-      }
-      if (this.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere(kind);
-      await this.sleep(CLAIM_RETRY_MS, options.signal);
-    }
-  }
-
-  /** Copies what another replica recorded for this fingerprint into our journal, so the usual guard sees it. */
-  private async adoptShared(
-    claims: StartClaims,
-    fingerprint: string,
-    what: "started" | "both",
-  ): Promise<void> {
-    const shared = await claims.read(fingerprint);
-    const adopt = what === "both" ? [shared.started, shared.intent] : [shared.started];
-    for (const entry of adopt) {
-      if (entry === undefined || this.journal.knows(entry)) continue;
-      try {
-        await this.journal.append(entry);
-      } catch (error) {
-        this.logger("warning", "Could not copy another replica's start into the journal.", {
-          error: String(error),
-        });
-      }
-    }
-  }
-
-  /**
    * Whether an identical request (same kind and fingerprint) was started within the duplicate window or is
    * being started now: lets a caller skip work that a reuse makes moot, such as uploading a local image.
    */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
-    if (this.claims !== undefined && (await this.claims.read(fingerprint)).started?.kind === kind)
-      return true;
-    await this.refreshJournal();
+    if (this.replicas !== undefined && (await this.replicas.hasStarted(kind, fingerprint))) return true;
+    await this.startJournal.refresh();
     return this.journal.findDuplicate(fingerprint, this.duplicateWindowMs)?.kind === kind;
   }
 
@@ -262,10 +209,10 @@ export class TaskStarter {
     if (joined) return joined.then((outcome) => ({ ...outcome, reused: true }));
     return this.track(key, async () => {
       await this.beforeWrite();
-      await this.refreshJournal();
+      await this.startJournal.refresh();
       if (options.allowDuplicate) return this.sendImage(body, options);
-      if (this.claims === undefined) return this.startOnceImage(body, options);
-      return this.startClaimed("image", options, this.claims, {
+      if (this.replicas === undefined) return this.startOnceImage(body, options);
+      return this.replicas.start("image", options, {
         earlier: async () => this.imageDuplicate(options.fingerprint),
         start: () => this.startOnceImage(body, options),
       });
@@ -315,7 +262,7 @@ export class TaskStarter {
             video_id: earlier.id,
           },
         );
-        await this.record({ ...voidOf(earlier), id: earlier.id, started_at: this.now() });
+        await this.startJournal.record({ ...voidOf(earlier), id: earlier.id, started_at: this.now() });
         return undefined;
       }
       // The service could not say; the task was paid for and is most likely fine.
@@ -335,66 +282,14 @@ export class TaskStarter {
   ): Promise<StartOutcome> {
     const request = lost.request as GenerateVideoBody;
     this.logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
-    const found = await this.reconcile(request, lost.started_at, options.deadline);
+    const found = await this.settlement.reconcile(request, lost.started_at, options.deadline);
     if (found) {
-      await this.recordVideo(found, { entry: lost, body: request, reconciled: true });
+      await this.startJournal.recordVideo(found, { entry: lost, body: request });
       this.logger("info", "Found the earlier start in the history.", { video_id: found.video_id });
       return { ...found, reused: true, reconciled: true };
     }
     this.logger("info", "The history does not have the earlier start; sending it again with its key.", {});
     return this.sendVideo(body, options, lost.key);
-  }
-
-  /**
-   * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
-   * once, before this process starts anything: a found task is journaled (so its id is never lost and the
-   * duplicate guard sees it), an old one that the history does not have is settled as never processed.
-   */
-  private async settleLeftovers(deadline: number | undefined): Promise<void> {
-    if (this.leftoversSettled) return;
-    const now = this.now();
-    const leftovers = this.journal
-      .pendingIntents()
-      .filter((entry) => entry.key !== undefined && !this.ownKeys.has(entry.key));
-    const fresh = leftovers.filter((entry) => now - entry.started_at <= SETTLE_MAX_AGE_MS);
-    for (const stale of leftovers.filter((entry) => !fresh.includes(entry))) {
-      await this.record({ ...voidOf(stale), started_at: now });
-    }
-    // Images have no history to look in: an identical request is refused while one is open (startImage).
-    const videos = fresh.filter((entry) => entry.kind === "video");
-    if (videos.length === 0) {
-      this.leftoversSettled = true;
-      return;
-    }
-    let items: JsonObject[];
-    try {
-      items = (
-        await this.api.listVideos(
-          { page: 1, limit: RECONCILE_PAGE_LIMIT },
-          { priority: "foreground", deadline: deadline },
-        )
-      ).items;
-    } catch (error) {
-      this.logger("warning", "Could not read the history to settle earlier starts; will try again.", {
-        code: error instanceof GenerationError ? error.code : undefined,
-      });
-      return;
-    }
-    this.leftoversSettled = true;
-    const known = await this.knownAmong(items);
-    for (const intent of videos) {
-      const request = intent.request as GenerateVideoBody;
-      const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, known);
-      if (found) {
-        this.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
-          video_id: found.video_id,
-        });
-        await this.recordVideo(found, { entry: intent, body: request, reconciled: true });
-      } else if (now - intent.started_at > RECONCILE_SKEW_MS) {
-        await this.record({ ...voidOf(intent), started_at: now });
-      }
-      // A younger one stays open: an identical request settles it again (the history may lag behind).
-    }
   }
 
   private async sendVideo(
@@ -404,9 +299,9 @@ export class TaskStarter {
   ): Promise<StartOutcome> {
     // A start re-sent with its lost intent's key was counted when it was first sent.
     const reservation = reuseKey === undefined ? await this.reserveSpend(options) : undefined;
-    const intent = await this.writeIntent("video", body, options, reuseKey);
+    const intent = await this.startJournal.writeIntent("video", body, options, reuseKey);
     try {
-      const started = await this.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
+      const started = await this.sender.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
         this.api.generateVideo(body, {
           priority: "foreground",
           idempotencyKey,
@@ -416,61 +311,33 @@ export class TaskStarter {
           }),
         }),
       );
-      return await this.recordVideo(started, { entry: intent, body, reconciled: false });
+      await this.startJournal.recordVideo(started, { entry: intent, body });
+      return newTask(started, false);
     } catch (error) {
       if (!isAmbiguous(error)) {
         // The service said it did nothing (or nothing could reach it): the intent is settled.
-        await this.record({ ...voidOf(intent), started_at: this.now() });
+        await this.startJournal.record({ ...voidOf(intent), started_at: this.now() });
         await reservation?.release();
         throw error;
       }
       this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
         code: error.code,
       });
-      const found = await this.reconcile(body, intent.started_at, options.deadline);
+      const found = await this.settlement.reconcile(body, intent.started_at, options.deadline);
       // Not found: the intent stays open, so an identical request settles it before paying again.
       if (!found) throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
       this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
-      return await this.recordVideo(found, { entry: intent, body, reconciled: true });
+      await this.startJournal.recordVideo(found, { entry: intent, body });
+      return newTask(found, true);
     }
-  }
-
-  /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
-  private async recordVideo(
-    task: Found,
-    context: { entry: JournalEntry; body: GenerateVideoBody; reconciled: boolean },
-  ): Promise<StartOutcome> {
-    const scope = context.entry.scope;
-    await this.record({
-      kind: "video",
-      phase: "started",
-      ...(context.entry.key !== undefined && { key: context.entry.key }),
-      id: task.video_id,
-      fingerprint: context.entry.fingerprint,
-      started_at: context.entry.started_at,
-      request: { ...context.body },
-      ...(task.status === undefined ? {} : { status: task.status }),
-      ...(scope !== undefined && { scope }),
-    });
-    if (scope !== undefined) {
-      await this.ownership?.record({
-        video_id: task.video_id,
-        scope,
-        started_at: context.entry.started_at,
-        prompt: context.body.prompt,
-        model: resolveVideoModel(context.body.model) ?? context.body.model,
-      });
-    }
-    const { video_id, status, raw } = task;
-    return { video_id, status, raw, reused: false, reconciled: context.reconciled };
   }
 
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
     const reservation = await this.reserveSpend(options);
-    const intent = await this.writeIntent("image", body, options);
+    const intent = await this.startJournal.writeIntent("image", body, options);
     let result: ImageResult;
     try {
-      result = await this.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
+      result = await this.sender.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
         this.api.generateImage(body, {
           priority: "foreground",
           idempotencyKey,
@@ -482,20 +349,11 @@ export class TaskStarter {
     } catch (error) {
       // The service keeps no image history to look in: say plainly what may have happened.
       if (isAmbiguous(error)) throw chargePossible(error, IMAGE_CHARGE_POSSIBLE);
-      await this.record({ ...voidOf(intent), started_at: this.now() });
+      await this.startJournal.record({ ...voidOf(intent), started_at: this.now() });
       await reservation?.release();
       throw error;
     }
-    await this.record({
-      kind: "image",
-      phase: "started",
-      ...(intent.key !== undefined && { key: intent.key }),
-      id: safeId(firstString(result.raw, ["image_id", "id", "task_id"])),
-      fingerprint: options.fingerprint,
-      started_at: intent.started_at,
-      request: { ...body },
-      result: { image_urls: result.image_urls },
-    });
+    await this.startJournal.recordImage(result, { entry: intent, body });
     return { result, image_urls: result.image_urls, reused: false, raw: result.raw };
   }
 
@@ -509,135 +367,6 @@ export class TaskStarter {
     return this.daily.reserve(callerId, credits, what);
   }
 
-  /** Syncs the intent to disk before the start may leave; the journal line is the proof it was ours. */
-  private async writeIntent(
-    kind: "video" | "image",
-    body: GenerateVideoBody | GenerateImageBody,
-    options: StartOptions,
-    reuseKey?: string,
-  ): Promise<JournalEntry> {
-    const intent: JournalEntry = {
-      kind,
-      phase: "intent",
-      key: reuseKey ?? randomUUID(),
-      id: undefined,
-      fingerprint: options.fingerprint,
-      started_at: this.now(),
-      request: { ...body },
-      ...(options.scope !== undefined && { scope: options.scope }),
-    };
-    this.ownKeys.add(intent.key ?? "");
-    await this.record(intent);
-    return intent;
-  }
-
-  /** One logical start: one key, sent again only after a 429 (which the service refused before acting). */
-  private async sendOnce<T>(options: StartOptions, key: string, attempt: Attempt<T>): Promise<T> {
-    if (options.signal?.aborted) throw new AbortedError();
-    try {
-      return await attempt(key);
-    } catch (error) {
-      if (
-        !(error instanceof GenerationError) ||
-        error.code !== "rate_limit_exceeded" ||
-        error.maybeProcessed
-      ) {
-        throw error;
-      }
-      const delay = this.retryDelay(error);
-      const left = options.deadline === undefined ? Infinity : options.deadline - this.now();
-      if (delay > Math.min(MAX_FOREGROUND_429_WAIT_MS, left - RECONCILE_RESERVE_MS)) {
-        throw tooLongToWait(error, delay);
-      }
-      this.logger("info", "The start was refused by the rate limit; retrying once after the reset.", {
-        delay_ms: delay,
-      });
-      await this.sleep(delay, options.signal);
-      return await attempt(key);
-    }
-  }
-
-  private retryDelay(error: GenerationError): number {
-    if (error.retryAtMs === undefined) return this.budget.retryDelayMs();
-    return Math.min(DEFAULT_MAX_WAIT_MS, Math.max(MIN_RETRY_DELAY_MS, error.retryAtMs - this.now()));
-  }
-
-  /**
-   * Looks for our task in the newest page of the history: same prompt, same model when the item names one,
-   * created no earlier than the send (less clock skew) when it carries a time, and not a task we already
-   * know. A failing history call counts as "not found". Bounded by the deadline.
-   */
-  private async reconcile(
-    body: GenerateVideoBody,
-    sentAt: number,
-    deadline: number | undefined,
-  ): Promise<Found | undefined> {
-    for (let attempt = 1; attempt <= RECONCILE_ATTEMPTS; attempt++) {
-      try {
-        const page = await this.api.listVideos(
-          { page: 1, limit: RECONCILE_PAGE_LIMIT },
-          { priority: "foreground", ...(deadline !== undefined && { deadline }) },
-        );
-        const match = pickMatch(
-          page.items,
-          body,
-          sentAt - RECONCILE_SKEW_MS,
-          await this.knownAmong(page.items),
-        );
-        if (match) return match;
-      } catch (error) {
-        this.logger("warning", "The history call failed while reconciling a start.", {
-          code: error instanceof GenerationError ? error.code : undefined,
-        });
-      }
-      // The service may list a new task a moment after creating it.
-      if (attempt >= RECONCILE_ATTEMPTS) break;
-      if (deadline !== undefined && this.now() + RECONCILE_PAUSE_MS + 1000 > deadline) break;
-      await this.sleep(RECONCILE_PAUSE_MS);
-    }
-    return undefined;
-  }
-
-  /**
-   * Which of these history items are tasks this server already knows: in the journal, or started by some
-   * caller of this key (on any replica). Settlement must never hand one of them over as a lost start.
-   */
-  private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
-    const owned = new Set<string>();
-    if (this.ownership !== undefined) {
-      const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
-      await Promise.all(
-        ids.map(async (id) => {
-          if (await this.ownership?.isOwned(id)) owned.add(id);
-        }),
-      );
-    }
-    return (id) => owned.has(id) || this.journal.has(id);
-  }
-
-  private async record(entry: JournalEntry): Promise<void> {
-    try {
-      await this.journal.append(entry);
-      // Other replicas see the open intent and the started task; the local journal stays the record of ours.
-      await this.claims?.mirror(entry, this.duplicateWindowMs);
-    } catch (error) {
-      // A start is not refused for it: the task id still reaches the caller in the answer.
-      this.logger("error", "Could not write the task journal; this start is not protected against a crash.", {
-        id: entry.id,
-        path: this.journal.path,
-        error: String(error),
-      });
-    }
-  }
-
-  private async refreshJournal(): Promise<void> {
-    try {
-      await this.journal.refresh();
-    } catch (error) {
-      this.logger("warning", "Could not re-read the task journal.", { error: String(error) });
-    }
-  }
-
   private track<T extends StartOutcome | ImageStartOutcome>(key: string, run: () => Promise<T>): Promise<T> {
     const promise = run();
     this.pending.set(key, promise);
@@ -649,35 +378,15 @@ export class TaskStarter {
   }
 }
 
-/** The line that settles an intent (or declares a task stale) without a task of its own. */
-function voidOf(entry: JournalEntry): JournalEntry {
-  return {
-    kind: entry.kind,
-    phase: "void",
-    ...(entry.key !== undefined && { key: entry.key }),
-    id: undefined,
-    fingerprint: entry.fingerprint,
-    started_at: entry.started_at,
-    request: {},
-  };
+/** A task this start created (or, reconciled, found in the history after its answer was lost). */
+function newTask(task: StartedTask, reconciled: boolean): StartOutcome {
+  const { video_id, status, raw } = task;
+  return { video_id, status, raw, reused: false, reconciled };
 }
 
 /** The service does not know the id: 404, or the 400 some services give for an unknown id. */
 function isUnknownTask(error: GenerationError): boolean {
   return error.code === "not_found" || (error.code === "validation_error" && error.status === 400);
-}
-
-/** An identical start held by another replica did not finish within this call's time. */
-function claimedElsewhere(kind: "video" | "image"): GenerationError {
-  const tool = kind === "video" ? "generate_video" : "generate_image";
-  return new GenerationError(
-    "timeout",
-    `An identical ${tool} request is being started by another replica of this server and did not finish in time.`,
-    {
-      maybeProcessed: true,
-      nextStep: `Call ${tool} again with the same arguments in a moment: it returns that result instead of paying again.`,
-    },
-  );
 }
 
 function unsettledImage(intent: JournalEntry, now: number): GenerationError {
@@ -691,35 +400,6 @@ function unsettledImage(intent: JournalEntry, now: number): GenerationError {
         "Call get_credits to see whether credits were spent. To generate the image anyway, call generate_image again with allow_duplicate: true.",
     },
   );
-}
-
-const AMBIGUOUS_CODES = new Set(["timeout", "internal_error", "upstream_error"]);
-
-/**
- * The HTTP layer marks a start that may have been processed (timeout after sending, broken connection,
- * 5xx); a 5xx or timeout is treated the same even when unmarked. A connection that never opened is not.
- */
-function isAmbiguous(error: unknown): error is GenerationError {
-  return error instanceof GenerationError && (error.maybeProcessed || AMBIGUOUS_CODES.has(error.code));
-}
-
-function chargePossible(error: GenerationError, nextStep: string): GenerationError {
-  return new GenerationError(error.code, `${error.message} The start request may have been processed.`, {
-    status: error.status,
-    nextStep,
-    maybeProcessed: true,
-    requestId: error.requestId,
-    cause: error,
-  });
-}
-
-function firstString(record: JsonObject, keys: string[]): string | undefined {
-  for (const key of keys) {
-    const value = record[key];
-    if (typeof value === "string" && value !== "") return value;
-    if (typeof value === "number" && Number.isFinite(value)) return String(value);
-  }
-  return undefined;
 }
 
 function stringArray(value: unknown): string[] {

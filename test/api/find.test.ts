@@ -1,15 +1,8 @@
 /** The bounded deep search: its limits, and every finder on flat and nested answers at several depths. */
 import { describe, expect, it } from "vitest";
 import {
-  MAX_HISTORY_ITEMS,
-  WALK_LIMITS,
-  describeFields,
-  findCreatedAt,
   findFailure,
-  findHistory,
   findImageUrls,
-  findModel,
-  findPrompt,
   findStatus,
   findStillUrl,
   findUploadUrl,
@@ -17,8 +10,15 @@ import {
   findVideoUrl,
   searchStatus,
   searchVideoId,
-  walk,
 } from "../../src/api/find.js";
+import {
+  MAX_HISTORY_ITEMS,
+  findCreatedAt,
+  findHistory,
+  findModel,
+  findPrompt,
+} from "../../src/api/find-history.js";
+import { WALK_LIMITS, describeFields, walk } from "../../src/api/walk.js";
 
 /** `{ next: { next: ... { leaf } } }`, built without recursion. */
 function deepObject(depth: number, leaf: Record<string, unknown> = {}): Record<string, unknown> {

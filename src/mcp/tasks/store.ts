@@ -16,19 +16,19 @@
  * poll; when the lease lapses (that replica died), the next replica asked about the task takes it over from
  * its video_id, as after a restart. A task's outcome is decided once for all replicas (TaskRecordStore
  * `finalize`).
+ *
+ * Its parts: the background waits (runs.ts), the copy in the shared store (shared-records.ts), the file
+ * (records-file.ts).
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../sleep.js";
 import type { TaskRecordStore } from "../../state/shared-state.js";
-import type { ResumeInfo } from "../../tools/define-tool.js";
 import {
   TERMINAL,
   boundTtl,
   errorText,
   expiresAt,
-  failed,
-  parseRecord,
   shownId,
   type StoredResult,
   type TaskRecord,
@@ -36,19 +36,12 @@ import {
   type TaskStatus,
 } from "./records.js";
 import { RecordsFile } from "./records-file.js";
+import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
+import { SharedRecords } from "./shared-records.js";
 
 /** Records kept per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
 const LIST_PAGE_SIZE = 50;
-/** A progress message that names the started task: "video_id <id>: started". */
-const ANNOUNCEMENT = /^video_id (\S+?):/;
-
-/** What runs a tool in the background for a task: the same handler a plain call runs. */
-export interface TaskRun {
-  signal: AbortSignal;
-  /** Progress from the tool: becomes the task's statusMessage. */
-  progress(message: string): void;
-}
 
 export interface StartTaskOptions {
   tool: string;
@@ -61,12 +54,6 @@ export interface StartTaskOptions {
   stopping: AbortSignal;
   run(task: TaskRun & { ttlMs: number }): Promise<StoredResult>;
 }
-
-/** Runs a restarted task's wait, or answers undefined when its tool cannot take it up. */
-export type Resumer = (
-  record: { tool: string; scope?: string | undefined } & ResumeInfo,
-  run: TaskRun,
-) => Promise<StoredResult> | undefined;
 
 /** The task does not exist for this caller, or its ttl has passed (wire forms answer -32602). */
 export class TaskNotFoundError extends Error {
@@ -86,19 +73,28 @@ export class TaskEndedError extends Error {
 
 export class TaskRecords {
   private readonly records = new Map<string, TaskRecord>();
-  private readonly runners = new Map<string, AbortController>();
+  private readonly runs: TaskRuns;
   /** Wakes the readers waiting for a task to end (tasks/result in 2025-11-25). */
   private readonly endings = new Map<string, Set<() => void>>();
   private readonly sweeper: ReturnType<typeof setInterval>;
-  /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
-  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   private constructor(
     private readonly file: RecordsFile | undefined,
     readonly pollIntervalMs: number,
-    private readonly logger: Logger,
-    private readonly shared: TaskRecordStore | undefined,
+    logger: Logger,
+    private readonly shared: SharedRecords | undefined,
   ) {
+    this.runs = new TaskRuns(
+      {
+        progress: (record, message) => {
+          if (record.task.status !== "working") return;
+          this.update(record, "working", message);
+          if (record.videoId !== undefined) void this.heartbeat(record);
+        },
+        finish: (record, status, result) => this.finish(record, status, result),
+      },
+      logger,
+    );
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     this.sweeper.unref();
   }
@@ -117,7 +113,7 @@ export class TaskRecords {
       dir === undefined ? undefined : new RecordsFile(dir, logger),
       pollIntervalMs,
       logger,
-      shared,
+      shared === undefined ? undefined : new SharedRecords(shared, pollIntervalMs, logger),
     );
     for (const record of (await tasks.file?.load()) ?? []) tasks.records.set(record.task.taskId, record);
     tasks.sweep();
@@ -147,14 +143,14 @@ export class TaskRecords {
     };
     let announced: () => void = () => {};
     const started = new Promise<void>((resolve) => (announced = resolve));
-    this.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
+    this.runs.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
     await started;
     this.records.set(record.task.taskId, record);
     this.trim();
     if (record.ephemeral === true) return { ...record.task };
     this.persist();
-    await this.shared?.follow(record.task.taskId, this.leaseMs());
-    await this.share(record);
+    await this.shared?.follow(record.task.taskId);
+    await this.shared?.share(record);
     // On disk before the client hears of it: a task id handed out survives even a kill -9.
     await this.file?.written();
     return { ...record.task };
@@ -221,16 +217,16 @@ export class TaskRecords {
 
   /** Takes up, after a restart, every task that was still being waited for (unless another replica does). */
   resumeAll(resume: Resumer, stopping: AbortSignal): void {
-    this.resumer = { resume, stopping };
+    this.runs.resumeWith(resume, stopping);
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
-        this.takeUp(record);
+        this.runs.takeUp(record);
         continue;
       }
       // Another replica may have taken the task over while this one was down.
-      void this.shared.follow(record.task.taskId, this.leaseMs()).then((mine) => {
-        if (mine) this.takeUp(record);
+      void this.shared.follow(record.task.taskId).then((mine) => {
+        if (mine) this.runs.takeUp(record);
         else this.records.delete(record.task.taskId);
       });
     }
@@ -239,7 +235,7 @@ export class TaskRecords {
 
   /** Background waits running now. */
   get running(): number {
-    return this.runners.size;
+    return this.runs.size;
   }
 
   /** Whether any record is kept (an empty set leaves no file behind). */
@@ -250,46 +246,9 @@ export class TaskRecords {
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    for (const runner of this.runners.values()) runner.abort();
+    this.runs.abortAll();
     this.persist();
     await this.file?.written();
-  }
-
-  /** Follows a working task from its video_id; one that never named a task fails with advice. */
-  private takeUp(record: TaskRecord): void {
-    const resumer = this.resumer;
-    if (resumer === undefined || this.runners.has(record.task.taskId)) return;
-    const remaining = expiresAt(record.task) - Date.now();
-    const videoId = record.videoId;
-    const launched =
-      videoId !== undefined &&
-      this.launch(
-        record,
-        resumer.stopping,
-        () => {},
-        (run) =>
-          resumer.resume(
-            {
-              tool: record.tool,
-              scope: record.scope,
-              videoId,
-              saved: record.saved ?? {},
-              windowMs: remaining,
-            },
-            run,
-          ),
-      );
-    if (!launched) {
-      // Nothing to follow (the process stopped before the service named a task): say how to go on.
-      void this.finish(
-        record,
-        "failed",
-        errorText(
-          "timeout: the server restarted before this task's generation was confirmed. " +
-            "Call the tool again: an identical request within 10 minutes returns the earlier task or image (reused: true) instead of paying twice.",
-        ),
-      );
-    }
   }
 
   /**
@@ -299,73 +258,21 @@ export class TaskRecords {
   private async lookup(taskId: string): Promise<TaskRecord | undefined> {
     const local = this.records.get(taskId);
     // Followed here, or cancelled here (its follower elsewhere stops at its next poll): this copy is current.
-    const current = local !== undefined && (this.runners.has(taskId) || local.task.status === "cancelled");
+    const current = local !== undefined && (this.runs.has(taskId) || local.task.status === "cancelled");
     if (this.shared === undefined || current) return local;
-    const stored = await this.shared.get(taskId);
-    const record = stored === undefined ? undefined : parseRecord(stored);
-    if (stored !== undefined && record === undefined) {
-      this.logger.warning("a shared MCP task record was not valid and was skipped");
-    }
+    const record = await this.shared.read(taskId);
     if (record === undefined) return local;
     if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
       // Another replica decided the outcome: every replica answers the same.
       this.adopt(local, record);
       return local;
     }
-    if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs()))) {
+    if (record.task.status === "working" && (await this.shared.follow(taskId))) {
       this.records.set(taskId, record);
-      this.takeUp(record);
+      this.runs.takeUp(record);
       this.persist();
     }
     return record;
-  }
-
-  /** Runs one background wait; returns false when there was nothing to run. */
-  private launch(
-    record: TaskRecord,
-    stopping: AbortSignal,
-    announced: () => void,
-    run: (task: TaskRun) => Promise<StoredResult> | undefined,
-  ): boolean {
-    const controller = new AbortController();
-    const progress = (message: string) => {
-      const videoId = ANNOUNCEMENT.exec(message)?.[1];
-      if (videoId !== undefined && record.videoId === undefined) {
-        record.videoId = videoId;
-        // The generation exists: the task can be handed out, and taken up again after a restart.
-        announced();
-      }
-      if (record.task.status !== "working") return;
-      this.update(record, "working", message);
-      if (record.videoId !== undefined) void this.heartbeat(record);
-    };
-    const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
-    if (running === undefined) return false;
-    this.runners.set(record.task.taskId, controller);
-    running
-      .then(
-        (result) => {
-          // A stop leaves the task working (it is taken up at the next start); a cancel has its answer already.
-          if (stopping.aborted || record.task.status !== "working") return;
-          // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
-          // worth keeping on disk or sharing, and a flood of such calls must cost nothing.
-          if (record.videoId === undefined && result.isError === true) record.ephemeral = true;
-          void this.finish(record, failed(result) ? "failed" : "completed", result);
-        },
-        (error: unknown) => {
-          this.logger.error("a background task failed unexpectedly", { error: String(error) });
-          void this.finish(
-            record,
-            "failed",
-            errorText("internal_error: the wait for this task failed unexpectedly."),
-          );
-        },
-      )
-      .finally(() => {
-        this.runners.delete(record.task.taskId);
-        announced();
-      });
-    return true;
   }
 
   /** Cancels a working task, unless its outcome was decided first (then the record holds that outcome). */
@@ -380,10 +287,10 @@ export class TaskRecords {
     this.records.set(record.task.taskId, record);
     // `finish` may have taken another replica's outcome instead.
     if (statusOf(record) !== "cancelled") return;
-    this.runners.get(record.task.taskId)?.abort();
+    this.runs.abort(record.task.taskId);
     // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runners.has(record.task.taskId)) {
-      await this.shared.requestCancel(record.task.taskId, Math.max(1, expiresAt(record.task) - Date.now()));
+    if (this.shared !== undefined && !this.runs.has(record.task.taskId)) {
+      await this.shared.requestCancel(record);
     }
   }
 
@@ -404,7 +311,7 @@ export class TaskRecords {
     this.update(record, status, statusMessage ?? firstLine);
     const left = expiresAt(record.task) - Date.now();
     if (this.shared !== undefined && left > 0 && record.ephemeral !== true) {
-      const decided = parseRecord(await this.shared.finalize(record.task.taskId, record, left));
+      const decided = await this.shared.finalize(record, left);
       if (decided !== undefined && decided.task.taskId === record.task.taskId) this.adopt(record, decided);
     }
     this.persist();
@@ -416,7 +323,7 @@ export class TaskRecords {
     if (decided.task.status === "working") return;
     record.task = { ...decided.task };
     record.result = decided.result;
-    this.runners.get(record.task.taskId)?.abort();
+    this.runs.abort(record.task.taskId);
     this.persist();
     this.wake(record.task.taskId);
   }
@@ -437,19 +344,8 @@ export class TaskRecords {
       await this.cancelRecord(record);
       return;
     }
-    await shared.follow(record.task.taskId, this.leaseMs());
-    await this.share(record);
-  }
-
-  private async share(record: TaskRecord): Promise<void> {
-    const left = expiresAt(record.task) - Date.now();
-    if (this.shared === undefined || left <= 0) return;
-    await this.shared.put(record.task.taskId, record, left, Date.parse(record.task.createdAt));
-  }
-
-  /** How long a follower's lease lasts: a few polls, so a dead replica's tasks are taken over soon. */
-  private leaseMs(): number {
-    return Math.max(3 * this.pollIntervalMs, 1000);
+    await shared.follow(record.task.taskId);
+    await shared.share(record);
   }
 
   private update(record: TaskRecord, status: TaskStatus, statusMessage: string | undefined): void {
@@ -467,7 +363,7 @@ export class TaskRecords {
     let dropped = false;
     for (const [taskId, record] of this.records) {
       if (expiresAt(record.task) > now) continue;
-      this.runners.get(taskId)?.abort();
+      this.runs.abort(taskId);
       this.records.delete(taskId);
       dropped = true;
     }

@@ -1,0 +1,149 @@
+/**
+ * The background waits of the MCP task records (store.ts): the tool handler a plain call runs, launched for a
+ * new task or taken up again from its video_id (after a restart, or from a replica that died). A run's first
+ * progress message that names the started task announces it: from then on the task can be handed out and
+ * taken up again. A run that ends hands its result to the store, unless the server is stopping (the task
+ * stays `working`, to be taken up at the next start) or the task has ended already (a cancel).
+ */
+import type { Logger } from "../../logger.js";
+import type { ResumeInfo } from "../../tools/define-tool.js";
+import { errorText, expiresAt, failed, type StoredResult, type TaskRecord } from "./records.js";
+
+/** A progress message that names the started task: "video_id <id>: started". */
+const ANNOUNCEMENT = /^video_id (\S+?):/;
+
+/** What runs a tool in the background for a task: the same handler a plain call runs. */
+export interface TaskRun {
+  signal: AbortSignal;
+  /** Progress from the tool: becomes the task's statusMessage. */
+  progress(message: string): void;
+}
+
+/** Runs a restarted task's wait, or answers undefined when its tool cannot take it up. */
+export type Resumer = (
+  record: { tool: string; scope?: string | undefined } & ResumeInfo,
+  run: TaskRun,
+) => Promise<StoredResult> | undefined;
+
+/** What the store does with a run's progress and its end. */
+export interface RunHooks {
+  progress(record: TaskRecord, message: string): void;
+  finish(record: TaskRecord, status: "completed" | "failed", result: StoredResult): Promise<void>;
+}
+
+export class TaskRuns {
+  private readonly runners = new Map<string, AbortController>();
+  /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
+  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
+
+  constructor(
+    private readonly hooks: RunHooks,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Background waits running now. */
+  get size(): number {
+    return this.runners.size;
+  }
+
+  has(taskId: string): boolean {
+    return this.runners.has(taskId);
+  }
+
+  /** Stops the task's wait, if one runs here. */
+  abort(taskId: string): void {
+    this.runners.get(taskId)?.abort();
+  }
+
+  abortAll(): void {
+    for (const runner of this.runners.values()) runner.abort();
+  }
+
+  /** From now on, tasks are taken up with `resume`. */
+  resumeWith(resume: Resumer, stopping: AbortSignal): void {
+    this.resumer = { resume, stopping };
+  }
+
+  /** Follows a working task from its video_id; one that never named a task fails with advice. */
+  takeUp(record: TaskRecord): void {
+    const resumer = this.resumer;
+    if (resumer === undefined || this.runners.has(record.task.taskId)) return;
+    const remaining = expiresAt(record.task) - Date.now();
+    const videoId = record.videoId;
+    const launched =
+      videoId !== undefined &&
+      this.launch(
+        record,
+        resumer.stopping,
+        () => {},
+        (run) =>
+          resumer.resume(
+            {
+              tool: record.tool,
+              scope: record.scope,
+              videoId,
+              saved: record.saved ?? {},
+              windowMs: remaining,
+            },
+            run,
+          ),
+      );
+    if (!launched) {
+      // Nothing to follow (the process stopped before the service named a task): say how to go on.
+      void this.hooks.finish(
+        record,
+        "failed",
+        errorText(
+          "timeout: the server restarted before this task's generation was confirmed. " +
+            "Call the tool again: an identical request within 10 minutes returns the earlier task or image (reused: true) instead of paying twice.",
+        ),
+      );
+    }
+  }
+
+  /** Runs one background wait; returns false when there was nothing to run. */
+  launch(
+    record: TaskRecord,
+    stopping: AbortSignal,
+    announced: () => void,
+    run: (task: TaskRun) => Promise<StoredResult> | undefined,
+  ): boolean {
+    const controller = new AbortController();
+    const progress = (message: string) => {
+      const videoId = ANNOUNCEMENT.exec(message)?.[1];
+      if (videoId !== undefined && record.videoId === undefined) {
+        record.videoId = videoId;
+        // The generation exists: the task can be handed out, and taken up again after a restart.
+        announced();
+      }
+      this.hooks.progress(record, message);
+    };
+    const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
+    if (running === undefined) return false;
+    this.runners.set(record.task.taskId, controller);
+    running
+      .then(
+        (result) => {
+          // A stop leaves the task working (it is taken up at the next start); a cancel has its answer already.
+          if (stopping.aborted || record.task.status !== "working") return;
+          // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
+          // worth keeping on disk or sharing, and a flood of such calls must cost nothing.
+          if (record.videoId === undefined && result.isError === true) record.ephemeral = true;
+          void this.hooks.finish(record, failed(result) ? "failed" : "completed", result);
+        },
+        (error: unknown) => {
+          this.logger.error("a background task failed unexpectedly", { error: String(error) });
+          void this.hooks.finish(
+            record,
+            "failed",
+            errorText("internal_error: the wait for this task failed unexpectedly."),
+          );
+        },
+      )
+      .finally(() => {
+        this.runners.delete(record.task.taskId);
+        announced();
+      });
+    return true;
+  }
+}
