@@ -7,13 +7,17 @@
  * own entries serve the wire:
  * - 2026-07-28: `createMcpHandler` (the SDK v2 entry): `server/discover`, header and envelope validation,
  *   `resultType` and cache fields, progress and logs on the request's own stream (SSE when there are any).
+ *   One plain request (the usual call) gets the same answer written directly (modern-exchange.ts).
  * - 2025 revisions: a fresh stateless server per request on the SDK's Node transport, answering JSON for a
  *   quick call and SSE for a call that asked for progress (as before: a plain curl reads the JSON). One
  *   plain request (the usual call) gets the same JSON answer written directly (JsonExchange).
+ * The two direct paths skip the SDK's conversions between Node's request and response and the web's, which
+ * were most of what HTTP added to a call; test/http/wire-paths.test.ts holds them to the SDK's wire.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
 import {
+  PROTOCOL_VERSION_META_KEY,
   RELATED_TASK_META_KEY,
   classifyInboundRequest,
   createMcpHandler,
@@ -33,6 +37,7 @@ import {
   negotiatedLegacy,
   type Revision,
 } from "./revisions.js";
+import { plainModernRequest, serveModernExchange } from "./modern-exchange.js";
 import { createMcpServer } from "./server.js";
 import type { Session } from "./session.js";
 
@@ -54,18 +59,26 @@ interface SessionAuth extends AuthInfo {
   extra: { session: Session };
 }
 
-export function createMcpHttp(options: { version: string; logger: Logger }): McpHttp {
+export interface McpHttpOptions {
+  version: string;
+  logger: Logger;
+  /**
+   * False serves every request through the SDK's own entries, the plain ones too (the wire test compares
+   * the two). Default true.
+   */
+  direct?: boolean;
+}
+
+export function createMcpHttp(options: McpHttpOptions): McpHttp {
+  const direct = options.direct ?? true;
+  const modernServer = (session: Session) =>
+    createMcpServer({ version: options.version, session, revision: MODERN, logger: options.logger });
   const modern = toNodeHandler(
     createMcpHandler(
       ({ authInfo }) => {
         const session = (authInfo as SessionAuth | undefined)?.extra.session;
         if (session === undefined) throw new Error("no session for a 2026-07-28 request");
-        return createMcpServer({
-          version: options.version,
-          session,
-          revision: MODERN,
-          logger: options.logger,
-        });
+        return modernServer(session);
       },
       {
         legacy: "reject",
@@ -76,6 +89,8 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
   );
   return {
     async serve(req, res, message, session) {
+      // The usual 2025 call is legacy by its shape (see isPlainCall): the classifier need not say so.
+      if (direct && isPlainCall(req, message)) return serveLegacy(req, res, message, session, options, true);
       const route = classifyInboundRequest({
         httpMethod: "POST",
         ...headerField("protocolVersionHeader", req.headers["mcp-protocol-version"]),
@@ -90,11 +105,17 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
           if (!MODERN_METHODS.has(route.message.method)) return unknownMethod(res, message);
         }
         const auth: SessionAuth = { token: "", clientId: session.caller.id, scopes: [], extra: { session } };
-        Object.assign(req, { auth });
-        await modern(req as unknown as Parameters<typeof modern>[0], res, message);
+        const plain = direct ? plainModernRequest(req, route) : undefined;
+        if (plain !== undefined) {
+          const server = modernServer(session);
+          await serveModernExchange({ res, request: plain, server, authInfo: auth, logger: options.logger });
+        } else {
+          Object.assign(req, { auth });
+          await modern(req as unknown as Parameters<typeof modern>[0], res, message);
+        }
         return { close: async () => undefined };
       }
-      return serveLegacy(req, res, message, session, options);
+      return serveLegacy(req, res, message, session, options, false);
     },
   };
 }
@@ -104,10 +125,13 @@ async function serveLegacy(
   res: ServerResponse,
   message: unknown,
   session: Session,
-  options: { version: string; logger: Logger },
+  options: McpHttpOptions,
+  plain: boolean,
 ): Promise<Served> {
-  const server: Server = createMcpServer({ ...options, session, revision: legacyRevision(req, message) });
-  if (isPlainCall(req, message)) {
+  const { version, logger } = options;
+  const revision = legacyRevision(req, message);
+  const server: Server = createMcpServer({ version, logger, session, revision });
+  if (plain && isPlainCall(req, message)) {
     const exchange = new JsonExchange(res, message.id);
     await server.connect(exchange);
     exchange.deliver(message);
@@ -134,12 +158,13 @@ interface PlainRequest {
 const REQUEST_KEYS = new Set(["jsonrpc", "id", "method", "params"]);
 
 /**
- * Whether a 2025-era POST is one plain request that the SDK's Node transport would answer with one JSON
+ * Whether a POST is one plain 2025-era request that the SDK's Node transport would answer with one JSON
  * body and nothing else: not a batch, a notification or `initialize`; no progress asked (that is an SSE
  * stream); Accept, Content-Type and MCP-Protocol-Version as that transport accepts them; the message in the
  * shape its schema accepts, exactly (only a subset: anything else takes the SDK's own path, which answers
  * it as before). Such a request is served by JsonExchange, which writes the same answer without the SDK's
- * web Request/Response round trip.
+ * web Request/Response round trip. Without the envelope's protocol version (the 2026-07-28 claim) and with
+ * a 2025 revision in its header, or none, the SDK's classifier routes such a request as 2025-era traffic.
  */
 function isPlainCall(req: IncomingMessage, message: unknown): message is PlainRequest {
   if (!isPlainObject(message)) return false;
@@ -152,6 +177,7 @@ function isPlainCall(req: IncomingMessage, message: unknown): message is PlainRe
     const meta = params["_meta"];
     if (meta !== undefined) {
       if (!isPlainObject(meta) || meta["progressToken"] !== undefined) return false;
+      if (PROTOCOL_VERSION_META_KEY in meta) return false;
       if (meta[RELATED_TASK_META_KEY] !== undefined) return false;
     }
   }

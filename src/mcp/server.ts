@@ -11,9 +11,14 @@
  * -32602 with its uri in every revision: the SDK answers 2026-07-28's code for the older ones too.)
  */
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
   Server,
+  type ClientCapabilities,
+  type Implementation,
   type ServerCapabilities,
   type ServerContext,
   type Tool,
@@ -24,7 +29,7 @@ import { cleanText } from "../redact.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
 import { attachSessionLogging } from "./logging.js";
-import { offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
+import { MODERN_REVISION, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
 import type { CallerTasks } from "./tasks/access.js";
@@ -39,20 +44,23 @@ export const SERVER_NAME = "generation-mcp";
  */
 declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
 
-let listed: Tool[] | undefined;
+let listed: { withTasks: Tool[]; withoutTasks: Tool[] } | undefined;
 
 /**
- * The tools as `tools/list` answers them, the same list for every client; `withTasks` false leaves out
- * `execution` (2025-11-25 tasks). Neither this nor a server's construction loads the tool definitions
- * (their zod schemas are a good part of the start-up work): `tools/list` answers from the inlined list, and
- * `tools/call` loads them with its module on the first call.
+ * The tools as `tools/list` answers them, the same list for every client (made once per process, both
+ * forms); `withTasks` false leaves out `execution` (2025-11-25 tasks). Neither this nor a server's
+ * construction loads the tool definitions (their zod schemas are a good part of the start-up work):
+ * `tools/list` answers from the inlined list, and `tools/call` loads them with its module on the first call.
  */
 async function toolList(withTasks: boolean): Promise<Tool[]> {
-  listed ??=
-    typeof __GENERATION_MCP_TOOLS__ === "object"
-      ? __GENERATION_MCP_TOOLS__
-      : (await import("./tool-list.js")).describeTools();
-  return withTasks ? listed : listed.map(({ execution: _execution, ...tool }) => tool);
+  if (listed === undefined) {
+    const tools =
+      typeof __GENERATION_MCP_TOOLS__ === "object"
+        ? __GENERATION_MCP_TOOLS__
+        : (await import("./tool-list.js")).describeTools();
+    listed = { withTasks: tools, withoutTasks: tools.map(({ execution: _execution, ...tool }) => tool) };
+  }
+  return withTasks ? listed.withTasks : listed.withoutTasks;
 }
 
 /** tools/call and the tools it runs, loaded on the first call. */
@@ -91,7 +99,10 @@ export interface McpServerOptions {
  * Advertises what the negotiated revision has, and nothing of a later one: `initialize` asks once the
  * client's revision is known.
  */
-class GenerationServer extends Server {
+export class GenerationServer extends Server {
+  /** What a 2026-07-28 request's envelope says of its client (bindModernRequest). */
+  private envelopeClient?: { capabilities: unknown; info: unknown };
+
   constructor(
     version: string,
     private readonly planned: Revision,
@@ -111,6 +122,11 @@ class GenerationServer extends Server {
             : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
         },
         instructions: INSTRUCTIONS,
+        // A 2026-07-28 instance lists its revision among those it speaks from the start, as the SDK's entries
+        // add it (which also registers `server/discover`): the same list and handler either way.
+        ...(planned.era === "modern" && {
+          supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION],
+        }),
         cacheHints: {
           "server/discover": STATIC,
           "tools/list": STATIC,
@@ -120,6 +136,29 @@ class GenerationServer extends Server {
         },
       },
     );
+  }
+
+  /**
+   * Readies this instance for the one 2026-07-28 request modern-exchange.ts serves on it, as the SDK's HTTP
+   * entry (createMcpHandler) readies the instances it makes: bound to that revision, and the client's identity
+   * read from the request's envelope (`meta`).
+   */
+  bindModernRequest(meta: Record<string, unknown>): void {
+    this._negotiatedProtocolVersion = MODERN_REVISION;
+    this.envelopeClient = {
+      capabilities: meta[CLIENT_CAPABILITIES_META_KEY],
+      info: meta[CLIENT_INFO_META_KEY],
+    };
+  }
+
+  override getClientCapabilities(): ClientCapabilities | undefined {
+    return (
+      (this.envelopeClient?.capabilities as ClientCapabilities | undefined) ?? super.getClientCapabilities()
+    );
+  }
+
+  override getClientVersion(): Implementation | undefined {
+    return (this.envelopeClient?.info as Implementation | undefined) ?? super.getClientVersion();
   }
 
   /** The revision in use: for a negotiating session the one `initialize` agreed, else the planned one. */
@@ -172,7 +211,7 @@ class GenerationServer extends Server {
   }
 }
 
-export function createMcpServer(options: McpServerOptions): Server {
+export function createMcpServer(options: McpServerOptions): GenerationServer {
   const { session } = options;
   const server = new GenerationServer(
     options.version,

@@ -1,0 +1,340 @@
+/**
+ * The direct paths of MCP over HTTP (src/mcp/modern-exchange.ts for 2026-07-28, JsonExchange for 2025)
+ * answer on the wire exactly as the SDK's own entries do: the same requests go to two servers, one serving
+ * them directly where it can and one through the SDK only (`direct: false`), and their answers must agree
+ * byte for byte: status, every header but Date (names, values and order, framing included), and body. The
+ * requests cover what takes a direct path (lists, calls, discovery, errors a handler or the dispatch
+ * answers) and what must not (a bad envelope, a header that disagrees or is missing, progress, logs).
+ */
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { classifyInboundRequest } from "@modelcontextprotocol/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { digestOf, type Caller } from "../../src/auth/caller.js";
+import type { Config } from "../../src/config.js";
+import { Logger } from "../../src/logger.js";
+import { createMcpHttp, type Served } from "../../src/mcp/http.js";
+import { plainModernRequest } from "../../src/mcp/modern-exchange.js";
+import type { Session } from "../../src/mcp/session.js";
+import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { startSandbox } from "../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { VIEWER_URI } from "../../src/ui/viewer.js";
+import { tempRoot } from "../helpers/http-calls.js";
+import { REVISION, envelope } from "../helpers/modern.js";
+
+interface Answer {
+  status: number;
+  headers: string[];
+  body: string;
+}
+
+interface Exchange {
+  method: string;
+  params?: Record<string, unknown>;
+  id?: string | number;
+  headers?: Record<string, string | undefined>;
+}
+
+let sandbox: SandboxHandle;
+let root: Awaited<ReturnType<typeof tempRoot>>;
+let runtime: Runtime;
+let direct: Server;
+let viaSdk: Server;
+
+/** What transports/http.ts does around McpHttp for one POST, on a port of its own. */
+async function serveOn(useDirect: boolean, session: Session): Promise<Server> {
+  const mcpHttp = createMcpHttp({
+    version: "test",
+    logger: new Logger("error", () => {}),
+    direct: useDirect,
+  });
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let text = "";
+    req.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+    req.on("end", () => {
+      let served: Served | undefined;
+      res.once("close", () => void served?.close());
+      void mcpHttp.serve(req, res, JSON.parse(text), session).then((answer) => (served = answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+beforeAll(async () => {
+  [sandbox, root] = await Promise.all([
+    startSandbox({ timings: { queuedMs: 40, processingMs: 160 } }),
+    tempRoot("wire-paths-"),
+  ]);
+  const key = sandbox.keys.paid;
+  const config: Config = {
+    apiKey: key,
+    baseUrl: sandbox.baseUrl,
+    sandbox: false,
+    pollIntervalMs: 25,
+    waitTimeoutS: 10,
+    outputDir: `${root.dir}/out`,
+    allowedDirs: [],
+    stateDir: `${root.dir}/state`,
+    outputDirConfigured: true,
+    http: undefined,
+    previews: false,
+    previewMaxSide: 1024,
+    resourceLinks: false,
+    redis: undefined,
+    settingsForm: "env",
+  };
+  runtime = await createRuntime(
+    config,
+    { baseUrl: sandbox.baseUrl, apiKey: key, callerKey: true },
+    new Logger("error", () => {}),
+    "test",
+  );
+  const caller: Caller = { id: digestOf(key), kind: "key", serviceKey: key, scope: undefined };
+  const session: Session = {
+    caller,
+    advice: "http-key",
+    mediaOrigin: new URL(sandbox.baseUrl).origin,
+    runtime: async () => runtime,
+  };
+  [direct, viaSdk] = await Promise.all([serveOn(true, session), serveOn(false, session)]);
+});
+afterAll(async () => {
+  for (const server of [direct, viaSdk]) server?.close();
+  await runtime?.close();
+  await sandbox?.close();
+  await root?.remove();
+});
+
+/** One raw POST: its status, headers (but Date) as sent, and body. */
+function post(server: Server, headers: Record<string, string>, body: string): Promise<Answer> {
+  const { port } = server.address() as AddressInfo;
+  return new Promise((resolve, reject) => {
+    const outgoing = request({ host: "127.0.0.1", port, path: "/mcp", method: "POST", headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => {
+        const pairs: string[] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i] ?? "";
+          if (name.toLowerCase() !== "date") pairs.push(`${name}: ${res.rawHeaders[i + 1] ?? ""}`);
+        }
+        resolve({ status: res.statusCode ?? 0, headers: pairs, body: text });
+      });
+    });
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
+
+/** The headers a 2026-07-28 client sends with `method` (Mcp-Name mirroring the body's name, uri or taskId). */
+function modernHeaders(method: string, params: Record<string, unknown>): Record<string, string> {
+  const name = params["name"] ?? params["uri"] ?? params["taskId"];
+  return {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": REVISION,
+    "mcp-method": method,
+    ...(typeof name === "string" && { "mcp-name": name }),
+  };
+}
+
+let nextId = 1;
+
+/** Sends `exchange` to both servers; returns both answers and whether the direct path takes it. */
+async function both(exchange: Exchange, era: "2026" | "2025" = "2026") {
+  const params = exchange.params ?? {};
+  const base =
+    era === "2026"
+      ? modernHeaders(exchange.method, params)
+      : {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        };
+  const headers: Record<string, string> = { ...base };
+  for (const [name, value] of Object.entries(exchange.headers ?? {})) {
+    if (value === undefined) delete headers[name];
+    else headers[name] = value;
+  }
+  const message = { jsonrpc: "2.0", id: exchange.id ?? nextId++, method: exchange.method, params };
+  const body = JSON.stringify(message);
+  const route = classifyInboundRequest({
+    httpMethod: "POST",
+    ...(headers["mcp-protocol-version"] !== undefined && {
+      protocolVersionHeader: headers["mcp-protocol-version"],
+    }),
+    ...(headers["mcp-method"] !== undefined && { mcpMethodHeader: headers["mcp-method"] }),
+    ...(headers["mcp-name"] !== undefined && { mcpNameHeader: headers["mcp-name"] }),
+    body: message,
+  });
+  const plain = plainModernRequest({ headers } as unknown as IncomingMessage, route) !== undefined;
+  const [fast, sdk] = await Promise.all([post(direct, headers, body), post(viaSdk, headers, body)]);
+  return { fast, sdk, plain };
+}
+
+const meta = (options: Parameters<typeof envelope>[0] = {}) => ({ _meta: envelope(options) });
+
+describe("2026-07-28: the direct path answers as the SDK's entry does", () => {
+  const plainCases: Array<[string, Exchange]> = [
+    ["server/discover", { method: "server/discover", params: meta() }],
+    ["tools/list", { method: "tools/list", params: meta() }],
+    [
+      "tools/call get_credits",
+      { method: "tools/call", params: { name: "get_credits", arguments: {}, ...meta() } },
+    ],
+    [
+      "tools/call get_credits with a string id",
+      { method: "tools/call", id: "call-1", params: { name: "get_credits", arguments: {}, ...meta() } },
+    ],
+    [
+      "tools/call of a dry run, from a client with the tasks extension",
+      {
+        method: "tools/call",
+        params: {
+          name: "generate_video",
+          arguments: { prompt: "a lighthouse at dusk", dry_run: true },
+          ...meta({ tasks: true }),
+        },
+      },
+    ],
+    [
+      "tools/call refused (a validation_error result)",
+      { method: "tools/call", params: { name: "get_status", arguments: { video_id: 7 }, ...meta() } },
+    ],
+    [
+      "tools/call of an unknown tool",
+      { method: "tools/call", params: { name: "no_such_tool", arguments: {}, ...meta() } },
+    ],
+    ["resources/list", { method: "resources/list", params: meta() }],
+    ["resources/templates/list", { method: "resources/templates/list", params: meta() }],
+    ["resources/read of the viewer", { method: "resources/read", params: { uri: VIEWER_URI, ...meta() } }],
+    [
+      "resources/read of an unknown resource (a handler's error)",
+      { method: "resources/read", params: { uri: "ui://nothing/here", ...meta() } },
+    ],
+    [
+      "tasks/get of an unknown task",
+      { method: "tasks/get", params: { taskId: "no-such-task", ...meta({ tasks: true }) } },
+    ],
+    [
+      "tools/list with params its schema refuses (an error in band)",
+      { method: "tools/list", params: { cursor: 42, ...meta() } },
+    ],
+  ];
+  for (const [name, exchange] of plainCases) {
+    it(`${name}: served directly, the same wire`, async () => {
+      const { fast, sdk, plain } = await both(exchange);
+      expect(plain).toBe(true);
+      expect(fast).toEqual(sdk);
+    });
+  }
+
+  const sdkCases: Array<[string, Exchange]> = [
+    [
+      "a bad envelope",
+      {
+        method: "tools/call",
+        params: {
+          name: "get_credits",
+          arguments: {},
+          _meta: { "io.modelcontextprotocol/protocolVersion": REVISION },
+        },
+      },
+    ],
+    [
+      "an Mcp-Name header that disagrees with the body",
+      {
+        method: "tools/call",
+        params: { name: "get_credits", arguments: {}, ...meta() },
+        headers: { "mcp-name": "generate_video" },
+      },
+    ],
+    [
+      "a missing Mcp-Name header",
+      {
+        method: "tools/call",
+        params: { name: "get_credits", arguments: {}, ...meta() },
+        headers: { "mcp-name": undefined },
+      },
+    ],
+    [
+      "a missing Mcp-Method header",
+      { method: "tools/list", params: meta(), headers: { "mcp-method": undefined } },
+    ],
+    [
+      "an MCP-Protocol-Version header that disagrees with the envelope",
+      { method: "tools/list", params: meta(), headers: { "mcp-protocol-version": "2025-11-25" } },
+    ],
+    [
+      "a call with a progress token (an SSE answer)",
+      {
+        method: "tools/call",
+        params: {
+          name: "get_status",
+          arguments: { video_id: "no-such-video", wait: true },
+          ...meta({ progressToken: "p-1" }),
+        },
+      },
+    ],
+    [
+      "a call that asks for log lines",
+      {
+        method: "tools/call",
+        params: { name: "get_credits", arguments: {}, ...meta({ logLevel: "debug" }) },
+      },
+    ],
+    [
+      "a Base64 Mcp-Name",
+      {
+        method: "tools/call",
+        params: { name: "get_credits", arguments: {}, ...meta() },
+        headers: { "mcp-name": `=?base64?${Buffer.from("get_credits").toString("base64")}?=` },
+      },
+    ],
+  ];
+  for (const [name, exchange] of sdkCases) {
+    it(`${name}: left to the SDK, the same wire`, async () => {
+      const { fast, sdk, plain } = await both(exchange);
+      expect(plain).toBe(false);
+      expect(fast).toEqual(sdk);
+    });
+  }
+
+  it("compares answers of every kind: JSON and SSE, 200 and 4xx", async () => {
+    const ok = await both(plainCases[2]![1]);
+    expect(ok.sdk.status).toBe(200);
+    expect(ok.sdk.headers).toContain("content-type: application/json");
+    expect(ok.sdk.headers).toContain("Transfer-Encoding: chunked");
+    expect(JSON.parse(ok.sdk.body)).toMatchObject({ result: { resultType: "complete" } });
+    const streamed = await both(sdkCases[5]![1]);
+    expect(streamed.sdk.headers).toContain("content-type: text/event-stream");
+    const refused = await both(sdkCases[1]![1]);
+    expect(refused.sdk.status).toBe(400);
+  });
+
+  it("a method this server does not serve: the same 404 before either path", async () => {
+    const { fast, sdk } = await both({ method: "prompts/list", params: meta() });
+    expect(sdk.status).toBe(404);
+    expect(fast).toEqual(sdk);
+  });
+});
+
+describe("2025-11-25: the direct path answers as the SDK's transport does", () => {
+  const cases: Array<[string, Exchange]> = [
+    ["tools/list", { method: "tools/list" }],
+    ["tools/call get_credits", { method: "tools/call", params: { name: "get_credits", arguments: {} } }],
+    ["an unknown method", { method: "prompts/list" }],
+    [
+      "a request whose envelope names 2026-07-28 under a 2025 header (left to the SDK)",
+      { method: "tools/list", params: meta() },
+    ],
+  ];
+  for (const [name, exchange] of cases) {
+    it(`${name}: the same wire`, async () => {
+      const { fast, sdk } = await both(exchange, "2025");
+      expect(fast).toEqual(sdk);
+    });
+  }
+});
