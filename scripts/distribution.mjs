@@ -80,8 +80,9 @@ export const VARIABLES = [
     kind: "directories",
     in: ["mcpb", "stdio"],
   },
-  // The spend limits (CONTRACT.md "Spend limits"), offered in the Claude Desktop form. Numbers of estimated
-  // credits; a blank field reaches the server as its placeholder or as "", which it takes as "no limit".
+  // The spend limits (CONTRACT.md "Spend limits"), offered in the Claude Desktop form and the registry's
+  // entries. Numbers of estimated credits; a blank field reaches the server as its placeholder or as "",
+  // which it takes as "no limit".
   {
     name: "GENERATION_DAILY_CREDITS",
     key: "daily_credits",
@@ -90,17 +91,17 @@ export const VARIABLES = [
       "The most estimated credits the tools may start per day (UTC); a start that would pass it is refused until midnight UTC. Leave empty for no daily limit.",
     kind: "number",
     min: 0,
-    in: ["mcpb"],
+    in: ["mcpb", "stdio", "http"],
   },
   {
     name: "GENERATION_MAX_CREDITS_PER_CALL",
     key: "max_credits_per_call",
     title: "Max credits per call",
     description:
-      "A video or image estimated above this many credits is not started unless you confirm its cost when Claude asks (refused where it cannot ask). Leave empty for no per-call limit.",
+      "A video or image estimated above this many credits is not started unless you confirm its cost when asked (refused where the client cannot ask). Leave empty for no per-call limit.",
     kind: "number",
     min: 0,
-    in: ["mcpb"],
+    in: ["mcpb", "stdio", "http"],
   },
   {
     name: "GENERATION_CONFIRM_ABOVE_CREDITS",
@@ -110,7 +111,7 @@ export const VARIABLES = [
       "Above this many estimated credits you are asked to confirm the cost before anything starts (refused where it cannot ask). At most Max credits per call when both are set. Leave empty to never ask.",
     kind: "number",
     min: 0,
-    in: ["mcpb"],
+    in: ["mcpb", "stdio", "http"],
   },
   {
     name: "GENERATION_HTTP_PORT",

@@ -3,12 +3,16 @@
  * state folder) so that it survives a restart: stdio servers are restarted by their clients all the time, and
  * a daily limit that a restart resets would be no limit. Each reservation reads the file again (another
  * process of the same key may have spent meanwhile), then writes it whole through a temporary file and a
- * rename, so a crash leaves the old record or the new one, never half of one. Only the current day is kept.
+ * rename, so a crash leaves the old record or the new one, never half of one. The read and the write are
+ * made under a lock file (state/file-lock.ts), so two processes sharing the folder (two stdio clients on
+ * one key) never both take the last of the day's allowance. Only the current day is kept.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { GenerationError } from "../api/errors.js";
 import { isObject } from "../api/normalize.js";
+import { LockTimeoutError, withFileLock } from "../state/file-lock.js";
 import type { TaskLogger } from "../tasks/logger.js";
 import { silentLogger } from "../tasks/logger.js";
 import type { SpendStore } from "../state/shared-state.js";
@@ -61,6 +65,9 @@ export class LocalSpendStore implements SpendStore {
       if (used === undefined) return;
       record.used[caller] = Math.max(0, used - amount);
       await this.save(record);
+    }).catch((error: unknown) => {
+      // Not given back: the day counts a start the service refused, the safe side of a limit.
+      if (!(error instanceof SpendRecordLockedError)) throw error;
     });
   }
 
@@ -68,10 +75,26 @@ export class LocalSpendStore implements SpendStore {
     return this.serialized(async () => (await this.load(day)).used[caller] ?? 0);
   }
 
+  /** One at a time in this process, and under the folder's lock against the other processes sharing it. */
   private serialized<T>(run: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(run, run);
+    const locked = () => this.locked(run);
+    const next = this.queue.then(locked, locked);
     this.queue = next.catch(() => undefined);
     return next;
+  }
+
+  private async locked<T>(run: () => Promise<T>): Promise<T> {
+    if (this.dir === undefined) return run();
+    try {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      return await withFileLock(join(this.dir, `${SPEND_FILE}.lock`), run);
+    } catch (error) {
+      if (!(error instanceof LockTimeoutError)) throw error;
+      this.logger("error", "The spend record stayed locked by another process; nothing was started.", {
+        path: join(this.dir, `${SPEND_FILE}.lock`),
+      });
+      throw new SpendRecordLockedError();
+    }
   }
 
   /** The day's record: the file's when it is readable and of this day, else what this process holds. */
@@ -137,4 +160,20 @@ function parseRecord(value: unknown): DayRecord | undefined {
     }
   }
   return { day: value["day"], used };
+}
+
+/** The spend record's lock was held past its wait by another process: nothing was sent. */
+export class SpendRecordLockedError extends GenerationError {
+  override name = "SpendRecordLockedError";
+  constructor() {
+    super(
+      "internal_error",
+      "Today's spend record (spend.json in the state folder) stayed locked by another generation-mcp process, so the start was not sent: nothing reached the service and nothing was charged.",
+      {
+        transient: true,
+        nextStep:
+          "Call the tool again in a moment. If it keeps failing, ask the user to check for a stuck generation-mcp process using the same state folder.",
+      },
+    );
+  }
 }

@@ -224,7 +224,7 @@ describe("a disconnect frees everything it held", () => {
         sandbox.faults.latency("credits", 0);
       }
     },
-    20_000 * SCALE,
+    60_000 * SCALE,
   );
 
   it("never lets a bearer such as `completed` change another caller's answer", async () => {

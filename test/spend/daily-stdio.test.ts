@@ -18,6 +18,7 @@ const DAILY = 200;
 /** The lite model costs 5 credits per second: 25, 40, 15 and 50 credits, over and over. */
 const DURATIONS = [5, 8, 3, 10];
 const KEY = "sk-spend-loop";
+const SHARED_KEY = "sk-spend-two-clients";
 
 let sandbox: SandboxHandle;
 let root: string;
@@ -25,7 +26,10 @@ let root: string;
 beforeAll(async () => {
   sandbox = await startSandbox({
     timings: { queuedMs: 60_000, processingMs: 60_000 },
-    accounts: [{ key: KEY, name: "loop", credits: 100_000, paidAccess: true, subscription: "pro" }],
+    accounts: [
+      { key: KEY, name: "loop", credits: 100_000, paidAccess: true, subscription: "pro" },
+      { key: SHARED_KEY, name: "two clients", credits: 100_000, paidAccess: true, subscription: "pro" },
+    ],
     rateLimit: { limit: 1000, windowMs: 60_000 },
   });
   root = await mkdtemp(path.join(tmpdir(), "generation-mcp-spend-"));
@@ -36,12 +40,12 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function serve(): Promise<StdioSession> {
+function serve(key = KEY, state = "state"): Promise<StdioSession> {
   return connectStdio([], {
     HOME: root,
-    GENERATION_API_KEY: KEY,
+    GENERATION_API_KEY: key,
     GENERATION_BASE_URL: sandbox.baseUrl,
-    GENERATION_STATE_DIR: path.join(root, "state"),
+    GENERATION_STATE_DIR: path.join(root, state),
     GENERATION_DAILY_CREDITS: String(DAILY),
   });
 }
@@ -127,4 +131,28 @@ describe("GENERATION_DAILY_CREDITS over stdio", () => {
       await second.close();
     }
   }, 120_000);
+
+  // Claude Desktop and Claude Code side by side: two servers of one key share the state folder.
+  it("holds across two servers of one key running at once: together they start exactly what it allows", async () => {
+    const [one, two] = await Promise.all([serve(SHARED_KEY, "shared"), serve(SHARED_KEY, "shared")]);
+    try {
+      const calls = [one, two].flatMap((session, server) =>
+        Array.from({ length: 12 }, (_, call) =>
+          session.client.callTool({
+            name: "generate_video",
+            // 5 s of the lite model: 25 credits each, so 8 fit in the day's 200.
+            arguments: { prompt: `server ${server}, attempt ${call}: a heron`, duration: 5, wait: false },
+          }),
+        ),
+      );
+      const results = (await Promise.all(calls)) as CallToolResult[];
+      const refused = results.filter((result) => result.isError === true);
+      for (const result of refused) expect(textOf(result)).toMatch(/^budget_exceeded: /);
+      expect(results.length - refused.length).toBe(DAILY / 25);
+      expect(startsBy(sandbox, SHARED_KEY)).toBe(DAILY / 25);
+      expect(await allowanceOf(two)).toMatchObject({ used_today: DAILY, remaining_today: 0 });
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  }, 60_000);
 });
