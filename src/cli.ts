@@ -21,9 +21,10 @@ import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
 import { isMetricsOn } from "./config-http.js";
 import { startMetrics } from "./metrics.js";
-// The stdio session's path is imported statically: with every lazy part below importing these first
-// (scripts/bundle.mjs), the whole start-up path is one chunk of the bundle rather than ~20 small files.
-import { createRuntime, type ServiceTarget } from "./runtime.js";
+// The stdio session's opening path is imported statically: with every lazy part below importing these
+// first (scripts/bundle.mjs), it is one chunk of the bundle rather than ~20 small files. The runtime (the
+// API client, the journal, the task store) is not on it: it is loaded once something needs it.
+import type { Runtime, ServiceTarget } from "./runtime.js";
 import { serveMcpOverStdio } from "./mcp/stdio.js";
 import type { StateHub } from "./state/shared-state.js";
 
@@ -39,6 +40,11 @@ const VERSION =
 
 /** The longest a shutdown may take: running calls get a few seconds to answer, then everything closes. */
 const SHUTDOWN_LIMIT_MS = 6000;
+/**
+ * When a stdio server makes its runtime if no call has asked for it yet: soon enough to take up the tasks a
+ * stopped process was waiting for, late enough that the client's opening exchange never waits for it.
+ */
+const RUNTIME_AFTER_MS = 250;
 
 const HELP = `generation-mcp ${VERSION} — MCP server for AI video and image generation
 
@@ -169,15 +175,37 @@ async function main(argv: string[]): Promise<number> {
   if (config.http) return serveHttp(config, config.http, target, logger, closeSandbox);
 
   const hub = await openSharedState(config, logger);
-  const runtime = await createRuntime(config, target, logger, VERSION, {}, hub);
+  // Made by the first call that needs it (initialize and tools/list do not), or RUNTIME_AFTER_MS after
+  // start, whichever comes first. A runtime that cannot be made (a state folder it cannot write) fails the
+  // calls that need it, each with its error result, as an HTTP caller's does.
+  let runtime: Promise<Runtime> | undefined;
+  const runtimeOnce = (): Promise<Runtime> => {
+    if (runtime === undefined) {
+      const making = import("./runtime.js").then(({ createRuntime }) =>
+        createRuntime(config, target, logger, VERSION, {}, hub),
+      );
+      runtime = making;
+      // Not kept when it failed: the next call tries again (the folder may have been fixed meanwhile).
+      making.catch(() => {
+        if (runtime === making) runtime = undefined;
+      });
+    }
+    return runtime;
+  };
+  const early = setTimeout(() => {
+    runtimeOnce().catch((error: unknown) =>
+      logger.error("Could not get ready to take up earlier tasks.", { error: String(error) }),
+    );
+  }, RUNTIME_AFTER_MS);
   let closing = false;
   const shutdown = async () => {
     if (closing) return;
     closing = true;
+    clearTimeout(early);
     // Whatever happens below, the process ends: a stuck close must not keep a client's server alive.
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
-    await runtime.close().catch(() => undefined);
+    await runtime?.then((made) => made.close()).catch(() => undefined);
     await Promise.allSettled([serving.close(), closeSandbox(), hub?.close()]);
     process.exit(0);
   };
@@ -188,9 +216,11 @@ async function main(argv: string[]): Promise<number> {
       caller: localCaller(target.apiKey),
       advice: adviceModeFor(config, undefined),
       mediaOrigin: originOf(target.baseUrl),
-      runtime: async () => runtime,
+      runtime: runtimeOnce,
     },
-    sessionLog: runtime.logger,
+    // Sinks added to any logger of this process reach its root: the runtime's lines (masked with the key
+    // by its own scoped logger on the way) included.
+    sessionLog: logger,
     logger,
   });
   void serving.finished.then(shutdown);
@@ -209,11 +239,13 @@ async function serveHttp(
   logger: Logger,
   closeSandbox: () => Promise<void>,
 ): Promise<number> {
-  const [{ RuntimePool }, { startHttpServer }, { gatewayAuth, passthroughAuth }] = await Promise.all([
-    import("./runtime-pool.js"),
-    import("./transports/http.js"),
-    import("./auth/bearer.js"),
-  ]);
+  const [{ RuntimePool }, { startHttpServer }, { gatewayAuth, passthroughAuth }, { createRuntime }] =
+    await Promise.all([
+      import("./runtime-pool.js"),
+      import("./transports/http.js"),
+      import("./auth/bearer.js"),
+      import("./runtime.js"),
+    ]);
   const gateway = http.tokenHashes !== undefined;
   const hub = await openSharedState(config, logger);
   registerSecret(http.metrics?.token);

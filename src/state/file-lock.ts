@@ -66,7 +66,7 @@ async function staleLock(path: string): Promise<number | undefined> {
     const pid = Number(text);
     // Written just after creation: an empty file is a lock being taken right now.
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
-    return isRunning(pid) ? undefined : info.ino;
+    return isProcessRunning(pid) ? undefined : info.ino;
   } catch {
     // Removed meanwhile: simply free; the next try takes it.
     return undefined;
@@ -86,7 +86,8 @@ async function removeIfSame(path: string, ino: number): Promise<void> {
   }
 }
 
-function isRunning(pid: number): boolean {
+/** Whether a process `pid` runs on this machine (as this user or another). */
+export function isProcessRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

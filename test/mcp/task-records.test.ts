@@ -3,6 +3,7 @@
  * once its ttl has passed, a refused call's task never written anywhere, records read back checked, and an
  * outcome that a late cancel cannot change.
  */
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -46,6 +47,41 @@ const statusOf = async (tasks: TaskRecords, taskId: string) =>
   (await tasks.find(taskId, undefined)).task.status;
 
 describe("MCP task records", () => {
+  it("takes up a working task whose process is gone, never one whose process still runs", async () => {
+    const live = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60_000)"]);
+    const dead = Number(
+      spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString(),
+    );
+    try {
+      const first = await TaskRecords.open(dir, 100, logger);
+      const start = (name: string) =>
+        first.start({ tool: "generate_video", stopping, saved: { name }, run: videoRun().run });
+      const held = await start("held");
+      await start("orphan");
+      // Stopped while both wait: they stay working on disk.
+      await first.close();
+      const file = path.join(dir, "mcp-tasks.json");
+      const saved = JSON.parse(await readFile(file, "utf8")) as {
+        records: Array<{ task: { taskId: string }; pid?: number }>;
+      };
+      expect(saved.records.map((record) => record.pid)).toEqual([process.pid, process.pid]);
+      // One still followed by a running process (another stdio server of the key), one by a process gone.
+      for (const record of saved.records) record.pid = record.task.taskId === held.taskId ? live.pid! : dead;
+      await writeFile(file, JSON.stringify(saved));
+      const second = await TaskRecords.open(dir, 100, logger);
+      const resumed: string[] = [];
+      second.resumeAll(async (record) => {
+        resumed.push(String(record.saved["name"]));
+        return done("taken up");
+      }, stopping);
+      await vi.waitFor(() => expect(resumed).toEqual(["orphan"]));
+      expect(await statusOf(second, held.taskId)).toBe("working");
+      await second.close();
+    } finally {
+      live.kill();
+    }
+  });
+
   it("bounds the ttl: the minimum for a tiny one, the maximum for a huge one, the default for none", async () => {
     const tasks = await TaskRecords.open(dir, 100, logger);
     const ttl = async (requestedTtl: number | undefined) =>

@@ -41,6 +41,12 @@ export interface TaskRecord {
    * process's memory only, never on disk or in the shared store, so a flood of such calls costs nothing.
    */
   ephemeral?: boolean;
+  /**
+   * The process waiting for it, when the records are this machine's files (no Redis): a process that opens
+   * them takes up a working task only when that process is gone (a restart), never while it runs (two
+   * stdio servers of one key, side by side, each follow their own).
+   */
+  pid?: number | undefined;
 }
 
 /** A requested ttl that names none gets this. */
@@ -138,6 +144,12 @@ const RECORD = z.object({
     .regex(/^[^\u0000-\u001F\u007F]*$/)
     .optional(),
   saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
+  pid: z
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 32)
+    .optional(),
   result: z
     .object({
       content: z.array(z.union([TEXT_ITEM, IMAGE_ITEM, LINK_ITEM])).max(50),

@@ -22,6 +22,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../logger.js";
+import { isProcessRunning } from "../../state/file-lock.js";
 import { sleep } from "../../sleep.js";
 import type { TaskRecordStore } from "../../state/shared-state.js";
 import {
@@ -140,6 +141,7 @@ export class TaskRecords {
       tool: options.tool,
       scope: options.scope,
       saved: options.saved,
+      ...(this.shared === undefined && { pid: process.pid }),
     };
     let announced: () => void = () => {};
     const started = new Promise<void>((resolve) => (announced = resolve));
@@ -221,6 +223,9 @@ export class TaskRecords {
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
+        // Another process of this key, still running, follows it: left to that one.
+        if (record.pid !== undefined && record.pid !== process.pid && isProcessRunning(record.pid)) continue;
+        record.pid = process.pid;
         this.runs.takeUp(record);
         continue;
       }
