@@ -9,7 +9,7 @@ import * as z from "zod";
 import { checkHttpKeys, httpConfig, type HttpConfig } from "./config-http.js";
 
 export { DEFAULT_HTTP_PORT, isLoopbackHost, type HttpConfig, type OAuthConfig } from "./config-http.js";
-import { defaultStateDir } from "./tasks/journal.js";
+import { defaultStateDir } from "./state-dir.js";
 
 export interface Config {
   apiKey: string | undefined;

@@ -6,7 +6,8 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { TaskRecord, TaskState } from "./records.js";
 import { REFUSED_TASKS } from "./refused.js";
-import { TaskEndedError, TaskNotFoundError, type TaskRecords } from "./store.js";
+import type { TaskRecords } from "./store.js";
+import { TaskEndedError, TaskNotFoundError } from "./task-errors.js";
 
 export interface CallerTasks {
   /** Caller.id: whose refused tasks these are. */

@@ -8,6 +8,7 @@
 import * as z from "zod";
 import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../limits.js";
 import type { CallToolResult } from "../../tools/result.js";
+import { DISGUISE } from "./task-errors.js";
 
 export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 
@@ -78,11 +79,6 @@ export function failed(result: StoredResult): boolean {
   return result.isError === true || status === "failed";
 }
 
-/** A task id as an error may quote it: bounded, without the characters that could disguise it. */
-export function shownId(taskId: string): string {
-  return JSON.stringify(taskId.length > 64 ? `${taskId.slice(0, 64)}…` : taskId).replace(DISGUISE, "");
-}
-
 /**
  * A record read back (from our file or from the shared store), checked field by field: a record that is not
  * one of ours in every part is skipped, never relayed. Texts lose control and bidi characters.
@@ -100,9 +96,6 @@ export function parseRecord(value: unknown): TaskRecord | undefined {
   return record as TaskRecord;
 }
 
-// C0/C1 controls but tab and newline, and the bidi controls that can disguise text.
-// eslint-disable-next-line no-control-regex
-const DISGUISE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
 const cleanString = (max: number) =>
   z
     .string()

@@ -30,13 +30,13 @@ import {
   boundTtl,
   errorText,
   expiresAt,
-  shownId,
   type StoredResult,
   type TaskRecord,
   type TaskState,
   type TaskStatus,
 } from "./records.js";
 import { RecordsFile } from "./records-file.js";
+import { TaskEndedError, TaskNotFoundError } from "./task-errors.js";
 import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
 import { SharedRecords } from "./shared-records.js";
 
@@ -54,22 +54,6 @@ export interface StartTaskOptions {
   /** Aborts when the server stops: the task then stays `working`, to be taken up again at the next start. */
   stopping: AbortSignal;
   run(task: TaskRun & { ttlMs: number }): Promise<StoredResult>;
-}
-
-/** The task does not exist for this caller, or its ttl has passed (wire forms answer -32602). */
-export class TaskNotFoundError extends Error {
-  override name = "TaskNotFoundError";
-  constructor(taskId: string) {
-    super(`Task not found: ${shownId(taskId)}`);
-  }
-}
-
-/** A cancel reached a task that had already ended (2025-11-25 answers it with -32602). */
-export class TaskEndedError extends Error {
-  override name = "TaskEndedError";
-  constructor(taskId: string, status: TaskStatus) {
-    super(`Cannot cancel task ${shownId(taskId)}: it is already ${status}.`);
-  }
 }
 
 export class TaskRecords {
