@@ -47,7 +47,7 @@ const statusOf = async (tasks: TaskRecords, taskId: string) =>
   (await tasks.find(taskId, undefined)).task.status;
 
 describe("MCP task records", () => {
-  it("takes up a working task whose process is gone, never one whose process still runs", async () => {
+  it("takes up a working task whose process is gone; leaves one whose process runs to it, and keeps its record in the file", async () => {
     const live = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60_000)"]);
     const dead = Number(
       spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString(),
@@ -75,8 +75,15 @@ describe("MCP task records", () => {
         return done("taken up");
       }, stopping);
       await vi.waitFor(() => expect(resumed).toEqual(["orphan"]));
-      expect(await statusOf(second, held.taskId)).toBe("working");
+      // Not this process's to answer for, nor to drop: its writes keep the running process's record.
+      await expect(second.find(held.taskId, undefined)).rejects.toThrow(/not found/);
+      await second.start({ tool: "generate_video", stopping, run: videoRun().run });
       await second.close();
+      const after = JSON.parse(await readFile(file, "utf8")) as typeof saved;
+      expect(after.records.filter((record) => record.task.taskId === held.taskId)).toMatchObject([
+        { pid: live.pid, task: { status: "working" } },
+      ]);
+      expect(after.records).toHaveLength(3);
     } finally {
       live.kill();
     }

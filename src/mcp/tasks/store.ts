@@ -22,7 +22,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../logger.js";
-import { isProcessRunning } from "../../state/file-lock.js";
 import { sleep } from "../../sleep.js";
 import type { TaskRecordStore } from "../../state/shared-state.js";
 import {
@@ -35,7 +34,7 @@ import {
   type TaskState,
   type TaskStatus,
 } from "./records.js";
-import { RecordsFile } from "./records-file.js";
+import { RecordsFile, followedElsewhere } from "./records-file.js";
 import { TaskEndedError, TaskNotFoundError } from "./task-errors.js";
 import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
 import { SharedRecords } from "./shared-records.js";
@@ -100,7 +99,11 @@ export class TaskRecords {
       logger,
       shared === undefined ? undefined : new SharedRecords(shared, pollIntervalMs, logger),
     );
-    for (const record of (await tasks.file?.load()) ?? []) tasks.records.set(record.task.taskId, record);
+    for (const record of (await tasks.file?.load()) ?? []) {
+      // Another process of this key, still running, follows it: left to that one (and kept in the file).
+      if (shared === undefined && followedElsewhere(record)) continue;
+      tasks.records.set(record.task.taskId, record);
+    }
     tasks.sweep();
     return tasks;
   }
@@ -207,8 +210,6 @@ export class TaskRecords {
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
-        // Another process of this key, still running, follows it: left to that one.
-        if (record.pid !== undefined && record.pid !== process.pid && isProcessRunning(record.pid)) continue;
         record.pid = process.pid;
         this.runs.takeUp(record);
         continue;
