@@ -31,25 +31,11 @@ import processOpenFileDescriptors from "prom-client/lib/metrics/processOpenFileD
 import eventLoopLag from "prom-client/lib/metrics/eventLoopLag.js";
 // @ts-expect-error -- as above
 import heapSizeAndUsed from "prom-client/lib/metrics/heapSizeAndUsed.js";
+import { ERROR_CODES } from "./api/errors.js";
 import type { MetricsEndpoint, MetricsOptions, MetricsRecorder } from "./metrics.js";
 
 /** Error codes a tool result may start with (CONTRACT "Errors"), plus a cancellation; the rest are "other". */
-export const CALL_OUTCOMES = [
-  "ok",
-  "task",
-  "cancelled",
-  "unauthorized",
-  "insufficient_credits",
-  "paid_access_required",
-  "validation_error",
-  "rate_limit_exceeded",
-  "internal_error",
-  "upstream_error",
-  "not_found",
-  "budget_exceeded",
-  "network_error",
-  "timeout",
-] as const;
+export const CALL_OUTCOMES = ["ok", "task", "cancelled", ...ERROR_CODES] as const;
 const OUTCOMES = new Set<string>(CALL_OUTCOMES);
 
 /** The service's routes, as templates. */

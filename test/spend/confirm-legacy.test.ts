@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
-import { startRequestsBy, textOf } from "./spend-helpers.js";
+import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, textOf } from "./spend-helpers.js";
 
 let sandbox: SandboxHandle;
 let root: string;
@@ -73,13 +73,7 @@ async function serve(
   return { session, key, asked };
 }
 
-const STANDARD_1080P = {
-  prompt: "a lighthouse at dusk",
-  model: "vendor-video-2-0",
-  resolution: "1080p",
-  duration: 10,
-  wait: false,
-};
+const STANDARD_1080P = { ...STANDARD_VIDEO, wait: false };
 
 describe("confirming a cost (2025-11-25, elicitation)", () => {
   it("asks, and starts the video once the user accepts", async () => {

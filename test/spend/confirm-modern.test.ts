@@ -10,7 +10,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tempRoot } from "../helpers/http-calls.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
-import { startRequestsBy, textOf } from "./spend-helpers.js";
+import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, textOf } from "./spend-helpers.js";
 
 let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
@@ -70,13 +70,7 @@ async function connect(
   return { client, key, asked };
 }
 
-const STANDARD_1080P = {
-  prompt: "a lighthouse at dusk",
-  model: "vendor-video-2-0",
-  resolution: "1080p",
-  duration: 10,
-  wait: false,
-};
+const STANDARD_1080P = { ...STANDARD_VIDEO, wait: false };
 
 describe("confirming a cost (2026-07-28, input_required)", () => {
   it("asks through input_required and starts the video once the user accepts", async () => {

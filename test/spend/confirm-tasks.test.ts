@@ -32,17 +32,12 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import { REVISION, TASKS, pollTask, type ModernAnswer } from "../helpers/modern.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
-import { startRequestsBy, startsBy, textOf } from "./spend-helpers.js";
+import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, startsBy, textOf } from "./spend-helpers.js";
 
 const POLL_MS = 200;
 const CONFIRM_ABOVE = "50";
 /** 100 credits: above the threshold. */
-const STANDARD_1080P = {
-  prompt: "a lighthouse at dusk, as a task",
-  model: "vendor-video-2-0",
-  resolution: "1080p",
-  duration: 10,
-};
+const STANDARD_1080P = { ...STANDARD_VIDEO, prompt: "a lighthouse at dusk, as a task" };
 const QUESTION = "Start a 10 s 1080p video on vendor-video-2-0 for about 100 credits?";
 
 let sandbox: SandboxHandle;

@@ -35,3 +35,11 @@ export function nextMidnightUtc(now = Date.now()): string {
   const date = new Date(now);
   return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1)).toISOString();
 }
+
+/** A 10 s 1080p video on the standard model: 100 credits, above every confirmation threshold the tests set. */
+export const STANDARD_1080P = {
+  prompt: "a lighthouse at dusk",
+  model: "vendor-video-2-0",
+  resolution: "1080p",
+  duration: 10,
+};
