@@ -3,8 +3,9 @@
  * estimated above GENERATION_CONFIRM_ABOVE_CREDITS, or above GENERATION_MAX_CREDITS_PER_CALL, goes ahead only
  * once the user confirmed its cost. Asked where the client can be asked: an elicitation request in a 2025
  * session whose client declared `elicitation` (stdio; a 2025 HTTP request is stateless and cannot be asked),
- * an `input_required` result in 2026-07-28 for a client that declared it on the request. A decline starts
- * nothing and is the user's choice, not an error; a client that cannot ask gets budget_exceeded.
+ * an `input_required` result in 2026-07-28 for a client that declared it on the request (its answer counts
+ * only with the `requestState` we minted for that very call: confirm-state.ts). A decline starts nothing and
+ * is the user's choice, not an error; a client that cannot ask gets budget_exceeded.
  */
 import {
   inputRequired,
@@ -65,14 +66,26 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   if (reason === undefined) return { go: true };
   const message = `Start ${estimate.what} for about ${estimate.credits} credits?`;
   if (input.revision.era === "modern") {
-    const view = inputResponse(input.ctx.mcpReq.inputResponses, CONFIRM_KEY);
-    if (view.kind === "elicit")
+    const question = {
+      callerId: input.deps.callerId,
+      tool: input.tool,
+      data: input.data,
+      credits: estimate.credits,
+    };
+    const states = input.deps.confirmStates;
+    // An answer without our requestState for this very call answers nothing we asked: a client could
+    // otherwise approve its own cost on its first call.
+    const view = (await states.verify(input.ctx.mcpReq.requestState(), question, input.ctx))
+      ? inputResponse(input.ctx.mcpReq.inputResponses, CONFIRM_KEY)
+      : undefined;
+    if (view?.kind === "elicit")
       return view.action === "accept" && confirmed(view.content) ? { go: true } : declined(input, estimate);
     if (!formElicitation(modernCapabilities(input.ctx)?.elicitation)) return refuse(input, estimate, reason);
     const asked = inputRequired({
       inputRequests: {
         [CONFIRM_KEY]: inputRequired.elicit({ mode: "form", message, requestedSchema: REQUESTED_SCHEMA }),
       },
+      requestState: await states.mint(question),
     });
     return { answer: asked as unknown as Result };
   }

@@ -13,6 +13,7 @@ import type { PollEngine } from "../tasks/poll-engine.js";
 import type { Ownership } from "../tasks/ownership.js";
 import type { TaskStarter } from "../tasks/starter.js";
 import type { DailySpend } from "../spend/daily.js";
+import type { ConfirmStates } from "../spend/confirm-state.js";
 
 export interface ServerDeps {
   api: GenerationApi;
@@ -56,6 +57,8 @@ export interface ServerDeps {
   callerId: string;
   /** The daily limit (GENERATION_DAILY_CREDITS), shared with the task starter; undefined: none. */
   daily?: DailySpend | undefined;
+  /** Mints and checks the `requestState` that ties a cost confirmation to its call (2026-07-28). */
+  confirmStates: ConfirmStates;
 }
 
 /** What the deps of one connection (stdio) or request (HTTP) are made from. */

@@ -3,12 +3,14 @@
  * the SDK's v1 client: a client that declared elicitation is asked ("Start a 10 s 1080p video on
  * vendor-video-2-0 for about 100 credits?") and its answer decides; a decline sends nothing and is the user's
  * choice, not an error; a client that cannot be asked gets budget_exceeded with the setting to change; a call
- * above GENERATION_MAX_CREDITS_PER_CALL never reaches the service unless the user confirms it.
+ * above GENERATION_MAX_CREDITS_PER_CALL never reaches the service unless the user confirms it (an answer the
+ * client puts in its own request, 2026-07-28 style, is not a confirmation in a 2025 session).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
+  CallToolResultSchema,
   ElicitRequestSchema,
   type CallToolResult,
   type ElicitResult,
@@ -26,7 +28,7 @@ let accounts = 0;
 beforeAll(async () => {
   sandbox = await startSandbox({
     timings: { queuedMs: 60_000, processingMs: 60_000 },
-    accounts: Array.from({ length: 8 }, (_, index) => ({
+    accounts: Array.from({ length: 10 }, (_, index) => ({
       key: `sk-confirm-${index}`,
       name: `confirm-${index}`,
       credits: 10_000,
@@ -176,6 +178,29 @@ describe("GENERATION_MAX_CREDITS_PER_CALL", () => {
       });
       expect(dry.isError).toBeFalsy();
       expect(startRequestsBy(sandbox, key)).toBe(1);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it("takes no answer smuggled into a 2025 request: only the elicitation the server sends counts", async () => {
+    const { session, key } = await serve({ GENERATION_MAX_CREDITS_PER_CALL: "30" }, undefined);
+    try {
+      const result = await session.client.request(
+        {
+          method: "tools/call",
+          params: {
+            name: "generate_video",
+            arguments: { prompt: "approved by nobody", duration: 10, wait: false },
+            inputResponses: { confirm_cost: { action: "accept", content: { confirm: true } } },
+            requestState: "v1.e30.AAAA",
+          },
+        },
+        CallToolResultSchema,
+      );
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/^budget_exceeded: generate_video of a 10 s video/);
+      expect(startRequestsBy(sandbox, key)).toBe(0);
     } finally {
       await session.close();
     }

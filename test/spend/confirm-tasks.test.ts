@@ -10,10 +10,10 @@
  *
  * 2026-07-28, by hand over HTTP (the SDK's v2 client does not take `resultType: "task"`), for a client that
  * declared the tasks extension and elicitation on the request: the first answer is `input_required` (no task
- * yet, nothing sent); the retry with an accept is answered with a task that completes; the retry with a
- * decline is answered at once, as a complete result and no task; without elicitation the call is refused
- * with budget_exceeded (a task that has ended at once, its result inline in tasks/get). The sandbox's request log proves
- * what was sent. Needs `npm run build`.
+ * yet, nothing sent); the retry with an accept and the echoed `requestState` is answered with a task that
+ * completes; the retry with a decline is answered at once, as a complete result and no task; without
+ * elicitation the call is refused with budget_exceeded (a task that has ended at once, its result inline in
+ * tasks/get). The sandbox's request log proves what was sent. Needs `npm run build`.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -273,10 +273,10 @@ describe("a call the server makes a task, above the confirm threshold (2026-07-2
   const callVideo = (key: string, extra: Record<string, unknown>, elicitation = true) =>
     modern(key, "tools/call", { name: "generate_video", arguments: STANDARD_1080P, ...extra }, elicitation);
 
-  /** The first leg: input_required with the cost question, no task, nothing sent. */
-  async function asked(key: string): Promise<void> {
+  /** The first leg: input_required with the cost question, no task, nothing sent; its requestState. */
+  async function asked(key: string): Promise<string> {
     const first = await callVideo(key, {});
-    expect(first).toMatchObject({ resultType: "input_required" });
+    expect(first).toMatchObject({ resultType: "input_required", requestState: expect.any(String) });
     expect(first).not.toHaveProperty("taskId");
     const requests = first?.["inputRequests"] as Record<string, Record<string, unknown>>;
     expect(Object.keys(requests)).toEqual(["confirm_cost"]);
@@ -285,13 +285,15 @@ describe("a call the server makes a task, above the confirm threshold (2026-07-2
       params: { mode: "form", message: QUESTION },
     });
     nothingSent(key);
+    return String(first?.["requestState"]);
   }
 
   it("asks with input_required before any task; the accepted retry becomes a task that completes", async () => {
     const key = nextKey();
-    await asked(key);
+    const requestState = await asked(key);
     const task = await callVideo(key, {
       inputResponses: { confirm_cost: { action: "accept", content: { confirm: true } } },
+      requestState,
     });
     expect(task).toMatchObject({ resultType: "task", status: "working", taskId: expect.any(String) });
     expect(startsBy(sandbox, key)).toBe(1);
@@ -310,8 +312,8 @@ describe("a call the server makes a task, above the confirm threshold (2026-07-2
   for (const action of ["decline", "cancel"] as const) {
     it(`answers the retry with a ${action} at once, as a complete result and no task, sending nothing`, async () => {
       const key = nextKey();
-      await asked(key);
-      const answer = await callVideo(key, { inputResponses: { confirm_cost: { action } } });
+      const requestState = await asked(key);
+      const answer = await callVideo(key, { inputResponses: { confirm_cost: { action } }, requestState });
       expect(answer).toMatchObject({
         resultType: "complete",
         structuredContent: { declined: true, estimated_credits: 100 },

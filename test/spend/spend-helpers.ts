@@ -43,3 +43,46 @@ export const STANDARD_1080P = {
   resolution: "1080p",
   duration: 10,
 };
+
+let nextId = 1;
+
+/** One 2026-07-28 request over HTTP by hand, declaring elicitation (form) and the tasks extension as asked. */
+export async function modernCall(
+  url: string,
+  bearer: string,
+  method: string,
+  params: Record<string, unknown>,
+  declares: { elicitation?: boolean; tasks?: boolean } = {},
+): Promise<Record<string, unknown> | undefined> {
+  const envelope = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "hand-written-2026-spend", version: "1.0.0" },
+    "io.modelcontextprotocol/clientCapabilities": {
+      ...(declares.tasks === true && { extensions: { "io.modelcontextprotocol/tasks": {} } }),
+      ...(declares.elicitation === true && { elicitation: { form: {} } }),
+    },
+  };
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${bearer}`,
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      "mcp-name": String(params["name"] ?? params["taskId"]),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: envelope } }),
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${text}`);
+  const messages = text.trim().startsWith("{")
+    ? [JSON.parse(text) as Record<string, unknown>]
+    : text
+        .split("\n")
+        .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
+        .map((line) => JSON.parse(line.slice(5)) as Record<string, unknown>);
+  const answer = messages.find((message) => "result" in message || "error" in message);
+  if (answer?.["error"] !== undefined) throw new Error(`JSON-RPC error: ${JSON.stringify(answer["error"])}`);
+  return answer?.["result"] as Record<string, unknown> | undefined;
+}
