@@ -4,6 +4,7 @@
  * key (passthrough), with tokens of this server (gateway), or signed in at the team's identity provider
  * (OAuth: this server is then a resource server in front of the one key it holds).
  */
+import { getOAuthProtectedResourceMetadataUrl } from "@modelcontextprotocol/server";
 import { DEFAULT_HTTP_MAX_BODY_BYTES } from "./limits.js";
 import { ConfigError, type Config, type ConfigValues } from "./config.js";
 
@@ -45,7 +46,10 @@ export interface OAuthConfig {
   resource: string;
   /** What every token's `aud` must contain (GENERATION_OAUTH_AUDIENCE; default the resource). */
   audience: string;
-  /** Where the Protected Resource Metadata (RFC 9728) of the resource is served. */
+  /**
+   * Where the Protected Resource Metadata (RFC 9728 §3.1) of the resource is served: the well-known prefix
+   * between the host and the resource's path, `https://host/.well-known/oauth-protected-resource/gen/mcp`.
+   */
   metadataUrl: string;
 }
 
@@ -180,7 +184,7 @@ function oauthConfig(values: ConfigValues): OAuthConfig | undefined {
     publicUrl: origin,
     resource,
     audience: audience ?? resource,
-    metadataUrl: `${origin}/.well-known/oauth-protected-resource/mcp`,
+    metadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(resource)),
   };
 }
 

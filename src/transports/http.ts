@@ -92,11 +92,15 @@ const CORS_HEADERS =
   "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
 /** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
 const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
-/** Where Protected Resource Metadata is looked for: the root form and the one for the `/mcp` resource. */
-const PROTECTED_RESOURCE_PATHS = new Set([
+/**
+ * Where Protected Resource Metadata is looked for, besides the RFC 9728 §3.1 location of the resource
+ * (`/.well-known/oauth-protected-resource/gen/mcp` for `https://host/gen/mcp`, config-http.ts): the root form,
+ * and the form for `/mcp`, which is also what that location becomes behind a proxy that strips its `/gen`.
+ */
+const PROTECTED_RESOURCE_PATHS = [
   "/.well-known/oauth-protected-resource",
   "/.well-known/oauth-protected-resource/mcp",
-]);
+];
 /** Where OAuth clients look for an authorization server (RFC 9728, RFC 8414, OpenID discovery, DCR). */
 const OAUTH_PATHS =
   /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
@@ -113,6 +117,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   let ready = false;
   let stopping = false;
   let allowedHosts = new Set<string>();
+  const metadataPaths = new Set(PROTECTED_RESOURCE_PATHS);
+  if (config.oauth !== undefined) metadataPaths.add(new URL(config.oauth.metadataUrl).pathname);
 
   const server = createHttpServer(
     {
@@ -166,7 +172,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
     if (path === "/metrics" && options.metrics !== undefined) return answerMetrics(req, res, options.metrics);
-    if (options.oauth !== undefined && PROTECTED_RESOURCE_PATHS.has(path)) {
+    if (options.oauth !== undefined && metadataPaths.has(path)) {
       // Public metadata (RFC 9728): where to sign in for this resource, readable from any page.
       res.setHeader("access-control-allow-origin", "*");
       return json(res, 200, options.oauth.metadata());
@@ -176,7 +182,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         const issuer = options.oauth.metadata()["authorization_servers"];
         return json(res, 404, {
           error: "not_found",
-          message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at /.well-known/oauth-protected-resource/mcp.`,
+          message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at ${config.oauth?.metadataUrl ?? "/.well-known/oauth-protected-resource/mcp"}.`,
         });
       }
       // Clients that try OAuth first (Claude Code, mcp-remote) learn what this server takes instead.

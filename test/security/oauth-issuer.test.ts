@@ -1,14 +1,17 @@
 /**
- * Red team, the issuer behind the OAuth tokens (issue 20): the built bin in `--http` OAuth mode, trusting a
- * small issuer of the test's own (jwks-issuer.ts) that rotates its keys, goes away, answers 500 or answers
- * too slowly.
+ * Red team, the issuer behind the OAuth tokens (issues 20 and 26): the built bin in `--http` OAuth mode,
+ * trusting a small issuer of the test's own (jwks-issuer.ts) that rotates its keys, goes away, answers 500
+ * or answers too slowly.
  * - Rotation: a token under a new `kid` is accepted once the server fetches the keys again, which it does
  *   for an unknown `kid` (at most every 5 s: the cool-down keeps forged kids from making it a fetch
  *   cannon); a retired key's tokens are refused once the server has the new set.
- * - Unreachable at start, or lost later: one clear stderr line, `/readyz` 503, every request 503 (never let
- *   through, never sent to the service); when the issuer answers again the same process becomes ready and
- *   serves, without a restart.
+ * - Unreachable at start: one clear stderr line, `/readyz` 503, every request 503 (never let through, never
+ *   sent to the service); when the issuer answers again the same process becomes ready and serves, without
+ *   a restart.
+ * - Lost later: the keys in hand keep verifying and `/readyz` stays 200; a token under any other `kid` is
+ *   401 `invalid_token`, and a flood of them costs the issuer a fetch per cool-down, nobody else anything.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
@@ -20,6 +23,10 @@ import { freePort } from "../helpers/redis.js";
 
 const UNREACHABLE =
   /OAuth: the issuer http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.+\): \/readyz reports not ready and requests are refused until it answers\./g;
+/** The issuer lost while its keys are in hand. */
+const KEPT =
+  /OAuth: the issuer http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.+\): tokens are still checked against the keys fetched at \S+; a token under any other key is refused until it answers\./g;
+const IN_HAND = /OAuth: the keys of http:\/\/127\.0\.0\.1:\d+ are in hand/g;
 
 let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
@@ -50,6 +57,19 @@ async function setUp(name: string): Promise<{ issuer: JwksIssuer; bin: OAuthBin 
 
 const credits = (bin: OAuthBin, token: string) =>
   rpc(bin.resource, token, "tools/call", { name: "get_credits", arguments: {} });
+const jwksFetches = (issuer: JwksIssuer) => issuer.requests.filter((path) => path === "/jwks").length;
+const count = (bin: OAuthBin, line: RegExp) => bin.server.stderr().match(line)?.length ?? 0;
+
+/** A token signed with the issuer's own current key, naming a `kid` nobody publishes. */
+const randomKid = (issuer: JwksIssuer) =>
+  issuer.sign(issuer.claims({ sub: "forger" }), { kid: `forged-${randomUUID()}` });
+
+/** The 401 every token under an unknown `kid` gets, whether or not the issuer answers. */
+async function expectInvalidToken(bin: OAuthBin, token: string): Promise<void> {
+  const answer = await credits(bin, token);
+  expect(answer.status, answer.text).toBe(401);
+  expect(answer.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+}
 
 /** Every request is answered 503 (with Retry-After), and none reaches the service. */
 async function expectRefusedWhileAway(bin: OAuthBin, tokens: string[]): Promise<void> {
@@ -151,22 +171,84 @@ describe("key rotation, then the issuer lost and found again", () => {
     ["answering too slowly", () => (issuer.fault = "slow"), async () => void (issuer.fault = undefined)],
   ];
   for (const [how, induce, restore] of faults) {
-    it(`refuses every request while the issuer is ${how}, one log line, then serves again`, async () => {
+    it(`keeps verifying the keys in hand while the issuer is ${how}, refuses other kids, stays ready`, async () => {
       const token = await issuer.sign(issuer.claims());
       expect((await credits(bin, token)).status).toBe(200);
-      const lines = bin.server.stderr().match(UNREACHABLE)?.length ?? 0;
+      const [kept, inHand, refused] = [count(bin, KEPT), count(bin, IN_HAND), count(bin, UNREACHABLE)];
 
       induce();
-      // A readiness probe older than 10 s asks the issuer again; a load balancer's probes keep it fresh.
-      await until(async () => (await readyz(bin)) === 503, "not ready", 30_000);
-      await expectRefusedWhileAway(bin, [token, await issuer.sign(issuer.claims({ sub: "bob" }))]);
-      expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(lines + 1);
+      // The server learns of it at its next fetch: a forged kid asks for one (once per 5 s cool-down), and
+      // so does a readiness probe finding the last fetch older than 10 s. Ready all along.
+      await until(
+        async () => {
+          expect(await readyz(bin)).toBe(200);
+          await expectInvalidToken(bin, await randomKid(issuer));
+          await sleep(250);
+          return count(bin, KEPT) > kept;
+        },
+        "the issuer's absence noticed",
+        40_000,
+      );
+      const before = sandbox.requests.length;
+      for (const known of [token, await issuer.sign(issuer.claims({ sub: "bob" }))]) {
+        const served = await credits(bin, known);
+        expect(served.status, served.text).toBe(200);
+      }
+      expect(sandbox.requests.length).toBeGreaterThan(before);
+      await expectInvalidToken(bin, await randomKid(issuer));
+      expect(await readyz(bin)).toBe(200);
 
       await restore();
-      await until(async () => (await readyz(bin)) === 200, "ready again", 30_000);
+      await until(
+        async () => {
+          expect(await readyz(bin)).toBe(200);
+          await sleep(500);
+          return count(bin, IN_HAND) > inHand;
+        },
+        "the issuer found again",
+        40_000,
+      );
       const served = await credits(bin, token);
       expect(served.status, served.text).toBe(200);
-      expect(bin.server.stderr().match(UNREACHABLE)).toHaveLength(lines + 1);
-    }, 70_000);
+      expect(count(bin, KEPT)).toBe(kept + 1);
+      expect(count(bin, UNREACHABLE)).toBe(refused);
+    }, 90_000);
   }
+});
+
+describe("the key set answering 500 while tokens under random kids arrive", () => {
+  it("serves every valid token, refuses every random kid with 401, and asks the issuer a handful of times", async () => {
+    const { issuer, bin } = await setUp("random-kids");
+    const valid = await issuer.sign(issuer.claims({ sub: "carol" }));
+    expect((await credits(bin, valid)).status).toBe(200);
+
+    issuer.fault = "error";
+    const fetchesBefore = jwksFetches(issuer);
+    const servedBefore = sandbox.requests.length;
+    const startedAt = Date.now();
+    const statuses = { valid: [] as number[], forged: [] as number[] };
+    for (let round = 0; round < 50; round += 1) {
+      // Each forged token arrives beside a valid one, the order alternating, over more than one cool-down.
+      await sleep(150);
+      const forged = await randomKid(issuer);
+      const pair = round % 2 === 0 ? [forged, valid] : [valid, forged];
+      const answers = await Promise.all(pair.map((token) => credits(bin, token)));
+      for (const [index, answer] of answers.entries()) {
+        if (pair[index] === forged) {
+          statuses.forged.push(answer.status);
+          expect(answer.headers.get("www-authenticate") ?? "", answer.text).toMatch(/error="invalid_token"/);
+        } else statuses.valid.push(answer.status);
+      }
+    }
+    const elapsed = Date.now() - startedAt;
+    expect(statuses.valid).toEqual(Array.from({ length: 50 }, () => 200));
+    expect(statuses.forged).toEqual(Array.from({ length: 50 }, () => 401));
+    expect(sandbox.requests.length - servedBefore).toBeGreaterThanOrEqual(50);
+    // One fetch per 5 s cool-down at most, however many forged kids came.
+    const fetches = jwksFetches(issuer) - fetchesBefore;
+    expect(fetches).toBeGreaterThanOrEqual(1);
+    expect(fetches).toBeLessThanOrEqual(Math.min(5, 1 + Math.ceil(elapsed / 5000)));
+    expect(await readyz(bin)).toBe(200);
+    issuer.fault = undefined;
+  }, 60_000);
 });

@@ -1,0 +1,147 @@
+/**
+ * The issuer's signing keys, as auth/oauth.ts verifies tokens with them. Its `jwks_uri` is found once through
+ * its discovery document; the key set is fetched at start, again every 60 s while all is well (every 5 s
+ * while it fails), and on demand: for a key id no key in hand has, or when a readiness probe finds the last
+ * fetch older than 10 s. On-demand fetches come at most once per cool-down (5 s), and one fetch at a time
+ * serves everyone waiting for it, so forged key ids cannot turn this server into a fetch cannon.
+ *
+ * The last good key set is kept whatever the issuer does meanwhile: while it is away (no answer, an error
+ * status, something that is not a key set), tokens under the keys in hand still verify. A good fetch replaces
+ * the whole set, so a key the issuer removed stops verifying. A set without a good fetch for 24 h is no
+ * longer used: keys the issuer may long have revoked are not trusted forever.
+ */
+import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import type { Logger } from "../logger.js";
+
+const FETCH_TIMEOUT_MS = 5000;
+/** Discovery documents and key sets run to a few KB: an answer past this is neither. */
+const MAX_DOCUMENT_BYTES = 256 * 1024;
+const REFRESH_INTERVAL_MS = 60_000;
+const RETRY_INTERVAL_MS = 5000;
+export const COOL_DOWN_MS = 5000;
+/** Longest the last good key set is used without a good fetch since (then /readyz says not ready). */
+export const MAX_KEY_AGE_MS = 24 * 60 * 60_000;
+
+export interface IssuerKeys {
+  /** The key set to verify with; undefined while none is usable (none fetched yet, or the last is too old). */
+  current(): JWTVerifyGetKey | undefined;
+  /**
+   * Fetches the key set again, unless a fetch began less than `coolDownMs` ago (then joins the one under way,
+   * if any). True when it brought a new set.
+   */
+  refetch(coolDownMs?: number): Promise<boolean>;
+  close(): void;
+}
+
+/** Fetches the key set once before resolving, whether or not the issuer answers. */
+export async function keepIssuerKeys(issuer: string, logger: Logger): Promise<IssuerKeys> {
+  let jwksUri: string | undefined;
+  let keys: { verify: JWTVerifyGetKey; fetchedAt: number } | undefined;
+  let attemptedAt = 0;
+  let fetching: Promise<boolean> | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let closed = false;
+  /** What stderr last said of an outage still going on; undefined while all is well. */
+  let outage: "keys in hand" | "no keys" | undefined;
+
+  const current = () =>
+    keys !== undefined && Date.now() - keys.fetchedAt <= MAX_KEY_AGE_MS ? keys.verify : undefined;
+
+  const fetchKeys = async (): Promise<boolean> => {
+    clearTimeout(timer);
+    attemptedAt = Date.now();
+    let fetched = false;
+    try {
+      jwksUri ??= await discoverJwksUri(issuer);
+      // createLocalJWKSet refuses anything that is not a key set: a bad answer never replaces a good set.
+      const verify = createLocalJWKSet((await fetchJson(jwksUri)) as JSONWebKeySet);
+      if (keys === undefined || outage !== undefined) {
+        logger.info(`OAuth: the keys of ${issuer} are in hand; tokens are checked locally.`);
+      }
+      keys = { verify, fetchedAt: Date.now() };
+      outage = undefined;
+      fetched = true;
+    } catch (error) {
+      const now = current() === undefined ? "no keys" : "keys in hand";
+      if (outage !== now) {
+        logger.error(
+          now === "no keys"
+            ? `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): /readyz reports not ready and requests are refused until it answers.`
+            : `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): tokens are still checked against the keys fetched at ${new Date(keys?.fetchedAt ?? 0).toISOString()}; a token under any other key is refused until it answers.`,
+        );
+      }
+      outage = now;
+    }
+    if (!closed) {
+      timer = setTimeout(() => void fetchOnce(), fetched ? REFRESH_INTERVAL_MS : RETRY_INTERVAL_MS);
+      timer.unref();
+    }
+    return fetched;
+  };
+  const fetchOnce = (): Promise<boolean> => (fetching ??= fetchKeys().finally(() => (fetching = undefined)));
+  await fetchOnce();
+
+  return {
+    current,
+    refetch(coolDownMs = COOL_DOWN_MS) {
+      if (fetching !== undefined) return fetching;
+      return Date.now() - attemptedAt < coolDownMs ? Promise.resolve(false) : fetchOnce();
+    },
+    close() {
+      closed = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The jwks_uri of the issuer, from its OpenID discovery document or, failing that, RFC 8414 metadata. */
+async function discoverJwksUri(issuer: string): Promise<string> {
+  const trimmed = issuer.replace(/\/+$/, "");
+  const candidates = [
+    `${trimmed}/.well-known/openid-configuration`,
+    `${new URL(issuer).origin}/.well-known/oauth-authorization-server${new URL(issuer).pathname.replace(/\/+$/, "")}`,
+  ];
+  let last: unknown;
+  for (const url of candidates) {
+    try {
+      const document = (await fetchJson(url)) as { issuer?: unknown; jwks_uri?: unknown } | null;
+      // RFC 8414 §3.3: the document must name the very issuer it was asked about.
+      if (document?.issuer !== issuer) throw new Error(`${url} names another issuer`);
+      if (typeof document.jwks_uri !== "string" || !URL.canParse(document.jwks_uri)) {
+        throw new Error(`${url} names no jwks_uri`);
+      }
+      return document.jwks_uri;
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last instanceof Error ? last : new Error(String(last));
+}
+
+/** A JSON document of the issuer: within the timeout, no redirect followed, at most MAX_DOCUMENT_BYTES. */
+async function fetchJson(url: string): Promise<unknown> {
+  const response = await fetch(url, {
+    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    redirect: "error",
+    headers: { accept: "application/json" },
+  });
+  const reader = response.body?.getReader();
+  try {
+    if (!response.ok) throw new Error(`${url} answered HTTP ${response.status}`);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (let read = await reader?.read(); read !== undefined && !read.done; read = await reader?.read()) {
+      size += read.value.byteLength;
+      if (size > MAX_DOCUMENT_BYTES) throw new Error(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
+      chunks.push(read.value);
+    }
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } finally {
+    // An answer refused before its end is dropped, not left half-read.
+    void reader?.cancel().catch(() => undefined);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
+}
