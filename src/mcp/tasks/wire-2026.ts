@@ -60,11 +60,15 @@ function requireExtension(ctx: ServerContext): void {
   );
 }
 
-/** tasks/get: the task, and once the call has completed its result. */
+/**
+ * tasks/get: the task, and once the call has completed its result. The SDK stamps `resultType` on the
+ * handler's answer only; the result nested inside is a CallToolResult of this revision too, and clients
+ * validate it as one.
+ */
 function detailed(record: TaskRecord): Record<string, unknown> {
   const task = wireTask(record.task);
   if (task["status"] !== "completed" || record.result === undefined) return task;
-  return { ...task, result: record.result };
+  return { ...task, result: { ...record.result, resultType: "complete" } };
 }
 
 function wireTask(task: TaskState): Record<string, unknown> {

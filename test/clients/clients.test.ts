@@ -4,10 +4,12 @@
  * mcp-remote (a stdio <-> HTTP bridge) driven over stdio by the project's own SDK Client, and the Vercel AI
  * SDK's @ai-sdk/mcp, which opens with server/discover and speaks 2026-07-28, over HTTP and stdio. Through each: the
  * tool list, get_credits, a generate_video waited for until completed, and generate_image's preview as an
- * MCP image item. Every server is a fresh `--sandbox` process; nothing leaves 127.0.0.1.
+ * MCP image item. And the official tasks client, @modelcontextprotocol/ext-tasks, which runs a
+ * generate_video as a 2026-07-28 task to its inline result. Every server is a fresh `--sandbox` process;
+ * nothing leaves 127.0.0.1.
  *
- * The clients live in their own package (test/interop/package.json), installed with
- * `npm ci --prefix test/interop`; without it every test here fails and says so. The Inspector declares
+ * The clients live in their own package (test/interop/package.json), which `npm run test:clients` installs
+ * on first use; without it every test here fails and says so. The Inspector declares
  * Node >= 22.19: it runs on the Node that runs the tests when that is new enough, else on the package's
  * Node 22 binary. Whatever the clients would keep in the home folder goes to a temporary one.
  */
@@ -28,12 +30,15 @@ import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import { CLI } from "../helpers/stdio.js";
 
 const run = promisify(execFile);
-const MODULES = path.join(import.meta.dirname, "node_modules");
+const MODULES = path.resolve(import.meta.dirname, "../interop/node_modules");
 const INSPECTOR = path.join(MODULES, "@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 const LANGCHAIN = path.join(MODULES, "@langchain/mcp-adapters/dist/index.js");
 const MCP_REMOTE = path.join(MODULES, "mcp-remote/dist/proxy.js");
 const AI_SDK = path.join(MODULES, "@ai-sdk/mcp/dist/index.js");
 const AI_SDK_STDIO = path.join(MODULES, "@ai-sdk/mcp/dist/mcp-stdio/index.js");
+const EXT_TASKS = path.join(MODULES, "@modelcontextprotocol/ext-tasks/dist/client/index.js");
+/** The SDK v2 client ext-tasks itself imports: the one copy an application with both would have. */
+const SDK_V2_CLIENT = path.join(MODULES, "@modelcontextprotocol/client/dist/index.mjs");
 const NODE22 = path.join(MODULES, "node22/bin/node");
 const KEY = "sk-sandbox-paid";
 const TOOL_NAMES = describeTools().map((tool) => tool.name);
@@ -44,8 +49,8 @@ const CLIENT_LIMIT_MS = 80_000;
 function installed(file: string): string {
   if (!existsSync(file)) {
     throw new Error(
-      `${path.relative(process.cwd(), file)} is missing: run \`npm ci --prefix test/interop\` first ` +
-        "(the third-party MCP clients and the Node 22/24 binaries these tests use live in that package).",
+      `${path.relative(process.cwd(), file)} is missing: run \`npm run test:clients\`, which installs ` +
+        "test/interop (the third-party MCP clients and the Node 22/24/26 binaries these tests use) first.",
     );
   }
   return file;
@@ -411,5 +416,118 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
       });
       await everything(transport, "ai-sdk-stdio");
     });
+  });
+
+  describe("the official tasks client (@modelcontextprotocol/ext-tasks), 2026-07-28 tasks", () => {
+    type JsonRpcResponse =
+      | { kind: "result"; result: unknown }
+      | { kind: "error"; error: { code: number; message: string; data?: unknown } };
+    interface Rpc {
+      method: string;
+      params?: { name?: string; taskId?: string };
+    }
+    interface ToolExecution {
+      kind: "immediate" | "task";
+      settle(): Promise<{ outcome: { status: string } }>;
+    }
+    interface ExtTasksModule {
+      createTaskSessionFromClient(
+        client: object,
+        options: object,
+      ): {
+        callTool(name: string, args: object, options?: object): Promise<ToolExecution>;
+        close(): Promise<void>;
+      };
+      resultFromTaskOutcome(outcome: object): Structured & { resultType?: string };
+    }
+    interface SdkV2Client {
+      connect(transport: object): Promise<void>;
+      getProtocolEra(): string;
+      close(): Promise<void>;
+    }
+    interface SdkV2Module {
+      Client: new (info: object, options: object) => SdkV2Client;
+      StreamableHTTPClientTransport: new (url: URL, options: object) => object;
+    }
+
+    /**
+     * The package's README: for a 2026-07-28 server, the host hands it a raw request path (the SDK's codecs
+     * refuse `resultType: "task"`). Over stateless Streamable HTTP that is one POST per request, with the
+     * revision's headers; the answer is JSON or an SSE stream whose last message is the response.
+     */
+    function rawDispatch(url: string, sent: string[]) {
+      let id = 0;
+      return async (request: Rpc, options?: { signal?: AbortSignal }): Promise<JsonRpcResponse> => {
+        sent.push(request.method);
+        const name = request.method === "tools/call" ? request.params?.name : request.params?.taskId;
+        const response = await fetch(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${KEY}`,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": request.method,
+            ...(name !== undefined && { "mcp-name": name }),
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: ++id, ...request }),
+          ...(options?.signal !== undefined && { signal: options.signal }),
+        });
+        const text = (await response.text()).trim();
+        const messages = text.startsWith("{")
+          ? [text]
+          : text.split("\n").flatMap((line) => (line.startsWith("data:") ? [line.slice(5)] : []));
+        const answer = JSON.parse(messages.at(-1) ?? "{}") as {
+          result?: unknown;
+          error?: { code: number; message: string; data?: unknown };
+        };
+        return answer.error !== undefined
+          ? { kind: "error", error: answer.error }
+          : { kind: "result", result: answer.result };
+      };
+    }
+
+    it(
+      "over Streamable HTTP: generate_video becomes a task, polled with tasks/get to its inline result",
+      { timeout: 90_000 },
+      async () => {
+        const [tasks, sdk] = await Promise.all([
+          import(/* @vite-ignore */ pathToFileURL(installed(EXT_TASKS)).href) as Promise<ExtTasksModule>,
+          import(/* @vite-ignore */ pathToFileURL(installed(SDK_V2_CLIENT)).href) as Promise<SdkV2Module>,
+        ]);
+        const url = await httpServer("ext-tasks");
+        const clientInfo = { name: "interop-ext-tasks", version: "1.0.0" };
+        const client = new sdk.Client(clientInfo, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+        await client.connect(
+          new sdk.StreamableHTTPClientTransport(new URL(url), {
+            requestInit: { headers: { authorization: `Bearer ${KEY}` } },
+          }),
+        );
+        const sent: string[] = [];
+        const session = tasks.createTaskSessionFromClient(client, {
+          endpointId: "generation-mcp-interop",
+          rawDispatch: rawDispatch(url, sent),
+          v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo, clientCapabilities: {} },
+        });
+        try {
+          expect(client.getProtocolEra()).toBe("modern");
+          const execution = await session.callTool("generate_video", {
+            prompt: freshPrompt("ext-tasks"),
+            duration: 2,
+          });
+          expect(execution.kind).toBe("task");
+          const { outcome } = await execution.settle();
+          const result = tasks.resultFromTaskOutcome(outcome);
+          expect(result.resultType).toBe("complete");
+          expectVideoCompleted(result.structuredContent);
+          expect(result.structuredContent).toMatchObject({ video_id: expect.any(String) });
+          expect(sent[0]).toBe("tools/call");
+          expect(sent.filter((method) => method === "tasks/get").length).toBeGreaterThan(0);
+        } finally {
+          await session.close();
+          await client.close();
+        }
+      },
+    );
   });
 });

@@ -355,7 +355,7 @@ describe("mcp-remote's own OAuth flow, with its browser opened headless", () => 
   it("signs in through the browser it opens (BROWSER) and completes a generate_video over stdio", async () => {
     if (!existsSync(MCP_REMOTE)) {
       throw new Error(
-        `${path.relative(process.cwd(), MCP_REMOTE)} is missing: run \`npm ci --prefix test/interop\` first.`,
+        `${path.relative(process.cwd(), MCP_REMOTE)} is missing: run \`npm run test:clients\` (it installs test/interop).`,
       );
     }
     const home = await mkdtemp(path.join(tmpdir(), "generation-mcp-mcp-remote-"));

@@ -2,9 +2,9 @@
  * The official MCP conformance suite (@modelcontextprotocol/conformance 0.2.0-alpha, server mode, on the
  * Node 22 of test/interop) against the built server in `--http --sandbox` mode, at both revisions it speaks
  * (2026-07-28 with the tasks extension's scenarios, and 2025-11-25), through scripts/conformance.mjs, which
- * `npm test`, hence CI, runs here; and the runner's own judgement: an unexpected failure, a stale baseline
- * entry, a baseline it cannot trust and a missing suite or Node 22 each fail the run.
- * Needs `npm run build` (`npm test` does it) and `npm ci --prefix test/interop`. Everything stays on 127.0.0.1.
+ * `npm run test:clients`, hence CI, runs here; and the runner's own judgement: an unexpected failure, a stale
+ * baseline entry, a baseline it cannot trust and a missing suite or Node 22 each fail the run.
+ * Needs the build and test/interop, both of which `npm run test:clients` sees to. Everything stays on 127.0.0.1.
  */
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
