@@ -10,7 +10,8 @@
 
 import path from "node:path";
 
-export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews" | "spend_limits";
+export type Setting =
+  "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews" | "spend_limits" | "state_dir";
 
 /**
  * stdio: variables in the client's configuration; mcpb: Claude Desktop's form; http-key: each caller's own
@@ -19,7 +20,7 @@ export type Setting = "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "
  */
 export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared";
 
-const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews|spend_limits)\}\}/g;
+const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews|spend_limits|state_dir)\}\}/g;
 
 /** A placeholder for "what this user does to change `setting`", rendered by `renderAdvice`. */
 export function fix(setting: Setting): string {
@@ -43,6 +44,8 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     previews: "set GENERATION_PREVIEWS=on in this server's entry of their MCP client configuration",
     spend_limits:
       "raise GENERATION_MAX_CREDITS_PER_CALL or GENERATION_DAILY_CREDITS (or GENERATION_CONFIRM_ABOVE_CREDITS, for a client that cannot ask them to confirm) in this server's entry of their MCP client configuration, if they want to allow it. You cannot change it yourself; the client must restart the server after the change",
+    state_dir:
+      "free space in that folder (its disk is full or it cannot be written), or point GENERATION_STATE_DIR in this server's entry of their MCP client configuration at a writable folder with free space. You cannot change it yourself; the client must restart the server after the change",
   },
   mcpb: {
     api_key: `check the API key in ${FORM}: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself`,
@@ -51,6 +54,8 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     output_dir: `choose a writable folder with free space as the Output folder in ${FORM}`,
     previews: "turn previews back on (the bundle has them on unless GENERATION_PREVIEWS=off is set)",
     spend_limits: `raise Max credits per call or Daily credit limit in ${FORM} (or Confirm cost above, for a client that cannot ask them to confirm; an empty field means no limit), if they want to allow it. You cannot change it yourself`,
+    state_dir:
+      "free space in that folder (its disk is full or it cannot be written; the extension keeps its state there). You cannot change it yourself",
   },
   "http-key": {
     api_key:
@@ -60,6 +65,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     output_dir: OPERATOR,
     previews: OPERATOR,
     spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
+    state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
   },
   shared: {
     api_key: `${OPERATOR}: the service refused the API key this server holds`,
@@ -68,6 +74,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     output_dir: OPERATOR,
     previews: OPERATOR,
     spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS per person, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
+    state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
   },
 };
 

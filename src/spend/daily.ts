@@ -5,18 +5,20 @@
  * Redis for every replica.
  */
 import { createHash } from "node:crypto";
-import { BudgetExceededError } from "../api/errors.js";
+import { BudgetExceededError, GenerationError } from "../api/errors.js";
 import { fix } from "../advice.js";
 import type { SpendStore } from "../state/shared-state.js";
+import { SpendRecordUnavailableError } from "./local-store.js";
 
-/** What get_credits reports of a caller's day. */
-export interface Allowance {
+/**
+ * What get_credits reports of a caller's day: the count, or (`known: false`) why it cannot be told now and
+ * what to do, rather than a count it cannot vouch for.
+ */
+export type Allowance = {
   daily_limit: number;
-  used_today: number;
-  remaining_today: number;
   /** ISO time of the next UTC midnight, when the day's count starts again. */
   resets_at: string;
-}
+} & ({ used_today: number; remaining_today: number } | { known: false; reason: string; next_step: string });
 
 /** A reservation that the service may still refuse: `release` gives it back. */
 export interface Reservation {
@@ -81,12 +83,27 @@ export class DailySpend {
 
   async allowance(callerId: string): Promise<Allowance> {
     const now = this.now();
-    const used = fromHundredths(await this.store.used(spendCaller(callerId), utcDay(now)));
+    const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
+    let used: number;
+    try {
+      used = fromHundredths(await this.store.used(spendCaller(callerId), utcDay(now)));
+    } catch (error) {
+      if (!(error instanceof GenerationError)) throw error;
+      const why =
+        error instanceof SpendRecordUnavailableError
+          ? `today's spend record ${error.problem}`
+          : error.message;
+      return {
+        ...day,
+        known: false,
+        reason: `This server cannot tell how much of today's limit is left, and sends no start until it can: ${why}.`,
+        next_step: error.nextStep,
+      };
+    }
     return {
-      daily_limit: this.limit,
+      ...day,
       used_today: used,
       remaining_today: Math.max(0, Math.round((this.limit - used) * 100) / 100),
-      resets_at: nextUtcMidnight(now),
     };
   }
 

@@ -45,9 +45,13 @@ async function tryTake(path: string): Promise<boolean> {
     const handle = await open(path, "wx", 0o600);
     try {
       await handle.writeFile(String(process.pid));
-    } finally {
+    } catch (error) {
+      // A full disk: no lock is held, and an empty lock file left behind would make every waiter wait it out.
       await handle.close();
+      await rm(path, { force: true });
+      throw error;
     }
+    await handle.close();
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { renderAdvice } from "../advice.js";
 import { sanitizeValue } from "../redact.js";
 import { readDeadline } from "./deadline.js";
 import { defineTool } from "./define-tool.js";
@@ -8,9 +9,17 @@ const allowance = z
     daily_limit: z
       .number()
       .describe("Estimated credits this caller may start per UTC day (GENERATION_DAILY_CREDITS)."),
-    used_today: z.number().describe("Estimated credits this caller started today (UTC)."),
-    remaining_today: z.number().describe("What is left of today's limit."),
+    used_today: z.number().optional().describe("Estimated credits this caller started today (UTC)."),
+    remaining_today: z.number().optional().describe("What is left of today's limit."),
     resets_at: z.string().describe("When the count starts again: the next midnight UTC, ISO 8601."),
+    known: z
+      .literal(false)
+      .optional()
+      .describe(
+        "Present (false) when this server cannot tell today's spend (its spend record cannot be read or written): used_today and remaining_today are then absent, and no start is sent until it can.",
+      ),
+    reason: z.string().optional().describe("Why the allowance is unknown (with known: false)."),
+    next_step: z.string().optional().describe("What to do about it (with known: false)."),
   })
   .describe("This server's daily spend limit for this caller; present only when one is set.");
 
@@ -36,7 +45,9 @@ export const getCredits = defineTool({
     const { allowance: theirs, ...rest } = fields;
     const kept = theirs === undefined ? rest : { ...rest, service_allowance: theirs };
     if (deps.daily === undefined) return kept;
-    return { ...kept, allowance: await deps.daily.allowance(deps.callerId) };
+    const ours = await deps.daily.allowance(deps.callerId);
+    if (!("known" in ours)) return { ...kept, allowance: ours };
+    return { ...kept, allowance: { ...ours, next_step: renderAdvice(ours.next_step, deps.advice) } };
   },
   summarize(result) {
     // Values are the service's: strings are quoted so they read as data, never as instructions.
@@ -48,6 +59,9 @@ export const getCredits = defineTool({
       )
       .join(", ")}`;
     if (ours === undefined) return line;
+    if (ours.known === false) {
+      return `${line}\nDaily allowance (this server's limit for you, ${ours.daily_limit} credits a day): unknown. ${ours.reason ?? ""}\nNext step: ${ours.next_step ?? ""}`;
+    }
     return `${line}\nDaily allowance (this server's limit for you): ${ours.remaining_today} of ${ours.daily_limit} credits left today (${ours.used_today} started); resets at ${ours.resets_at}.`;
   },
 });

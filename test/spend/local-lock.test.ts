@@ -1,14 +1,15 @@
 /**
  * The local spend record shared by processes of one state folder: two stores (as two processes would be;
  * nothing but the folder's lock file coordinates them) racing for the day's last credits take exactly the
- * limit, and a lock left by a dead owner, or held too long, does not stop the next start.
+ * limit, a lock left by a dead owner, or held too long, does not stop the next start, and a record that
+ * cannot be written refuses the reservation (a release it cannot write keeps the count).
  */
 import { spawnSync } from "node:child_process";
-import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdtemp, rename, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LocalSpendStore, SPEND_FILE } from "../../src/spend/local-store.js";
+import { LocalSpendStore, SPEND_FILE, SpendRecordUnavailableError } from "../../src/spend/local-store.js";
 
 let dir: string;
 const lock = () => path.join(dir, `${SPEND_FILE}.lock`);
@@ -69,5 +70,27 @@ describe("the local spend record", () => {
     expect(settled).toBe(false);
     await rm(lock());
     await expect(reservation).resolves.toMatchObject({ reserved: true, used: 100 });
+  });
+
+  it("refuses a reservation it cannot write, and keeps a release it cannot write counted", async () => {
+    const folder = path.join(dir, "key");
+    const store = new LocalSpendStore(folder);
+    await store.reserve("ab12", "2026-11-24", 100, 1000);
+    // The key's folder is a file now: nothing can be written there (ENOTDIR, EEXIST), as on a broken disk.
+    await rename(folder, `${folder}.away`);
+    await writeFile(folder, "not a folder");
+    const refused = await store.reserve("ab12", "2026-11-24", 100, 1000).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SpendRecordUnavailableError);
+    expect((refused as Error).message).toContain(folder);
+    expect((refused as Error).message).toContain("GENERATION_STATE_DIR");
+    expect((refused as Error).message).toContain("nothing was charged");
+    await expect(store.used("ab12", "2026-11-24")).rejects.toBeInstanceOf(SpendRecordUnavailableError);
+    await store.release("ab12", "2026-11-24", 100);
+
+    await rm(folder);
+    await rename(`${folder}.away`, folder);
+    // Neither the refused reservation nor the unwritten release changed the count: 100, as before.
+    expect(await store.used("ab12", "2026-11-24")).toBe(100);
+    expect(await new LocalSpendStore(folder).used("ab12", "2026-11-24")).toBe(100);
   });
 });
