@@ -83,15 +83,6 @@ export function outcomeOf(result: unknown): string {
   return code !== undefined && OUTCOMES.has(code) ? code : "other";
 }
 
-/** The estimated credits a result started: 0 for an error, a dry run or a reused task. */
-export function creditsOf(result: unknown): number {
-  if (!isRecord(result) || result["isError"] === true) return 0;
-  const data = result["structuredContent"];
-  if (!isRecord(data) || data["dry_run"] === true || data["reused"] === true) return 0;
-  const credits = data["estimated_credits"];
-  return typeof credits === "number" && Number.isFinite(credits) && credits > 0 ? credits : 0;
-}
-
 const Registry = RegistryClass as typeof PromClient.Registry;
 const Counter = CounterClass as typeof PromClient.Counter;
 const Gauge = GaugeClass as typeof PromClient.Gauge;
@@ -135,7 +126,7 @@ export function createRegistry(options: MetricsOptions): {
   });
   const credits = new Counter({
     name: `${PREFIX}credits_started_total`,
-    help: "Estimated credits of the tasks started (not dry runs, not reused tasks), by tool.",
+    help: "Estimated credits of the starts sent to the service (not refused, declined, dry runs or reused tasks), by tool.",
     labelNames: ["tool"] as const,
     registers,
   });
@@ -185,11 +176,8 @@ export function createRegistry(options: MetricsOptions): {
       const label = toolLabel(tool);
       calls.inc({ tool: label, outcome: outcomeOf(result) });
       callSeconds.observe({ tool: label }, seconds);
-      const spent = creditsOf(result);
-      if (spent > 0) credits.inc({ tool: label }, spent);
     },
-    taskFinished(tool, result) {
-      const spent = creditsOf(result);
+    creditsStarted(tool, spent) {
       if (spent > 0) credits.inc({ tool: toolLabel(tool) }, spent);
     },
     upstreamRequest(method, path) {

@@ -10,8 +10,8 @@ export interface MetricsRecorder {
   readonly enabled: boolean;
   /** A tools/call answered with `result` (undefined: it threw) after `seconds`. */
   toolCall(tool: string, result: unknown, seconds: number): void;
-  /** The result of a tool run in the background (an MCP task), whose call was counted when it was made. */
-  taskFinished(tool: string, result: unknown): void;
+  /** A start was sent to the service (not refused before it, not a dry run, not a reused task). */
+  creditsStarted(tool: string, credits: number): void;
   /** One request to the service is about to be sent; the returned function is told its answer's status (0: none). */
   upstreamRequest(method: string, path: string): (status: number) => void;
   /** A wait for a video began; the returned function ends it. */
@@ -24,7 +24,7 @@ const ignore = () => undefined;
 export const NO_METRICS: MetricsRecorder = {
   enabled: false,
   toolCall: ignore,
-  taskFinished: ignore,
+  creditsStarted: ignore,
   upstreamRequest: () => ignore,
   waitStarted: () => ignore,
 };
@@ -50,15 +50,6 @@ export async function observeToolCall<T>(tool: string, run: () => Promise<T>): P
   }
 }
 
-/** Reports the result of a tool run in the background (an MCP task) once it is in. */
-export function observeTaskRun<T>(tool: string, running: Promise<T>): Promise<T> {
-  const recorder = current;
-  if (!recorder.enabled) return running;
-  return running.then((result) => {
-    recorder.taskFinished(tool, result);
-    return result;
-  });
-}
 export interface MetricsOptions {
   /** The server's tool names: any other name is counted as "unknown". */
   tools: readonly string[];

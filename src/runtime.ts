@@ -25,6 +25,7 @@ import { LOCAL_STATE, type SharedState, type StateHub } from "./state/shared-sta
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
 import { LocalSpendStore } from "./spend/local-store.js";
+import { confirmStatesFor } from "./spend/confirm-state.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -126,6 +127,7 @@ export async function createRuntime(
     logger: log,
     coordinator: shared.polls,
   });
+  const stopping = new AbortController();
   const starter = new TaskStarter({
     api: client,
     journal,
@@ -135,13 +137,14 @@ export async function createRuntime(
     ownership,
     beforeWrite: () => client.ensureAccepted(),
     daily,
+    stopping: stopping.signal,
   });
 
-  const stopping = new AbortController();
   const running = new Set<Promise<unknown>>();
   // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
   // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
   const remote = config.http !== undefined;
+  const confirmStates = confirmStatesFor(target.baseUrl, target.apiKey);
   const depsFactory: DepsFactory = ({ clientRoots, scope, callerId }) => ({
     api: client,
     poller,
@@ -159,6 +162,7 @@ export async function createRuntime(
     // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.
     callerId: callerId ?? digestOf(target.apiKey),
     daily,
+    confirmStates,
     track: (call) => {
       running.add(call);
       const done = () => running.delete(call);

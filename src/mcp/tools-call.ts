@@ -14,7 +14,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { ValidationError } from "../api/errors.js";
 import { isObject } from "../api/normalize.js";
-import { observeTaskRun, observeToolCall } from "../metrics.js";
+import { observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
 import { checkSpend } from "../spend/confirm.js";
 import { cleanText } from "../redact.js";
@@ -111,18 +111,15 @@ async function runToolCall(
       stopping: deps.stopping,
       saved: tool.task?.save?.(data),
       run: (run) =>
-        observeTaskRun(
-          name,
-          toolResult(
-            tool,
-            tool.handler(
-              tool.task?.prepare?.(data, run.ttlMs) ?? data,
-              deps,
-              backgroundContext(run, deps, startedAt),
-            ),
+        toolResult(
+          tool,
+          tool.handler(
+            tool.task?.prepare?.(data, run.ttlMs) ?? data,
             deps,
-            run.signal,
+            backgroundContext(run, deps, startedAt),
           ),
+          deps,
+          run.signal,
         ),
     });
     return answerTask(asTask, task);

@@ -2,8 +2,10 @@
  * Who starts what, across replicas: the claim on each start's fingerprint (one replica sends it, the others
  * wait for its task), the journal lines another replica needs to settle a start whose replica died, and the
  * ownership of each task when one key serves several callers. Values are sealed (seal.ts) and checked again
- * as journal lines when read back.
+ * as journal lines when read back. What a replica writes here is kept in its rebuild log (redis.ts), so it is
+ * written again should Redis lose its data.
  */
+import { randomBytes } from "node:crypto";
 import { parseJournalLine, type JournalEntry } from "../tasks/journal.js";
 import { parseOwnedTask } from "../tasks/ownership.js";
 import type { KeyContext } from "./redis.js";
@@ -18,6 +20,9 @@ export function startClaims(context: KeyContext): StartClaims {
   const claim = (fingerprint: string) => `${base}claim:${fingerprint}`;
   const started = (fingerprint: string) => `${base}started:${fingerprint}`;
   const intent = (fingerprint: string) => `${base}intent:${fingerprint}`;
+  /** Claims this replica holds, and claims whose command failed (written or not: unknown), by fingerprint. */
+  const held = new Map<string, string>();
+  const uncertain = new Map<string, string>();
   const entryOf = (text: string | null): JournalEntry | undefined => {
     if (text === null) return undefined;
     const value = sealer.open(text);
@@ -27,30 +32,45 @@ export function startClaims(context: KeyContext): StartClaims {
   };
   return {
     async claim(fingerprint, ttlMs) {
-      // A claim that cannot be written is no agreement: the start is refused (or, by the operator's choice,
-      // this replica decides alone).
-      return context.agreed(
-        true,
-        async () => (await commands.set(claim(fingerprint), owner, "PX", Math.round(ttlMs), "NX")) === "OK",
-      );
+      // Exclusive, also within this replica; but a claim whose command failed (timed out while Redis was
+      // paused) may have been written after all: the next try takes it with the same token, as its own.
+      if (held.has(fingerprint)) return false;
+      const key = claim(fingerprint);
+      const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
+      const take = async (ttl: number) =>
+        Number(await commands.startClaim(key, token, Math.round(ttl))) === 1;
+      uncertain.set(fingerprint, token);
+      const taken = await context.agreed(true, () => take(ttlMs));
+      uncertain.delete(fingerprint);
+      if (taken) {
+        held.set(fingerprint, token);
+        context.keep(key, ttlMs, take);
+      }
+      return taken;
     },
     async unclaim(fingerprint) {
-      await commands.releaseIfOwner(claim(fingerprint), owner).catch(() => undefined);
+      const token = held.get(fingerprint);
+      held.delete(fingerprint);
+      context.forget(claim(fingerprint));
+      if (token !== undefined)
+        await commands.releaseIfOwner(claim(fingerprint), token).catch(() => undefined);
     },
     async mirror(entry, ttlMs) {
-      const ttl = Math.round(ttlMs);
+      const sealed = sealer.seal(entry);
+      const write = (key: string) => async (ttl: number) => commands.set(key, sealed, "PX", Math.round(ttl));
+      const intentKey = intent(entry.fingerprint);
+      const startedKey = started(entry.fingerprint);
+      if (entry.phase === "intent") context.keep(intentKey, ttlMs, write(intentKey));
+      else context.forget(intentKey);
+      if (entry.phase === "started") context.keep(startedKey, ttlMs, write(startedKey));
       await context.soft(undefined, async () => {
         if (entry.phase === "intent") {
-          await commands.set(intent(entry.fingerprint), sealer.seal(entry), "PX", ttl);
+          await write(intentKey)(ttlMs);
         } else if (entry.phase === "void") {
-          const open = entryOf(await commands.get(intent(entry.fingerprint)));
-          if (open?.key === entry.key) await commands.del(intent(entry.fingerprint));
+          const open = entryOf(await commands.get(intentKey));
+          if (open?.key === entry.key) await commands.del(intentKey);
         } else {
-          await commands
-            .multi()
-            .set(started(entry.fingerprint), sealer.seal(entry), "PX", ttl)
-            .del(intent(entry.fingerprint))
-            .exec();
+          await commands.multi().set(startedKey, sealed, "PX", Math.round(ttlMs)).del(intentKey).exec();
         }
       });
     },
@@ -82,16 +102,18 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
   };
   return {
     async record(task, ttlMs) {
-      const ttl = Math.round(Math.min(ttlMs, OWNED_TTL_MS));
-      await context.soft(undefined, async () => {
-        await commands
+      const sealed = sealer.seal(task);
+      const write = (ttl: number) =>
+        commands
           .multi()
-          .set(ownerKey(task.video_id), sealer.seal(task), "PX", ttl)
+          .set(ownerKey(task.video_id), sealed, "PX", Math.round(ttl))
           .zadd(listKey(task.scope), task.started_at, task.video_id)
           .zremrangebyrank(listKey(task.scope), 0, -OWNED_MAX - 1)
           .pexpire(listKey(task.scope), OWNED_TTL_MS)
           .exec();
-      });
+      const ttl = Math.min(ttlMs, OWNED_TTL_MS);
+      context.keep(ownerKey(task.video_id), ttl, write);
+      await context.soft(undefined, () => write(ttl));
     },
     async owner(videoId) {
       return context.soft(undefined, async () => taskOf(await commands.get(ownerKey(videoId))));

@@ -136,28 +136,40 @@ return ARGV[1]
 `;
 
 /**
- * spend_reserve: a caller's estimated credits of one UTC day never pass the daily limit, whatever the
- * replicas race. Adds the amount unless the total would pass the limit. KEYS: the caller's day counter.
- * ARGV: amount, limit (both in hundredths of a credit), ttl ms. Returns {1, total after} when reserved, else
- * {0, total as it stands}.
+ * spend_reserve: adds a start's estimate to the caller's day unless the day's total would pass the limit. The
+ * day is a hash with one field per replica (what that replica reserved), so a replica can write its own share
+ * again, idempotently, after Redis lost its data (redis.ts). KEYS: the caller's day hash. ARGV: amount
+ * (hundredths of a credit), limit, ttl ms, the replica's field. Returns {1, total} when reserved, else {0, total}.
  */
 export const SPEND_RESERVE = `
-local used = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
+local used = 0
+for _, value in ipairs(redis.call("HVALS", KEYS[1])) do used = used + (tonumber(value) or 0) end
 local amount = tonumber(ARGV[1])
 if used + amount > tonumber(ARGV[2]) then return {0, used} end
-local total = redis.call("INCRBY", KEYS[1], amount)
+redis.call("HINCRBY", KEYS[1], ARGV[4], amount)
 redis.call("PEXPIRE", KEYS[1], ARGV[3])
-return {1, total}
+return {1, used + amount}
 `;
 
 /**
- * spend_release: gives back a reservation the service never acted on, never below zero. KEYS: the caller's
- * day counter. ARGV: amount (hundredths of a credit).
+ * spend_release: gives back a reservation the service never acted on, from this replica's share, never below
+ * zero. KEYS: the caller's day hash. ARGV: amount (hundredths of a credit), the replica's field.
  */
 export const SPEND_RELEASE = `
-local used = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
-if used <= 0 then return 0 end
-local left = math.max(0, used - tonumber(ARGV[1]))
-redis.call("SET", KEYS[1], left, "KEEPTTL")
+local mine = tonumber(redis.call("HGET", KEYS[1], ARGV[2]) or "0") or 0
+local left = math.max(0, mine - tonumber(ARGV[1]))
+if mine > 0 then redis.call("HSET", KEYS[1], ARGV[2], left) end
 return left
+`;
+
+/**
+ * start_claim: takes the claim on starting a fingerprint when it is free, or already held under this token (a
+ * claim whose command timed out may have been written after all: it is still ours). KEYS: the claim. ARGV:
+ * the claim's token, ttl ms. Returns 1 when the token holds the claim.
+ */
+export const START_CLAIM = `
+local holder = redis.call("GET", KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return 1
 `;

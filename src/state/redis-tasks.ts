@@ -27,16 +27,18 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
   };
   return {
     async put(taskId, value, ttlMs, createdAtMs) {
-      await context.soft(undefined, async () => {
-        await commands
+      const sealed = sealer.seal(value);
+      const write = (left: number) =>
+        commands
           .multi()
-          .set(record(taskId), sealer.seal(value), "PX", ttl(ttlMs))
+          .set(record(taskId), sealed, "PX", ttl(left))
           .zadd(index, createdAtMs, taskId)
           .zremrangebyscore(index, "-inf", Date.now() - MAX_TASK_TTL_MS)
           .zremrangebyrank(index, 0, -TASK_INDEX_MAX - 1)
           .pexpire(index, MAX_TASK_TTL_MS)
           .exec();
-      });
+      context.keep(record(taskId), ttlMs, write);
+      await context.soft(undefined, () => write(ttlMs));
     },
     async get(taskId) {
       return context.soft(undefined, async () => {
@@ -45,9 +47,18 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
       });
     },
     async finalize(taskId, value, ttlMs) {
-      return context.soft(undefined, async () =>
-        opened(await commands.taskFinalize(final(taskId), sealer.seal(value), ttl(ttlMs))),
+      const sealed = sealer.seal(value);
+      const decided = await context.soft(undefined, async () =>
+        opened(await commands.taskFinalize(final(taskId), sealed, ttl(ttlMs))),
       );
+      // The outcome that holds is written again after a loss, whichever replica decided it.
+      if (decided !== undefined) {
+        const kept = sealer.seal(decided);
+        context.keep(final(taskId), ttlMs, (left) =>
+          commands.set(final(taskId), kept, "PX", ttl(left), "NX"),
+        );
+      }
+      return decided;
     },
     async list(limit) {
       return context.soft([], async () => await commands.zrevrange(index, 0, Math.max(0, limit - 1)));

@@ -13,6 +13,13 @@
  * written is not sent (SharedStateUnavailableError): two replicas deciding alone could pay twice for one
  * request. An operator who prefers availability sets GENERATION_REDIS_WHEN_DOWN=alone: each replica then
  * decides alone, as a single server would, and stays ready (a load balancer keeps sending it calls).
+ *
+ * Redis that comes back EMPTY (restarted without persistence) is another matter: the claims and the day's
+ * spend other replicas relied on are gone, not merely out of reach. Every replica keeps what it wrote there
+ * (its rebuild log) and an epoch key tells a lost store from a living one: a replica that finds the epoch
+ * gone or changed (on reconnecting, on its heartbeat, and before anything it must agree on) writes its own
+ * entries again; and a start on a fresh epoch waits a few seconds, so that every live replica has noticed
+ * and rebuilt before anyone decides on the store.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -31,6 +38,7 @@ import {
   RELEASE_IF_OWNER,
   SPEND_RELEASE,
   SPEND_RESERVE,
+  START_CLAIM,
   TASK_FINALIZE,
 } from "./redis-scripts.js";
 import { spendStore } from "./redis-spend.js";
@@ -48,8 +56,17 @@ export const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, to learn that Redis is back. */
 const PROBE_INTERVAL_MS = 1000;
-/** How often a replica with no traffic checks that Redis still takes writes, so /readyz stays true. */
-const HEARTBEAT_MS = 2000;
+/** How often a replica checks that Redis still takes writes (so /readyz stays true) and still holds its epoch. */
+const HEARTBEAT_MS = 1000;
+/**
+ * How long a start waits on an epoch younger than this: long enough for every live replica to notice a lost
+ * store (on reconnecting, at most one heartbeat later) and write its entries again.
+ */
+export const REBUILD_GRACE_MS = 3000;
+/** The epoch outlives any pause of the whole deployment by far; every heartbeat renews it. */
+const EPOCH_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Entries of the rebuild log kept at most; past it the oldest go (the newest matter most). */
+const REBUILD_MAX = 50_000;
 /** The budget's keys outlive a window by far, and go once the key has been idle that long. */
 const BUDGET_TTL_MS = 10 * 60 * 1000;
 /** The share of the window kept for foreground calls, as the local budget's default. */
@@ -63,6 +80,7 @@ interface ScriptCommands {
   taskFinalize(...args: Array<string | number>): Promise<string | null>;
   spendReserve(...args: Array<string | number>): Promise<[number, number]>;
   spendRelease(...args: Array<string | number>): Promise<number>;
+  startClaim(...args: Array<string | number>): Promise<number>;
 }
 export type ScriptedRedis = Redis & ScriptCommands;
 
@@ -86,6 +104,43 @@ export interface KeyContext {
   sealer: Sealer;
   /** Reports a value that did not carry this key's seal (planted, torn): once per kind per minute. */
   foreign(kind: string): void;
+  /**
+   * Records what this replica wrote under `key`, to write again (`write`, given the time left) should Redis
+   * lose its data before `ttlMs` has passed; a later entry for the key replaces it.
+   */
+  keep(key: string, ttlMs: number, write: (ttlMs: number) => Promise<unknown>): void;
+  /** Drops the entry of `key` from the rebuild log (it was settled or deleted). */
+  forget(key: string): void;
+}
+
+/** What this replica wrote that the others rely on, to write again when Redis comes back empty. */
+class RebuildLog {
+  private readonly entries = new Map<string, { until: number; write: (ttlMs: number) => Promise<unknown> }>();
+
+  keep(key: string, ttlMs: number, write: (ttlMs: number) => Promise<unknown>): void {
+    this.entries.delete(key);
+    this.entries.set(key, { until: Date.now() + ttlMs, write });
+    if (this.entries.size > REBUILD_MAX) this.entries.delete(this.entries.keys().next().value ?? "");
+  }
+
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
+  /** Writes every live entry again; answers how many. Throws when Redis fails meanwhile. */
+  async replay(): Promise<number> {
+    let written = 0;
+    for (const [key, entry] of [...this.entries]) {
+      const left = entry.until - Date.now();
+      if (left <= 0) {
+        this.entries.delete(key);
+        continue;
+      }
+      await entry.write(left);
+      written += 1;
+    }
+    return written;
+  }
 }
 
 /** The address without its password, for logs. */
@@ -98,7 +153,12 @@ export function describeRedisUrl(url: string): string {
  * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
  * fatal: the hub reports not ready, logs one clear line, and keeps reconnecting in the background.
  */
-export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
+export async function connectRedis(
+  config: RedisConfig,
+  logger: Logger,
+  /** Tests shorten the wait on a fresh epoch; the server uses REBUILD_GRACE_MS. */
+  options: { rebuildGraceMs?: number } = {},
+): Promise<StateHub> {
   const shown = describeRedisUrl(config.url);
   const retryStrategy = (times: number) => Math.min(100 * times, 2000);
   const common = {
@@ -123,6 +183,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.defineCommand("taskFinalize", { numberOfKeys: 1, lua: TASK_FINALIZE });
   commands.defineCommand("spendReserve", { numberOfKeys: 1, lua: SPEND_RESERVE });
   commands.defineCommand("spendRelease", { numberOfKeys: 1, lua: SPEND_RELEASE });
+  commands.defineCommand("startClaim", { numberOfKeys: 1, lua: START_CLAIM });
 
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const alone = config.whenDown === "alone";
@@ -155,15 +216,60 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     if (!starting)
       logger.warning(`Redis at ${shown} ${describeFailure(error, commands.status)}: ${consequence}.`);
   };
+  // The store's epoch: written once by the first replica to find none, renewed by every heartbeat. One that
+  // is gone or changed means Redis lost its data: this replica's rebuild log is written again.
+  const rebuild = new RebuildLog();
+  const epochKey = `${config.prefix}epoch`;
+  const grace = options.rebuildGraceMs ?? REBUILD_GRACE_MS;
+  let epoch: { id: string; at: number } | undefined;
+  let checking: Promise<{ id: string; at: number }> | undefined;
+  const readEpoch = async (): Promise<{ id: string; at: number }> => {
+    let value = await commands.get(epochKey);
+    if (value === null) {
+      await commands.set(
+        epochKey,
+        `${randomBytes(8).toString("hex")}:${Date.now()}`,
+        "PX",
+        EPOCH_TTL_MS,
+        "NX",
+      );
+      value = (await commands.get(epochKey)) ?? "";
+    } else {
+      await commands.pexpire(epochKey, EPOCH_TTL_MS);
+    }
+    const [id = "", at = "0"] = value.split(":");
+    const current = { id, at: Number(at) || 0 };
+    if (epoch !== undefined && current.id !== epoch.id) {
+      const written = await rebuild.replay();
+      logger.warning(
+        `Redis at ${shown} came back without the shared state (restarted empty?): this replica wrote its ${written} entries (start claims, the day's spend, task records) again. Persistence (appendonly yes) keeps them across a restart.`,
+      );
+    } else if (epoch === undefined) {
+      await rebuild.replay();
+    }
+    epoch = current;
+    return current;
+  };
+  const checkEpoch = () => (checking ??= readEpoch().finally(() => (checking = undefined)));
+  /** Before anything replicas must agree on: the epoch is ours, and old enough that every replica rebuilt. */
+  const current = async (): Promise<void> => {
+    const { at } = await checkEpoch();
+    const wait = at + grace - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, grace)));
+  };
+
   commands.on("error", markDown);
   subscriber.on("error", () => undefined);
   commands.on("ready", () => {
     if (down) void probe();
+    checkEpoch().catch(markDown);
   });
-  // A replica with no traffic learns of an outage too (and /readyz with it): a small write every few seconds.
+  // A replica with no traffic learns of an outage too (and /readyz with it), and of a store that lost its
+  // data: a small write and a look at the epoch every second.
   const heartbeat = setInterval(() => {
     if (down || commands.status !== "ready") return;
     commands.set(`${config.prefix}probe:${owner}`, "1", "PX", 10_000).catch(markDown);
+    checkEpoch().catch(markDown);
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
@@ -194,11 +300,13 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
       return fallback;
     });
   const agreed = <T>(fallback: T, run: () => Promise<T>): Promise<T> =>
-    run().catch((error: unknown) => {
-      markDown(error);
-      if (alone) return fallback;
-      throw new SharedStateUnavailableError();
-    });
+    current()
+      .then(run)
+      .catch((error: unknown) => {
+        markDown(error);
+        if (alone) return fallback;
+        throw new SharedStateUnavailableError();
+      });
   const reported = new Map<string, number>();
   const foreign = (kind: string) => {
     const last = reported.get(kind) ?? 0;
@@ -221,6 +329,8 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
           listeners,
           onError: markDown,
           foreign,
+          keep: (key, ttlMs, write) => rebuild.keep(key, ttlMs, write),
+          forget: (key) => rebuild.forget(key),
           ...keyNames(config.prefix, target),
           sealer: sealerFor(target.baseUrl, target.apiKey),
         },

@@ -96,14 +96,17 @@ export class ReplicaGuard {
   }
 }
 
-/** An identical start held by another replica did not finish within this call's time. */
+/**
+ * An identical start held by another replica did not finish within this call's time. This call sent nothing:
+ * what that replica's start did, its own caller hears; an identical call in a moment returns it.
+ */
 function claimedElsewhere(kind: "video" | "image"): GenerationError {
   const tool = kind === "video" ? "generate_video" : "generate_image";
   return new GenerationError(
     "timeout",
-    `An identical ${tool} request is being started by another replica of this server and did not finish in time.`,
+    `An identical ${tool} request is being started by another replica of this server and did not finish within this call's time. This call sent nothing and charged nothing.`,
     {
-      maybeProcessed: true,
+      transient: true,
       nextStep: `Call ${tool} again with the same arguments in a moment: it returns that result instead of paying again.`,
     },
   );

@@ -1,6 +1,6 @@
 /**
  * The task starter's lines in the journal: a start's intent, synced before the start may leave (the line is
- * the proof the start was ours, and keeps the Idempotency-Key a re-send reuses), and the line that settles
+ * the proof the start was ours, and keeps its Idempotency-Key), and the line that settles
  * it: the task that was started (with its owner, for a caller of a shared key) or "void" when nothing was.
  * Each line is mirrored to the other replicas. A line that cannot be written is logged, never a reason to
  * refuse a start.
@@ -61,12 +61,11 @@ export class StartJournal {
     kind: "video" | "image",
     body: GenerateVideoBody | GenerateImageBody,
     start: { fingerprint: string; scope?: string | undefined },
-    reuseKey?: string,
   ): Promise<JournalEntry> {
     const intent: JournalEntry = {
       kind,
       phase: "intent",
-      key: reuseKey ?? randomUUID(),
+      key: randomUUID(),
       id: undefined,
       fingerprint: start.fingerprint,
       started_at: this.now(),

@@ -1,16 +1,18 @@
 /**
  * Settling a video start whose answer was lost (an ambiguous failure, a crash, a timeout that said "a charge
  * is possible"): the newest page of the service's history is searched for it (history-match.ts), never
- * handing over a task this server already knows. A found task is journaled as started; the intents an
- * earlier run left behind are looked up once, and an old one the history does not have is settled as never
- * processed. Images have no history: their lost starts are left to the user (starter.ts).
+ * handing over a task this server already knows. A found task is journaled as started. One not found yet may
+ * still appear (a proxy or the service's own queue can hold a start for a while), so it is looked for again in
+ * the background until the duplicate window ends; only then is it settled as never processed. The intents an
+ * earlier run left behind are looked up once, then the same way. Images have no history: their lost starts
+ * are left to the user (starter.ts).
  */
 import { GenerationError } from "../api/errors.js";
 import { findVideoId } from "../api/find.js";
 import type { GenerateVideoBody, GenerationApi, JsonObject } from "../api/types.js";
 import type { Sleep } from "../sleep.js";
 import { pickMatch } from "./history-match.js";
-import type { Journal } from "./journal.js";
+import type { Journal, JournalEntry } from "./journal.js";
 import type { TaskLogger } from "./logger.js";
 import type { Ownership } from "./ownership.js";
 import { voidOf, type StartJournal, type StartedTask } from "./start-journal.js";
@@ -20,8 +22,11 @@ export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
 const RECONCILE_PAGE_LIMIT = 50;
 const RECONCILE_ATTEMPTS = 2;
 const RECONCILE_PAUSE_MS = 2000;
-/** An unsettled intent older than this cannot be a duplicate any more, and the history page would not show it. */
+/** An unsettled intent older than this is not looked up at all: the history page would not show it. */
 const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
+/** The background search of a lost start: its first pause, doubled each time up to the last. */
+const BACKGROUND_FIRST_PAUSE_MS = 5_000;
+const BACKGROUND_MAX_PAUSE_MS = 60_000;
 
 export interface SettlementOptions {
   api: Pick<GenerationApi, "listVideos">;
@@ -29,6 +34,10 @@ export interface SettlementOptions {
   startJournal: StartJournal;
   /** Who started which task; settlement never adopts a task another caller owns. */
   ownership: Ownership | undefined;
+  /** How long a lost start stays open (the duplicate window): it is looked for in the background until then. */
+  windowMs: number;
+  /** Ends the background searches (the runtime is closing). */
+  stopping: AbortSignal | undefined;
   now: () => number;
   sleep: Sleep;
   logger: TaskLogger;
@@ -42,8 +51,12 @@ export class Settlement {
   private readonly now: () => number;
   private readonly sleep: Sleep;
   private readonly logger: TaskLogger;
+  private readonly windowMs: number;
+  private readonly stopping: AbortSignal | undefined;
   /** Whether the intents an earlier run left behind have been looked up. */
   private leftoversSettled = false;
+  /** Lost starts being looked for in the background, by Idempotency-Key. */
+  private readonly searching = new Set<string>();
 
   constructor(options: SettlementOptions) {
     this.api = options.api;
@@ -53,12 +66,15 @@ export class Settlement {
     this.now = options.now;
     this.sleep = options.sleep;
     this.logger = options.logger;
+    this.windowMs = options.windowMs;
+    this.stopping = options.stopping;
   }
 
   /**
    * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
    * once, before this process starts anything: a found task is journaled (so its id is never lost and the
-   * duplicate guard sees it), an old one that the history does not have is settled as never processed.
+   * duplicate guard sees it); one not found is looked for in the background while it is inside the duplicate
+   * window, and settled as never processed once it is outside.
    */
   async settleLeftovers(deadline: number | undefined): Promise<void> {
     if (this.leftoversSettled) return;
@@ -100,11 +116,47 @@ export class Settlement {
           video_id: found.video_id,
         });
         await this.startJournal.recordVideo(found, { entry: intent, body: request });
-      } else if (now - intent.started_at > RECONCILE_SKEW_MS) {
+      } else if (now - intent.started_at > this.windowMs) {
         await this.startJournal.record({ ...voidOf(intent), started_at: now });
+      } else {
+        this.settleLater(intent);
       }
-      // A younger one stays open: an identical request settles it again (the history may lag behind).
     }
+  }
+
+  /**
+   * Keeps looking for a lost video start in the history, in the background and at background priority, until
+   * it appears (it is then journaled, so an identical request gets it as reused) or the duplicate window ends
+   * (it is then settled as never processed, and an identical request may start again).
+   */
+  settleLater(intent: JournalEntry): void {
+    const key = intent.key;
+    if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
+    this.searching.add(key);
+    const request = intent.request as GenerateVideoBody;
+    const open = () => this.journal.pendingIntents().some((entry) => entry.key === key);
+    const search = async () => {
+      for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
+        const left = intent.started_at + this.windowMs - this.now();
+        await this.sleep(Math.max(1, Math.min(pause, left)), this.stopping);
+        if (!open()) return;
+        if (this.now() - intent.started_at >= this.windowMs) {
+          this.logger("info", "A lost start did not appear in the history within the duplicate window.", {});
+          await this.startJournal.record({ ...voidOf(intent), started_at: this.now() });
+          return;
+        }
+        const found = await this.findOnce(request, intent.started_at, "background");
+        if (found === undefined || !open()) continue;
+        this.logger("info", "A start whose answer was lost appeared in the history.", {
+          video_id: found.video_id,
+        });
+        await this.startJournal.recordVideo(found, { entry: intent, body: request });
+        return;
+      }
+    };
+    void search()
+      .catch(() => undefined)
+      .finally(() => this.searching.delete(key));
   }
 
   /**
@@ -118,29 +170,35 @@ export class Settlement {
     deadline: number | undefined,
   ): Promise<StartedTask | undefined> {
     for (let attempt = 1; attempt <= RECONCILE_ATTEMPTS; attempt++) {
-      try {
-        const page = await this.api.listVideos(
-          { page: 1, limit: RECONCILE_PAGE_LIMIT },
-          { priority: "foreground", ...(deadline !== undefined && { deadline }) },
-        );
-        const match = pickMatch(
-          page.items,
-          body,
-          sentAt - RECONCILE_SKEW_MS,
-          await this.knownAmong(page.items),
-        );
-        if (match) return match;
-      } catch (error) {
-        this.logger("warning", "The history call failed while reconciling a start.", {
-          code: error instanceof GenerationError ? error.code : undefined,
-        });
-      }
+      const match = await this.findOnce(body, sentAt, "foreground", deadline);
+      if (match) return match;
       // The service may list a new task a moment after creating it.
       if (attempt >= RECONCILE_ATTEMPTS) break;
       if (deadline !== undefined && this.now() + RECONCILE_PAUSE_MS + 1000 > deadline) break;
       await this.sleep(RECONCILE_PAUSE_MS);
     }
     return undefined;
+  }
+
+  /** One look at the newest page of the history; a failing history call counts as "not found". */
+  private async findOnce(
+    body: GenerateVideoBody,
+    sentAt: number,
+    priority: "foreground" | "background",
+    deadline?: number,
+  ): Promise<StartedTask | undefined> {
+    try {
+      const page = await this.api.listVideos(
+        { page: 1, limit: RECONCILE_PAGE_LIMIT },
+        { priority, ...(deadline !== undefined && { deadline }), signal: this.stopping },
+      );
+      return pickMatch(page.items, body, sentAt - RECONCILE_SKEW_MS, await this.knownAmong(page.items));
+    } catch (error) {
+      this.logger("warning", "The history call failed while reconciling a start.", {
+        code: error instanceof GenerationError ? error.code : undefined,
+      });
+      return undefined;
+    }
   }
 
   /**

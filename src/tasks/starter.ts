@@ -3,8 +3,10 @@
  * (fingerprint, Idempotency-Key, time) to the journal and syncs it BEFORE the POST leaves; the outcome follows
  * it. A start is sent once, retried only after a 429 (which the service answers before doing anything), and
  * an ambiguous failure is settled by looking at the history before anyone is told to try again. An intent
- * left without an outcome (a crash, a timeout that said "a charge is possible") is settled the same way
- * before an identical request may pay again, and if it must be re-sent it keeps its Idempotency-Key.
+ * left without an outcome (a crash, a timeout that said "a charge is possible") may still turn into a task (a
+ * proxy or a queue can hold a start for a long while): within the duplicate window an identical request never
+ * sends it again by itself. It answers with what is known while the history is searched in the background;
+ * `allow_duplicate: true` starts another.
  *
  * Here: the duplicate guard (a call under way, a task in the window, a lost answer) and the two sends. Its
  * parts: the journal lines (start-journal.ts), the request and its 429 retry (start-request.ts), the history
@@ -19,6 +21,7 @@ import type {
   ImageResult,
   JsonObject,
 } from "../api/types.js";
+import { metrics } from "../metrics.js";
 import type { Sleep } from "../sleep.js";
 import { sleep as defaultSleep } from "../sleep.js";
 import type { DailySpend, Reservation } from "../spend/daily.js";
@@ -41,7 +44,7 @@ import { Settlement } from "./start-settlement.js";
 export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
 
 export const VIDEO_CHARGE_POSSIBLE =
-  "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos to check for a task with this prompt (or get_credits) before starting again. An identical generate_video call is safe: it looks in the history first and does not pay twice.";
+  "The request may have reached the service and a charge is possible. Do not retry blindly: call list_videos in a minute to check for a task with this prompt (or get_credits). An identical generate_video call is safe: it sends nothing while this start may still appear, and returns the task once this server finds it in the history.";
 export const IMAGE_CHARGE_POSSIBLE =
   "The request may have reached the service and a charge is possible. Do not retry blindly: call get_credits to see whether credits were spent before starting again.";
 
@@ -103,6 +106,8 @@ export interface TaskStarterOptions {
   beforeWrite?: (() => Promise<void>) | undefined;
   /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
   daily?: DailySpend | undefined;
+  /** Ends the background work (the search for lost starts) when the runtime closes. */
+  stopping?: AbortSignal | undefined;
 }
 
 export class TaskStarter {
@@ -145,6 +150,8 @@ export class TaskStarter {
       journal,
       startJournal: this.startJournal,
       ownership: options.ownership,
+      windowMs: this.duplicateWindowMs,
+      stopping: options.stopping,
       now,
       sleep,
       logger,
@@ -184,9 +191,16 @@ export class TaskStarter {
   private async startOnceVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
     const earlier = await this.liveDuplicate(options);
     if (earlier) return earlier;
-    const lost = this.journal.pendingIntent(options.fingerprint);
-    if (lost?.kind === "video" && lost.key !== undefined) return this.settleAndResend(lost, body, options);
+    const lost = this.lostStart(options.fingerprint);
+    if (lost?.kind === "video") return this.settleLost(lost, options);
     return this.sendVideo(body, options);
+  }
+
+  /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */
+  private lostStart(fingerprint: string): JournalEntry | undefined {
+    const lost = this.journal.pendingIntent(fingerprint);
+    if (lost?.key === undefined || this.now() - lost.started_at > this.duplicateWindowMs) return undefined;
+    return lost;
   }
 
   /**
@@ -231,11 +245,9 @@ export class TaskStarter {
   private async startOnceImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
     const earlier = this.imageDuplicate(options.fingerprint);
     if (earlier) return earlier;
-    const lost = this.journal.pendingIntent(options.fingerprint);
-    if (lost?.kind === "image" && this.now() - lost.started_at <= this.duplicateWindowMs) {
-      // The service keeps no image history to settle this with: only the user can say.
-      throw unsettledImage(lost, this.now());
-    }
+    // The service keeps no image history to settle this with: only the user can say.
+    const lost = this.lostStart(options.fingerprint);
+    if (lost?.kind === "image") throw unsettledStart(lost, this.now());
     return this.sendImage(body, options);
   }
 
@@ -272,14 +284,10 @@ export class TaskStarter {
   }
 
   /**
-   * An identical start whose answer was lost: find it in the history first; only when the history does not
-   * have it is it sent again, with the same Idempotency-Key.
+   * An identical start whose answer was lost: found in the history, it is returned as reused; not found (yet),
+   * nothing is sent: the answer says what is known, and the history is searched again in the background.
    */
-  private async settleAndResend(
-    lost: JournalEntry,
-    body: GenerateVideoBody,
-    options: StartOptions,
-  ): Promise<StartOutcome> {
+  private async settleLost(lost: JournalEntry, options: StartOptions): Promise<StartOutcome> {
     const request = lost.request as GenerateVideoBody;
     this.logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
     const found = await this.settlement.reconcile(request, lost.started_at, options.deadline);
@@ -288,18 +296,13 @@ export class TaskStarter {
       this.logger("info", "Found the earlier start in the history.", { video_id: found.video_id });
       return { ...found, reused: true, reconciled: true };
     }
-    this.logger("info", "The history does not have the earlier start; sending it again with its key.", {});
-    return this.sendVideo(body, options, lost.key);
+    this.settlement.settleLater(lost);
+    throw unsettledStart(lost, this.now());
   }
 
-  private async sendVideo(
-    body: GenerateVideoBody,
-    options: StartOptions,
-    reuseKey?: string,
-  ): Promise<StartOutcome> {
-    // A start re-sent with its lost intent's key was counted when it was first sent.
-    const reservation = reuseKey === undefined ? await this.reserveSpend(options) : undefined;
-    const intent = await this.startJournal.writeIntent("video", body, options, reuseKey);
+  private async sendVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
+    const reservation = await this.reserveSpend(options);
+    const intent = await this.startJournal.writeIntent("video", body, options);
     try {
       const started = await this.sender.sendOnce(options, intent.key ?? "", (idempotencyKey) =>
         this.api.generateVideo(body, {
@@ -311,6 +314,7 @@ export class TaskStarter {
           }),
         }),
       );
+      countStarted("video", options);
       await this.startJournal.recordVideo(started, { entry: intent, body });
       return newTask(started, false);
     } catch (error) {
@@ -320,12 +324,16 @@ export class TaskStarter {
         await reservation?.release();
         throw error;
       }
+      countStarted("video", options);
       this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
         code: error.code,
       });
       const found = await this.settlement.reconcile(body, intent.started_at, options.deadline);
-      // Not found: the intent stays open, so an identical request settles it before paying again.
-      if (!found) throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
+      if (!found) {
+        // The intent stays open: an identical request sends nothing while the start may still appear.
+        this.settlement.settleLater(intent);
+        throw chargePossible(error, VIDEO_CHARGE_POSSIBLE);
+      }
       this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
       await this.startJournal.recordVideo(found, { entry: intent, body });
       return newTask(found, true);
@@ -348,11 +356,15 @@ export class TaskStarter {
       );
     } catch (error) {
       // The service keeps no image history to look in: say plainly what may have happened.
-      if (isAmbiguous(error)) throw chargePossible(error, IMAGE_CHARGE_POSSIBLE);
+      if (isAmbiguous(error)) {
+        countStarted("image", options);
+        throw chargePossible(error, IMAGE_CHARGE_POSSIBLE);
+      }
       await this.startJournal.record({ ...voidOf(intent), started_at: this.now() });
       await reservation?.release();
       throw error;
     }
+    countStarted("image", options);
     await this.startJournal.recordImage(result, { entry: intent, body });
     return { result, image_urls: result.image_urls, reused: false, raw: result.raw };
   }
@@ -378,6 +390,13 @@ export class TaskStarter {
   }
 }
 
+/** A start that was sent (and may have been charged) counts in the metrics' credits started. */
+function countStarted(kind: "video" | "image", options: StartOptions): void {
+  if (options.spend !== undefined) {
+    metrics().creditsStarted(kind === "video" ? "generate_video" : "generate_image", options.spend.credits);
+  }
+}
+
 /** A task this start created (or, reconciled, found in the history after its answer was lost). */
 function newTask(task: StartedTask, reconciled: boolean): StartOutcome {
   const { video_id, status, raw } = task;
@@ -389,16 +408,18 @@ function isUnknownTask(error: GenerationError): boolean {
   return error.code === "not_found" || (error.code === "validation_error" && error.status === 400);
 }
 
-function unsettledImage(intent: JournalEntry, now: number): GenerationError {
+/** An identical start's answer was lost within the duplicate window: this call sends nothing. */
+function unsettledStart(intent: JournalEntry, now: number): GenerationError {
   const seconds = Math.max(1, Math.round((now - intent.started_at) / 1000));
+  const tool = intent.kind === "video" ? "generate_video" : "generate_image";
+  const check =
+    intent.kind === "video"
+      ? "It may still appear: this server keeps looking for it in the history, and an identical generate_video call returns it once found. Call the tool again with the same arguments in a minute, or call list_videos to check."
+      : "Call get_credits to see whether credits were spent.";
   return new GenerationError(
     "timeout",
-    `An identical generate_image request was sent ${seconds} s ago and its answer never arrived (the call timed out or the server stopped), so it may have been charged.`,
-    {
-      maybeProcessed: true,
-      nextStep:
-        "Call get_credits to see whether credits were spent. To generate the image anyway, call generate_image again with allow_duplicate: true.",
-    },
+    `An identical ${tool} request was sent ${seconds} s ago and its answer never arrived (the call timed out, the connection broke or the server stopped), so it may have started and been charged. This call sent nothing and charged nothing.`,
+    { nextStep: `${check} To start another anyway, call ${tool} again with allow_duplicate: true.` },
   );
 }
 

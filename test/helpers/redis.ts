@@ -13,6 +13,8 @@ export interface RedisProcess {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
+  /** Kills it with SIGKILL (no chance to save anything) and starts it again on the same port, empty. */
+  crash(): Promise<void>;
 }
 
 const START_LIMIT_MS = 10_000;
@@ -37,6 +39,12 @@ export async function startRedis(port?: number): Promise<RedisProcess> {
     stop: async () => stopChild(child),
     restart: async () => {
       await stopChild(child);
+      child = await spawnRedis(port);
+    },
+    crash: async () => {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      child.kill("SIGKILL");
+      await exited;
       child = await spawnRedis(port);
     },
   };

@@ -11,6 +11,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { callTool, tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
+import { modernCall } from "../spend/spend-helpers.js";
 import { metricsUrl, scrape } from "./scrape.js";
 
 const CALLS = "generation_mcp_tool_calls_total";
@@ -30,7 +31,11 @@ beforeAll(async () => {
   // Tasks stay in progress for a minute: a wait can be watched while it runs.
   sandbox = await startSandbox({ timings: { queuedMs: 500, processingMs: 60_000 } });
   root = await tempRoot("metrics-e2e-");
-  server = await startHttpAgainst(sandbox, root.dir, 200, { GENERATION_METRICS: "on" });
+  server = await startHttpAgainst(sandbox, root.dir, 200, {
+    GENERATION_METRICS: "on",
+    // Only the 75-credit video of the declined-confirmation case is above it.
+    GENERATION_CONFIRM_ABOVE_CREDITS: "60",
+  });
   client = await connectHttp(server.url, sandbox.keys.paid);
 });
 
@@ -94,6 +99,33 @@ describe("GET /metrics", () => {
     expect(metrics.value(CREDITS, { tool: "generate_video" }) - before).toBe(estimate);
     expect(metrics.value(CALLS, { tool: "generate_video", outcome: "ok" })).toBe(3);
     expect(metrics.value(UPSTREAM, { route: "POST /generate", status: "200" })).toBe(logged("generate", 200));
+  });
+
+  it("adds nothing for a start the user declined: only starts sent count", async () => {
+    const before = (await scrape(server.url)).value(CREDITS, { tool: "generate_video" });
+    const starts = sandbox.requests.filter((request) => request.route === "generate").length;
+    const params = {
+      name: "generate_video",
+      arguments: { prompt: "a long drive", duration: 15, wait: false },
+    };
+    const asked = await modernCall(server.url, sandbox.keys.paid, "tools/call", params, {
+      elicitation: true,
+    });
+    expect(asked?.["resultType"]).toBe("input_required");
+    const declined = await modernCall(
+      server.url,
+      sandbox.keys.paid,
+      "tools/call",
+      {
+        ...params,
+        inputResponses: { confirm_cost: { action: "decline" } },
+        requestState: asked?.["requestState"],
+      },
+      { elicitation: true },
+    );
+    expect(declined?.["structuredContent"]).toMatchObject({ declined: true, estimated_credits: 75 });
+    expect(sandbox.requests.filter((request) => request.route === "generate").length).toBe(starts);
+    expect((await scrape(server.url)).value(CREDITS, { tool: "generate_video" })).toBe(before);
   });
 
   it("counts 429s from the service", async () => {

@@ -116,8 +116,9 @@ describe("the shared rate budget", () => {
     const keys = await inspect.keys("*");
     expect(keys.length).toBeGreaterThanOrEqual(3);
     for (const key of keys) {
-      // A replica's own liveness probe carries no key at all; everything else is under the key's hash.
-      expect(key).toMatch(/^gm-test:([0-9a-f]{16}:|probe:[^:]+:\d+:[0-9a-f]{8}$)/);
+      // A replica's own liveness probe and the store's epoch carry no key at all; everything else is under
+      // the key's hash.
+      expect(key).toMatch(/^gm-test:([0-9a-f]{16}:|probe:[^:]+:\d+:[0-9a-f]{8}$|epoch$)/);
       expect(key).not.toContain(API_KEY);
       expect(await inspect.pttl(key)).toBeGreaterThan(0);
       const type = await inspect.type(key);

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   AbortedError,
   GenerationError,
@@ -272,6 +272,7 @@ describe("TaskStarter", () => {
       new GenerationError("internal_error", "boom", { status: 500, maybeProcessed: true }),
     );
     historyOf([]);
+    const sentAt = clock;
     const failure = starter.startVideo(body, { fingerprint, allowDuplicate: false });
     await expect(failure).rejects.toMatchObject({
       code: "internal_error",
@@ -284,9 +285,17 @@ describe("TaskStarter", () => {
       expect(error.nextStep).toContain("list_videos");
       expect(error.message).toContain("may have been processed");
     });
-    expect(api.listCalls).toHaveLength(2); // looked twice, a moment apart
     expect(api.generateCalls).toHaveLength(1);
     expect(journal.recent()).toHaveLength(0);
+    // Looked twice, a moment apart, before answering; then in the background, further and further apart,
+    // until the duplicate window ended: the start is then settled as never processed.
+    await vi.waitFor(() => expect(journal.pendingIntents()).toHaveLength(0));
+    const looks = api.listCalls.map((at) => at - sentAt);
+    expect(looks.length).toBeGreaterThan(4);
+    expect(looks.at(-1)).toBeLessThan(TEN_MIN);
+    for (let i = 3; i < looks.length; i++) expect(looks[i]! - looks[i - 1]!).toBeGreaterThanOrEqual(5000);
+    expect(api.generateCalls).toHaveLength(1);
+    expect((await journalOnDisk()).at(-1)).toMatchObject({ phase: "void", fingerprint });
   });
 
   it("treats a failing history call as not found", async () => {

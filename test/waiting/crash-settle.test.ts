@@ -1,8 +1,8 @@
 /**
  * No double charge across a crash or a lost answer. The journal holds the intent of every start (with its
  * Idempotency-Key) before the POST leaves; a start whose answer never came (the process died, the call timed
- * out with "a charge is possible") is settled from the history before an identical request may pay again,
- * and a re-send keeps its key. Each test reproduces the state a dead process or a lost answer leaves behind.
+ * out with "a charge is possible") is settled from the history; while it may still appear, an identical
+ * request within the duplicate window sends nothing by itself. Each test reproduces the state a dead process or a lost answer leaves behind.
  */
 import { appendFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -95,7 +95,7 @@ describe("a start whose answer was lost is settled before anything pays again", 
     expect(lines.at(-1)).toMatchObject({ phase: "started", key: "key-dead-1", id: charged });
   });
 
-  it("killed before the POST left: the history does not have it, so it is sent once, with the same key", async () => {
+  it("killed around its POST with nothing in the history yet: an identical request sends nothing until allow_duplicate says so", async () => {
     const { sandbox, stateDir, journalFile } = await setup();
     const { body, fingerprint } = bareRequest("a paper crane");
     await appendFile(
@@ -106,21 +106,40 @@ describe("a start whose answer was lost is settled before anything pays again", 
     const h = await harnessOn(sandbox, stateDir);
     const mark = sandbox.requests.length;
     const call = await h.call("generate_video", { prompt: "a paper crane", wait: false });
-    expect(call.result.isError, call.text).toBeFalsy();
-    expect(call.structured?.["reused"]).toBeUndefined();
-    const sent = sandbox.requests.slice(mark);
-    // Looked in the history first, then started exactly once.
-    expect(sent.findIndex((request) => request.route === "videos")).toBeLessThan(
-      sent.findIndex((request) => request.route === "generate"),
-    );
-    expect(byRoute(sent, "generate")).toHaveLength(1);
+    // The start may still reach the service (a proxy or a queue may hold it): this call sends nothing.
+    expect(call.result.isError).toBe(true);
+    expect(call.text).toMatch(/^timeout: An identical generate_video request was sent \d+ s ago/);
+    expect(call.text).toContain("This call sent nothing and charged nothing.");
+    expect(byRoute(sandbox.requests.slice(mark), "generate")).toEqual([]);
+    expect(credits(h)).toBe(before);
+
+    const forced = await h.call("generate_video", {
+      prompt: "a paper crane",
+      wait: false,
+      allow_duplicate: true,
+    });
+    expect(forced.result.isError, forced.text).toBeFalsy();
+    expect(byRoute(sandbox.requests.slice(mark), "generate")).toHaveLength(1);
     expect(before - credits(h)).toBe(25);
     const lines = await journalLines(journalFile);
-    expect(lines.at(-1)).toMatchObject({
-      phase: "started",
-      key: "key-dead-2",
-      id: call.structured?.["video_id"],
-    });
+    expect(lines.at(-1)).toMatchObject({ phase: "started", id: forced.structured?.["video_id"] });
+    expect(lines.at(-1)?.["key"]).not.toBe("key-dead-2");
+  });
+
+  it("killed around its POST longer ago than the duplicate window: the identical request is a new one", async () => {
+    const { sandbox, stateDir, journalFile } = await setup();
+    const { body, fingerprint } = bareRequest("a paper boat");
+    await appendFile(
+      journalFile,
+      `${JSON.stringify({ kind: "video", phase: "intent", key: "key-dead-3", fingerprint, started_at: Date.now() - 11 * 60_000, request: body })}\n`,
+    );
+    const h = await harnessOn(sandbox, stateDir);
+    const mark = sandbox.requests.length;
+    const call = await h.call("generate_video", { prompt: "a paper boat", wait: false });
+    expect(call.result.isError, call.text).toBeFalsy();
+    expect(byRoute(sandbox.requests.slice(mark), "generate")).toHaveLength(1);
+    const lines = await journalLines(journalFile);
+    expect(lines.find((line) => line["phase"] === "void" && line["key"] === "key-dead-3")).toBeDefined();
   });
 
   it("an answer lost with 'a charge is possible': the identical retry finds the task instead of paying again", async () => {
