@@ -1,22 +1,27 @@
 #!/usr/bin/env node
 /**
- * The benchmark suite: `npm run bench` (builds first). Prints one table, writes bench/results/latest.json,
- * then draws the headline chart and README section from it (bench/chart.mjs: latest.svg, headline.md).
- * Every figure is the median of repeated runs with min and max beside it; every comparison is a ratio
- * measured in the same run (interleaved or simultaneous), because the machine may be shared and noisy.
+ * The benchmark suite: `npm run bench` (builds first). Prints one table and writes its results, with the
+ * headline chart and README section drawn from them (bench/chart.mjs: latest.svg, headline.md), to
+ * bench/results/local/ (git-ignored). Every figure is the median of repeated runs with min and max beside
+ * it; every comparison is a ratio measured in the same run (interleaved or simultaneous), because the
+ * machine may be shared and noisy.
  *
- * Options (environment):
+ * Options:
+ * - --record (`npm run bench:record`): a full run that replaces the committed results in bench/results/ and
+ *   README's Performance block (bench/save.mjs). Refused with --quick or BENCH_ONLY.
+ * - --quick (`npm run bench:quick`): the QUICK_SECTIONS at reduced repetitions, about a minute.
  * - BENCH_QUICK=1 runs fewer repetitions (a smoke test, not for publishing).
  * - BENCH_ONLY=cold,http (any of cold, call, http, upload, memory, previews, waiting, replicas, oauth) runs only
- *   those sections, prints their table and writes bench/results/partial.json.tmp, never latest.json.
+ *   those sections, prints their table and writes bench/results/local/partial.json.
  * - BENCH_CPU_PROF=DIR: the HTTP section's servers (ours and the minimal SDK proxy) run under
  *   `node --cpu-prof`, their profiles written to DIR when they stop (where the time goes).
  * - BENCH_BIN=FILE: measure another build of ours (e.g. `node scripts/bundle.mjs --readable DIR`, whose
  *   profiles name functions).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { startSandbox } from "../dist/sandbox/index.js";
 import { BARE_NODE_SCRIPT, measureColdStarts, pairedRatio } from "./cold-start.mjs";
 import { fmtMB, fmtNum, machineInfo, summary } from "./lib.mjs";
@@ -45,13 +50,23 @@ import { waitingScenario } from "./waiting.mjs";
 import { replicasBench } from "./replicas.mjs";
 import { oauthBench } from "./oauth.mjs";
 import { benchReport, benchTable } from "./report.mjs";
-import { writeChart } from "./chart.mjs";
+import { saveResults } from "./save.mjs";
 
-const QUICK = process.env.BENCH_QUICK === "1";
+const { values: flags } = parseArgs({ options: { record: { type: "boolean" }, quick: { type: "boolean" } } });
+const QUICK = flags.quick === true || process.env.BENCH_QUICK === "1";
 const SECTIONS = ["cold", "call", "http", "upload", "memory", "previews", "waiting", "replicas", "oauth"];
-const ONLY = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
+/** --quick: the sections behind the headline goals (cold start, added latency, HTTP calls/s, OAuth). */
+const QUICK_SECTIONS = ["cold", "call", "http", "oauth"];
+const ONLY =
+  process.env.BENCH_ONLY?.split(",").map((name) => name.trim()) ?? (flags.quick ? QUICK_SECTIONS : undefined);
 for (const name of ONLY ?? []) {
   if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section "${name}" (${SECTIONS.join(", ")})`);
+}
+if (flags.record && (QUICK || ONLY !== undefined)) {
+  process.stderr.write(
+    "bench: --record keeps only a full run at full repetitions: drop --quick, BENCH_QUICK and BENCH_ONLY.\n",
+  );
+  process.exit(2);
 }
 /** Whether a section runs in this invocation (all of them unless BENCH_ONLY names some). */
 const want = (name) => ONLY === undefined || ONLY.includes(name);
@@ -788,7 +803,12 @@ if (oa !== undefined) {
 }
 const elapsedS = (Date.now() - started) / 1000;
 const output = {
-  command: ONLY === undefined ? "npm run bench" : `BENCH_ONLY=${ONLY.join(",")} node bench/run.mjs`,
+  command:
+    process.env.BENCH_ONLY !== undefined
+      ? `BENCH_ONLY=${ONLY.join(",")} node bench/run.mjs`
+      : flags.quick
+        ? "npm run bench:quick"
+        : "npm run bench",
   quick: QUICK,
   ...(ONLY !== undefined && { only: ONLY }),
   machine,
@@ -812,18 +832,10 @@ const output = {
     met,
   })),
 };
-const outDir = path.join(ROOT, "bench", "results");
-mkdirSync(outDir, { recursive: true });
-const written = `${JSON.stringify(output, null, 2)}\n`;
-if (ONLY !== undefined) {
-  // A partial run: its table only; latest.json, the chart and headline.md stay those of the last full run.
-  process.stdout.write(`\n${benchTable(output.table)}\n`);
-  writeFileSync(path.join(outDir, "partial.json.tmp"), written);
-  log(`wrote bench/results/partial.json.tmp (BENCH_ONLY: latest.json not touched)`);
-} else {
-  process.stdout.write(`\n${benchReport(output)}\n`);
-  writeFileSync(path.join(outDir, "latest.json"), written);
-  log(`wrote bench/results/latest.json`);
-  // The headline chart and README section, drawn from the file just written as `node bench/chart.mjs` would.
-  for (const file of writeChart(JSON.parse(written), outDir)) log(`wrote ${path.relative(ROOT, file)}`);
+process.stdout.write(`\n${ONLY === undefined ? benchReport(output) : benchTable(output.table)}\n`);
+for (const file of saveResults(output, { root: ROOT, record: flags.record === true })) {
+  log(`wrote ${path.relative(ROOT, file)}`);
+}
+if (!flags.record) {
+  log("not recorded: the committed results and README are unchanged (to replace them: npm run bench:record)");
 }

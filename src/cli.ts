@@ -27,6 +27,7 @@ import { startMetrics } from "./metrics.js";
 import type { Runtime, ServiceTarget } from "./runtime.js";
 import { serveMcpOverStdio } from "./mcp/stdio.js";
 import type { StateHub } from "./state/shared-state.js";
+import { missingFolders } from "./files/allowed-dirs.js";
 
 // Every schema here is parsed a few times, not millions: compiling each parser on first use costs more.
 z.config({ jitless: true });
@@ -137,6 +138,14 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig({ env: process.env, flags, directories: positionals });
   registerSecret(config.apiKey);
   const logger = new Logger();
+  // Dropped from the allowed folders without a word, a typo would only show as refused uploads later.
+  const missing = await missingFolders(config.allowedDirs ?? []);
+  if (missing.length > 0) {
+    logger.warning(
+      `upload folders that do not exist (--allowed-dirs / GENERATION_ALLOWED_DIRS): ${missing.map((dir) => JSON.stringify(dir)).join(", ")}; ` +
+        "nothing can be uploaded from them until they are created (check the spelling).",
+    );
+  }
   if (config.http === undefined && isMetricsOn(process.env["GENERATION_METRICS"])) {
     logger.warning(
       "GENERATION_METRICS=on applies to --http only (GET /metrics): a stdio session serves no metrics, so it is ignored here.",
@@ -292,6 +301,11 @@ async function serveHttp(
     mediaOrigin: originOf(target.baseUrl),
     ...(hub !== undefined && { sharedStateReady: () => hub.ready() }),
     ...(metrics !== undefined && { metrics: { endpoint: metrics, token: http.metrics?.token } }),
+  }).catch(async (error: unknown) => {
+    // A port in use is a first mistake, not a bug: one line that says how to pick another, as `sandbox` does.
+    if (!isListenError(error)) throw error;
+    const { describeListenError } = await import("./sandbox/cli.js");
+    throw new StartError(describeListenError(error, http.host, http.port, "MCP server"));
   });
   let closing = false;
   const shutdown = async () => {
@@ -342,6 +356,10 @@ main(process.argv.slice(2)).then(
       process.stderr.write(redact(`generation-mcp sandbox: ${error.message}\n`));
       process.exit(1);
     }
+    if (error instanceof StartError) {
+      process.stderr.write(redact(`generation-mcp: ${error.message}\n`));
+      process.exit(1);
+    }
     const expected = error instanceof ConfigError || isArgError(error) || isUsageError(error);
     const message = expected
       ? error.message
@@ -355,6 +373,17 @@ main(process.argv.slice(2)).then(
 
 function originOf(url: string): string | undefined {
   return URL.canParse(url) ? new URL(url).origin : undefined;
+}
+
+/** The server could not start where it was asked to: one line to print as is (no stack, no usage hint). */
+class StartError extends Error {
+  override name = "StartError";
+}
+
+/** An error of listening itself (port taken or not permitted, host not bindable or unknown). */
+function isListenError(error: unknown): boolean {
+  const syscall = typeof error === "object" && error !== null && "syscall" in error ? error.syscall : "";
+  return syscall === "listen" || syscall === "bind" || syscall === "getaddrinfo";
 }
 
 function isUsageError(error: unknown): error is Error {

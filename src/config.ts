@@ -280,10 +280,22 @@ export function loadConfig({
   };
   if (config.http) return checkHttpKeys(config, sandbox);
   if (!sandbox && (config.apiKey === undefined || config.baseUrl === undefined)) {
+    const sandboxHint =
+      "or pass --sandbox (GENERATION_SANDBOX=1) to try every tool against the built-in sandbox with no account.";
+    const baseUrlRule = "the service address ending in /api/v1";
+    // Half set is a different mistake from nothing set: name the one that is missing.
+    if (config.apiKey !== undefined) {
+      throw new ConfigError(
+        `GENERATION_API_KEY is set but GENERATION_BASE_URL is not: set it (or --base-url) to ${baseUrlRule}, ${sandboxHint}`,
+      );
+    }
+    if (config.baseUrl !== undefined) {
+      throw new ConfigError(
+        `GENERATION_BASE_URL is set but GENERATION_API_KEY is not: set it to your service API key, ${sandboxHint}`,
+      );
+    }
     throw new ConfigError(
-      "set GENERATION_API_KEY and GENERATION_BASE_URL (the service address ending in /api/v1) to reach the " +
-        "real service, or pass --sandbox (GENERATION_SANDBOX=1) to try every tool against the built-in " +
-        "sandbox with no account.",
+      `set GENERATION_API_KEY and GENERATION_BASE_URL (${baseUrlRule}) to reach the real service, ${sandboxHint}`,
     );
   }
   return config;

@@ -69,6 +69,15 @@ export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<strin
 }
 
 /**
+ * The entries of a configured folder list (GENERATION_ALLOWED_DIRS, already absolute) that are not folders
+ * now: resolveAllowedDirs drops them, so the start-up warning and the upload refusals name them instead.
+ */
+export async function missingFolders(configured: readonly string[]): Promise<string[]> {
+  const found = await Promise.all(configured.map((entry) => realDirectory(entry)));
+  return configured.filter((_, index) => found[index] === undefined);
+}
+
+/**
  * Whether `childReal` is `parentReal` or lies below it. Both must already be real, normalized paths;
  * the comparison adds a trailing separator so `/data/allowed-evil` is not inside `/data/allowed`.
  */

@@ -12,7 +12,7 @@ import type { ValidationError } from "../api/errors.js";
 import type { UploadSource } from "../api/types.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import type { UploadMimeType } from "../models.js";
-import { isInsideAny } from "./allowed-dirs.js";
+import { isInsideAny, missingFolders } from "./allowed-dirs.js";
 import { checkContainer, createContainerCheck } from "./image-container.js";
 import {
   checkPathText,
@@ -46,6 +46,8 @@ export interface LocalImage extends UploadSource {
 export interface OpenLocalImageOptions {
   /** The allowed folders, ideally from `resolveAllowedDirs`; resolved again, missing ones ignored. */
   allowedDirs: readonly string[];
+  /** The upload folders as configured (GENERATION_ALLOWED_DIRS): a refusal names those that do not exist. */
+  configuredDirs?: readonly string[] | undefined;
   /** The tool parameter the path came from, named first in every refusal (e.g. "image_path"). */
   param: string;
   /** Defaults to MAX_UPLOAD_BYTES (10 MiB). */
@@ -88,8 +90,9 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
   const allowedDirs = await realAllowedDirs(opts.allowedDirs);
   const requested = checkPathText(inputPath, param, opts.home ?? os.homedir());
   const shown = showPath(requested);
-  const outside = (): ValidationError => outsideError(param, shown, allowedDirs);
-  if (allowedDirs.length === 0) throw outside();
+  const outside = async (): Promise<ValidationError> =>
+    outsideError(param, shown, allowedDirs, await missingFolders(opts.configuredDirs ?? []));
+  if (allowedDirs.length === 0) throw await outside();
 
   let real: string;
   try {
@@ -98,10 +101,10 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
     // Judged by where the path would lie once its existing part is resolved: a missing file behind a
     // symlink out of the allowed folders reads the same as any outside path.
     const missing = await resolveUnresolved(requested);
-    if (missing === undefined || !isInsideAny(missing.wouldBe, allowedDirs)) throw outside();
+    if (missing === undefined || !isInsideAny(missing.wouldBe, allowedDirs)) throw await outside();
     throw missingError(param, shown, missing);
   }
-  if (!isInsideAny(real, allowedDirs)) throw outside();
+  if (!isInsideAny(real, allowedDirs)) throw await outside();
 
   let checked: Stats;
   try {

@@ -112,22 +112,40 @@ export async function resolveUnresolved(requested: string): Promise<UnresolvedPa
 
 /**
  * The refusal for a path outside the allowed folders (or when none exists). It says which folders are
- * allowed and every way to give access, and never whether the file exists.
+ * allowed, which configured ones (`missing`) do not exist, and every way to give access, and never whether
+ * the file exists.
  */
-export function outsideError(param: string, shown: string, allowedDirs: readonly string[]): ValidationError {
+export function outsideError(
+  param: string,
+  shown: string,
+  allowedDirs: readonly string[],
+  missing: readonly string[] = [],
+): ValidationError {
   const viaBase64 =
     "If you already hold the image's bytes yourself, call upload_image with data_base64 and filename instead and use the url it returns.";
+  const missingList = missing.map(showPath).join(", ");
+  // A configured folder that does not exist is most often a typo or a folder not made yet: say so first.
+  const create =
+    missing.length === 0
+      ? ""
+      : `If the image is in ${missingList}, ask the user to create that folder or correct its spelling in the setting. `;
   if (allowedDirs.length === 0) {
+    const why =
+      missing.length === 0
+        ? "none of the upload folders exists"
+        : `the upload folders configured (${missingList}) do not exist`;
     return refuse(
       param,
-      `${shown} cannot be read: no folder is allowed for uploads (none of the upload folders exists, and the client offers no roots).`,
-      `Ask the user to allow the image's folder, then call again: ${fix("allowed_dirs")}, or to add it as a root / workspace folder in a client that supports MCP roots. ${viaBase64}`,
+      `${shown} cannot be read: no folder is allowed for uploads (${why}, and the client offers no roots).`,
+      `${create}Ask the user to allow the image's folder, then call again: ${fix("allowed_dirs")}, or to add it as a root / workspace folder in a client that supports MCP roots. ${viaBase64}`,
     );
   }
+  const alsoMissing =
+    missing.length === 0 ? "" : ` Configured but not found on this machine: ${missingList}.`;
   return refuse(
     param,
-    `${shown} is outside the allowed folders (${allowedDirs.join(", ")}), so it was not read.`,
-    `Ask the user which way to give access, then call again: (1) ${fix("allowed_dirs")}; (2) add the folder as a root / workspace folder in a client that supports MCP roots; or (3) move or copy the file into one of the allowed folders. ${viaBase64}`,
+    `${shown} is outside the allowed folders (${allowedDirs.join(", ")}), so it was not read.${alsoMissing}`,
+    `${create}Ask the user which way to give access, then call again: (1) ${fix("allowed_dirs")}; (2) add the folder as a root / workspace folder in a client that supports MCP roots; or (3) move or copy the file into one of the allowed folders. ${viaBase64}`,
   );
 }
 

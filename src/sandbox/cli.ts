@@ -162,17 +162,17 @@ function waitForStopSignal(): Promise<NodeJS.Signals> {
 const ANY_PORT_HINT = "choose another with --port N, or --port 0 for any free port";
 const HOST_HINT = "use --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)";
 
-/** One line saying what went wrong and what to type instead. */
-export function describeListenError(error: unknown, host: string, port: number): string {
+/** One line saying what went wrong and what to type instead; `what` is the server that could not listen. */
+export function describeListenError(error: unknown, host: string, port: number, what = "sandbox"): string {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
   switch (code) {
     case "EADDRINUSE":
-      return `port ${port} on ${host} is already in use (another sandbox?); ${ANY_PORT_HINT}`;
+      return `port ${port} on ${host} is already in use (another ${what}?); ${ANY_PORT_HINT}`;
     case "EACCES":
     case "EPERM":
       return `port ${port} on ${host} is not permitted for this user (ports below 1024 usually need privileges); ${ANY_PORT_HINT}`;
     case "EADDRNOTAVAIL":
-      return `host ${host} is not an address of this machine, so the sandbox cannot listen on it; ${HOST_HINT}`;
+      return `host ${host} is not an address of this machine, so the ${what} cannot listen on it; ${HOST_HINT}`;
     case "ENOTFOUND":
     case "EAI_AGAIN":
     case "EAI_NONAME":

@@ -114,7 +114,8 @@ async function ownVideos(ownership: Ownership, scope: string, page: number, limi
     page,
     limit,
     total,
-    total_pages: Math.max(1, Math.ceil(total / limit)),
+    // As the service answers an empty history: no videos, no pages.
+    total_pages: Math.ceil(total / limit),
   });
 }
 

@@ -13,7 +13,11 @@ export async function openLocalImages(
   try {
     for (const [index, path] of paths.entries()) {
       opened.push(
-        await openLocalImage(path, { allowedDirs, param: paths.length > 1 ? `${param}[${index}]` : param }),
+        await openLocalImage(path, {
+          allowedDirs,
+          configuredDirs: deps.config.allowedDirs,
+          param: paths.length > 1 ? `${param}[${index}]` : param,
+        }),
       );
     }
     return opened;

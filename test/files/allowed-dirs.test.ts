@@ -3,7 +3,13 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { isInside, isInsideAny, parseDirList, resolveAllowedDirs } from "../../src/files/allowed-dirs.js";
+import {
+  isInside,
+  isInsideAny,
+  missingFolders,
+  parseDirList,
+  resolveAllowedDirs,
+} from "../../src/files/allowed-dirs.js";
 import { makeTempDir } from "./fixtures.js";
 
 describe("isInside", () => {
@@ -105,5 +111,15 @@ describe("resolveAllowedDirs", () => {
       home,
     });
     expect(dirs).toEqual([real]);
+  });
+
+  it("missingFolders names the configured entries that are no folder, which resolveAllowedDirs drops", async () => {
+    const data = path.join(base, "data");
+    await mkdir(data);
+    await writeFile(path.join(base, "file.txt"), "x");
+    const configured = [data, path.join(base, "typo"), path.join(base, "file.txt")];
+    expect(await missingFolders(configured)).toEqual([path.join(base, "typo"), path.join(base, "file.txt")]);
+    expect(await resolveAllowedDirs({ configured, roots: [], outputDir: base, home })).toEqual([data]);
+    expect(await missingFolders([])).toEqual([]);
   });
 });

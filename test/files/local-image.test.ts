@@ -121,6 +121,40 @@ describe("openLocalImage", () => {
     expectOutsideRemedies(error);
   });
 
+  it("names the configured folders that do not exist, beside the allowed ones", async () => {
+    const typo = path.join(base, "allowd");
+    const configuredDirs = [allowed, typo];
+    const outsideRefusal = await refusal(
+      openLocalImage(path.join(outside, "x.png"), {
+        allowedDirs: [allowed],
+        configuredDirs,
+        param: "image_path",
+      }),
+    );
+    expect(outsideRefusal.message).toBe(
+      `image_path: ${JSON.stringify(path.join(outside, "x.png"))} is outside the allowed folders (${allowed}), so it was not read. Configured but not found on this machine: ${JSON.stringify(typo)}.`,
+    );
+    expect(outsideRefusal.nextStep).toMatch(
+      new RegExp(
+        `^If the image is in ${JSON.stringify(typo)}, ask the user to create that folder or correct its spelling`,
+      ),
+    );
+    expectOutsideRemedies(outsideRefusal);
+
+    // Every configured folder missing: the file in one of them is refused naming them, not "none exists".
+    const inMissing = await refusal(
+      openLocalImage(path.join(typo, "x.png"), {
+        allowedDirs: [],
+        configuredDirs: [typo],
+        param: "image_path",
+      }),
+    );
+    expect(inMissing.message).toBe(
+      `image_path: ${JSON.stringify(path.join(typo, "x.png"))} cannot be read: no folder is allowed for uploads (the upload folders configured (${JSON.stringify(typo)}) do not exist, and the client offers no roots).`,
+    );
+    expect(inMissing.nextStep).toContain("create that folder or correct its spelling");
+  });
+
   it("reads the same whether a file outside exists or not", async () => {
     await writeFile(path.join(outside, "x.png"), PNG_BYTES);
     const existing = await refused(path.join(outside, "x.png"));

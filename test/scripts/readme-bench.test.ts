@@ -16,6 +16,16 @@ describe("README's Performance block", () => {
     expect(benchBlock(readFileSync(README, "utf8"))).toBe(headline.trimEnd());
   });
 
+  it("is introduced with how long a full run takes, as the committed results measured it", () => {
+    const { elapsedSeconds } = JSON.parse(
+      readFileSync(HEADLINE.replace(/headline\.md$/, "latest.json"), "utf8"),
+    ) as {
+      elapsedSeconds: number;
+    };
+    const minutes = Number(/A full run takes about (\d+) minutes/.exec(readFileSync(README, "utf8"))?.[1]);
+    expect(Math.abs(minutes * 60 - elapsedSeconds)).toBeLessThanOrEqual(elapsedSeconds * 0.25);
+  });
+
   it("is replaced whole, and the text around it is kept", () => {
     const readme = `# t\n\n${START}\nold $& figures\n${END}\n\nafter\n`;
     const headline = `${START}\nnew $1 figures\n${END}\n`;
