@@ -1,7 +1,7 @@
 /**
- * Logs go to stderr (stdout is the protocol channel) and, once a client is connected, to it as MCP log
- * notifications (see mcp-logging.ts). Every line passes the redaction point, and a stderr line stays one
- * line whatever the message holds, so text from the service or the client cannot forge log lines.
+ * Logs go to stderr (stdout is the protocol channel) and to the sinks (a connected client's MCP log
+ * notifications, one call's request stream). Each message passes the logger's redactor once, and a stderr
+ * line stays one line whatever it holds, so text from the service or the client cannot forge log lines.
  */
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 
@@ -20,49 +20,37 @@ export class Logger {
     private readonly parent?: Logger,
   ) {}
 
-  /**
-   * The same log, masking `redactor`'s secrets too: a runtime logs through one with its caller's key, which
-   * the process-wide redaction does not know (redact.ts).
-   */
+  /** The same log through `redactor` (a runtime's, which also masks its caller's key: redact.ts). */
   scoped(redactor: Redactor): Logger {
     return new Logger(this.stderrLevel, this.write, redactor, this);
   }
 
-  /**
-   * The same log, whose own lines also go to `sink` (one call's lines on its request's stream); the lines of
-   * the rest of the process do not.
-   */
+  /** The same log whose own lines also go to `sink`; the lines of the rest of the process do not. */
   withSink(sink: LogSink): Logger {
     const child = new Logger(this.stderrLevel, this.write, this.redactor, this);
     child.sinks.push(sink);
     return child;
   }
 
-  /** Adds a destination (the MCP client's log notifications); returns a function that removes it. */
+  /** Adds a destination for every line of the process; returns a function that removes it. */
   addSink(sink: LogSink): () => void {
     if (this.parent !== undefined) return this.parent.addSink(sink);
     this.sinks.push(sink);
-    return () => {
-      this.sinks = this.sinks.filter((existing) => existing !== sink);
-    };
+    return () => void (this.sinks = this.sinks.filter((existing) => existing !== sink));
   }
 
   log(level: LogLevel, message: string, data?: Record<string, unknown>): void {
-    const safeMessage = this.redactor.text(message);
-    const safeData = data === undefined ? undefined : this.redactor.value(data);
-    if (this.parent !== undefined) {
-      this.parent.log(level, safeMessage, safeData);
-      this.notifySinks(level, safeMessage, safeData);
-      return;
-    }
+    const text = this.redactor.text(message);
+    const safe = data === undefined ? undefined : this.redactor.value(data);
     if (ORDER[level] >= ORDER[this.stderrLevel]) {
-      const suffix = safeData === undefined ? "" : ` ${oneLine(safeJson(safeData))}`;
-      this.write(`[generation-mcp] ${level}: ${oneLine(safeMessage)}${suffix}\n`);
+      const suffix = safe === undefined ? "" : ` ${oneLine(JSON.stringify(safe) ?? "")}`;
+      this.write(`[generation-mcp] ${level}: ${oneLine(text)}${suffix}\n`);
     }
-    this.notifySinks(level, safeMessage, safeData);
+    this.notify(level, text, safe);
   }
 
-  private notifySinks(level: LogLevel, message: string, data: Record<string, unknown> | undefined): void {
+  /** This logger's sinks and those above it get the line as it was masked once. */
+  private notify(level: LogLevel, message: string, data: Record<string, unknown> | undefined): void {
     for (const sink of this.sinks) {
       try {
         sink(level, message, data);
@@ -70,6 +58,7 @@ export class Logger {
         // A client that went away must not break logging for the rest.
       }
     }
+    this.parent?.notify(level, message, data);
   }
 
   debug(message: string, data?: Record<string, unknown>): void {
@@ -86,9 +75,8 @@ export class Logger {
   }
 }
 
-// Controls (C0, DEL, C1 such as NEL), line and paragraph separators, and the bidi controls that can make
-// a line read as something else. JSON.stringify escapes only the C0 ones, so this runs on data too (its
-// `\uXXXX` escapes keep the JSON valid).
+// Controls (C0, DEL, C1 such as NEL), line and paragraph separators, and the bidi controls that can make a
+// line read as something else. JSON.stringify escapes only the C0 ones, so this runs on data too.
 // eslint-disable-next-line no-control-regex
 const LINE_BREAKERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 const SHORT_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
@@ -99,12 +87,4 @@ function oneLine(text: string): string {
     LINE_BREAKERS,
     (char) => SHORT_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
-}
-
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? "";
-  } catch (error) {
-    return JSON.stringify({ unserializable: String(error) });
-  }
 }

@@ -1,8 +1,10 @@
-/** The typed client of the generation service: one method per endpoint, the envelope unwrapped. */
+/** The typed client of the generation service: one method per endpoint, each answer read by shapes.ts. */
+import { randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { GenerationError } from "./errors.js";
 import { HttpTransport } from "./http.js";
-import { MultipartUpload } from "./multipart.js";
+import type { RateBudget } from "./rate-budget.js";
 import {
   isObject,
   toImageResult,
@@ -10,9 +12,7 @@ import {
   toUploadResult,
   toVideoPage,
   toVideoStatus,
-} from "./normalize.js";
-import type { RateBudget } from "./rate-budget.js";
-import type { Redactor } from "../redact.js";
+} from "./shapes.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -42,8 +42,6 @@ export interface ClientOptions {
    * completed task without a usable URL). The text holds field paths only, never the service's values.
    */
   onWarning?: (message: string, data: { video_id?: string }) => void;
-  /** Masks the key in every answer as it arrives (see HttpOptions.redactor). */
-  redactor?: Redactor;
   /**
    * The key is the operator's (stdio, gateway) and trusted as it is. False for a caller's own key over
    * HTTP: until the service has accepted it, `keyState` is "unknown" and `ensureAccepted` asks.
@@ -59,44 +57,41 @@ const WARNED_MEMORY = 200;
 
 export class GenerationClient implements GenerationApi {
   private readonly http: HttpTransport;
-  private readonly uploadTimeoutMs: number;
-  private readonly onWarning: ClientOptions["onWarning"];
   private readonly warned = new Set<string>();
   private state: KeyState;
   private refusal: GenerationError | undefined;
   private asking: Promise<void> | undefined;
 
-  constructor(options: ClientOptions) {
+  constructor(private readonly options: ClientOptions) {
     this.state = options.trustedKey === false ? "unknown" : "accepted";
+    const { timeoutMs, maxRetries, dispatcher, sleep } = options;
     this.http = new HttpTransport({
       baseUrl: options.baseUrl,
       apiKey: options.apiKey,
       budget: options.budget,
       userAgent: options.userAgent ?? "generation-mcp",
-      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      ...(options.maxRetries !== undefined && { maxRetries: options.maxRetries }),
-      ...(options.dispatcher !== undefined && { dispatcher: options.dispatcher }),
-      ...(options.sleep !== undefined && { sleep: options.sleep }),
-      ...(options.redactor !== undefined && { redactor: options.redactor }),
+      ...(timeoutMs !== undefined && { timeoutMs }),
+      ...(maxRetries !== undefined && { maxRetries }),
+      ...(dispatcher !== undefined && { dispatcher }),
+      ...(sleep !== undefined && { sleep }),
       onStatus: (status) => {
         if (this.state !== "unknown") return;
         if (status >= 200 && status < 300) this.state = "accepted";
         else if (status === 401) this.state = "refused";
       },
     });
-    this.uploadTimeoutMs = options.uploadTimeoutMs ?? 120_000;
-    this.onWarning = options.onWarning;
   }
 
   /** POST /generate. Sent once: a failure that may have charged is reported, never retried here. */
   async generateVideo(body: GenerateVideoBody, options: RequestOptions = {}): Promise<StartedVideo> {
-    const { data } = await this.http.call("POST", "generate", { json: body, retry: false, ...options });
-    return this.warn(toStartedVideo(data));
+    return this.warn(
+      toStartedVideo(await this.http.call("POST", "generate", { json: body, retry: false, ...options })),
+    );
   }
 
   /** POST /generate-image. Sent once, like generateVideo. */
   async generateImage(body: GenerateImageBody, options: RequestOptions = {}): Promise<ImageResult> {
-    const { data } = await this.http.call("POST", "generate-image", { json: body, retry: false, ...options });
+    const data = await this.http.call("POST", "generate-image", { json: body, retry: false, ...options });
     return toImageResult(data, body.images ?? []);
   }
 
@@ -104,19 +99,14 @@ export class GenerationClient implements GenerationApi {
     query: { page?: number; limit?: number },
     options: RequestOptions = {},
   ): Promise<VideoPage> {
-    const page = query.page ?? 1;
-    const limit = query.limit ?? 20;
-    const { data } = await this.http.call("GET", "videos", {
-      query: { page, limit },
-      retry: true,
-      ...options,
-    });
+    const { page = 1, limit = 20 } = query;
+    const data = await this.http.call("GET", "videos", { query: { page, limit }, retry: true, ...options });
     return toVideoPage(data, page, limit);
   }
 
   async getVideo(videoId: string, options: RequestOptions = {}): Promise<VideoStatus> {
     // Background polls are not retried here: the poll engine backs off and keeps the budget fair itself.
-    const { data } = await this.http.call("GET", `videos/${encodePathSegment(videoId)}`, {
+    const data = await this.http.call("GET", `videos/${encodePathSegment(videoId)}`, {
       retry: options.priority !== "background",
       idRoute: true,
       ...options,
@@ -125,31 +115,73 @@ export class GenerationClient implements GenerationApi {
   }
 
   /**
-   * POST /upload as multipart field `image`, streamed; uploads spend no credits, so they may be retried.
-   * Every attempt reads the source afresh from byte 0, after the previous attempt's streams settled; the
-   * call returns only once every stream it made has settled, so the caller may close the source then.
-   * An error thrown by the source itself (e.g. the file changed) is what the call rejects with.
+   * POST /upload as multipart field `image`, streamed with its exact length; uploads spend no credits, so
+   * they may be retried, each attempt reading the source afresh from byte 0. An error of the source itself
+   * (the file changed) is what the call rejects with, and no attempt is made after it.
    */
   async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
-    const multipart = new MultipartUpload("image", source);
+    const boundary = `----generation-mcp-${randomBytes(12).toString("hex")}`;
+    // What browsers do in a multipart header: a quote and line breaks are percent-encoded.
+    const filename = source.filename.replace(/["\r\n]/g, (c) => encodeURIComponent(c));
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${filename}"\r\n` +
+        `Content-Type: ${source.contentType.replace(/[\r\n]/g, "")}\r\n\r\n`,
+    );
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    let failed: { error: unknown } | undefined;
+    // Only the source's own failures are recorded: the body's destruction arrives at a `yield` instead.
+    const read = async <T>(step: () => T | Promise<T>): Promise<T> => {
+      try {
+        return await step();
+      } catch (error) {
+        failed ??= { error };
+        throw error;
+      }
+    };
+    async function* parts(): AsyncGenerator<Uint8Array> {
+      yield head;
+      const chunks = await read(() => source.open()[Symbol.asyncIterator]());
+      try {
+        for (;;) {
+          const step = await read(() => chunks.next());
+          if (step.done === true) break;
+          yield step.value as Uint8Array;
+        }
+      } finally {
+        await chunks.return?.();
+      }
+      yield tail;
+    }
+    const attempt = () => {
+      if (failed !== undefined) throw failed.error;
+      const body = Readable.from(parts(), { objectMode: false });
+      // The HTTP client listens while it sends; an error after it let go must not become an unhandled event.
+      body.on("error", () => {});
+      const length = head.length + source.size + tail.length;
+      return {
+        body,
+        headers: {
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+          "content-length": `${length}`,
+        },
+      };
+    };
     try {
-      const { data } = await this.http.call("POST", "upload", {
-        stream: () => multipart.attempt(),
+      const data = await this.http.call("POST", "upload", {
+        stream: attempt,
         retry: true,
-        timeoutMs: this.uploadTimeoutMs,
+        timeoutMs: this.options.uploadTimeoutMs ?? 120_000,
         ...options,
       });
       return toUploadResult(data);
     } catch (error) {
       // The HTTP layer may have wrapped it (a broken connection, a mismatched length): the cause wins.
-      throw multipart.sourceError?.error ?? error;
-    } finally {
-      await multipart.settle();
+      throw failed?.error ?? error;
     }
   }
 
   async getCredits(options: RequestOptions = {}): Promise<JsonObject> {
-    const { data } = await this.http.call("GET", "credits", { retry: true, ...options });
+    const data = await this.http.call("GET", "credits", { retry: true, ...options });
     return isObject(data) ? data : { credits: data };
   }
 
@@ -182,7 +214,7 @@ export class GenerationClient implements GenerationApi {
       if (this.warned.has(key)) continue;
       this.warned.add(key);
       if (this.warned.size > WARNED_MEMORY) this.warned.delete(this.warned.values().next().value ?? "");
-      this.onWarning?.(warning, { video_id: result.video_id });
+      this.options.onWarning?.(warning, { video_id: result.video_id });
     }
     return result;
   }

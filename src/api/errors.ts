@@ -1,7 +1,7 @@
 /**
  * One error class per failure class. Each carries the code the tool result starts with, the HTTP status
- * when there was one, a next step written for the assistant, and whether the request may have been
- * processed by the service (and so may have charged credits).
+ * when there was one, the service's request id, a next step written for the assistant, and whether the
+ * request may have been processed by the service (and so may have charged credits).
  */
 import { fix } from "../advice.js";
 
@@ -18,7 +18,6 @@ export const ERROR_CODES = [
   "network_error",
   "timeout",
 ] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface GenerationErrorInit {
   status?: number | undefined;
@@ -33,123 +32,75 @@ export interface GenerationErrorInit {
   cause?: unknown;
 }
 
+const TRANSIENT_CODES = new Set([
+  "network_error",
+  "timeout",
+  "rate_limit_exceeded",
+  "upstream_error",
+  "internal_error",
+]);
+
 export class GenerationError extends Error {
   override name = "GenerationError";
-  readonly code: string;
   readonly status: number | undefined;
   readonly nextStep: string;
   readonly maybeProcessed: boolean;
   readonly retryAtMs: number | undefined;
   readonly requestId: string | undefined;
-  private readonly transientOverride: boolean | undefined;
+  /** Worth trying the same read again later: the service or the network failed, not the request. */
+  readonly transient: boolean;
 
-  constructor(code: string, message: string, init: GenerationErrorInit = {}) {
+  constructor(
+    readonly code: string,
+    message: string,
+    init: GenerationErrorInit = {},
+  ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.code = code;
     this.status = init.status;
     this.nextStep = init.nextStep ?? defaultNextStep(code);
     this.maybeProcessed = init.maybeProcessed ?? false;
     this.retryAtMs = init.retryAtMs;
     this.requestId = init.requestId;
-    this.transientOverride = init.transient;
-  }
-
-  /** Worth trying the same read again later: the service or the network failed, not the request. */
-  get transient(): boolean {
-    if (this.transientOverride !== undefined) return this.transientOverride;
-    return (
-      this.code === "network_error" ||
-      this.code === "timeout" ||
-      this.code === "rate_limit_exceeded" ||
-      this.code === "upstream_error" ||
-      this.code === "internal_error" ||
-      (this.status !== undefined && (this.status === 408 || this.status >= 500))
-    );
+    this.transient =
+      init.transient ??
+      (TRANSIENT_CODES.has(code) ||
+        (init.status !== undefined && (init.status === 408 || init.status >= 500)));
   }
 }
 
-export class UnauthorizedError extends GenerationError {
-  override name = "UnauthorizedError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("unauthorized", message, { status: 401, ...init });
-  }
+/** The class of one code, with its usual status and defaults. */
+function errorClass(name: string, code: string, defaults: GenerationErrorInit = {}) {
+  return class extends GenerationError {
+    override name = name;
+    constructor(message: string, init: GenerationErrorInit = {}) {
+      super(code, message, { ...defaults, ...init });
+    }
+  };
 }
 
-export class InsufficientCreditsError extends GenerationError {
-  override name = "InsufficientCreditsError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("insufficient_credits", message, { status: 403, ...init });
-  }
-}
-
-export class PaidAccessRequiredError extends GenerationError {
-  override name = "PaidAccessRequiredError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("paid_access_required", message, { status: 403, ...init });
-  }
-}
-
+export class UnauthorizedError extends errorClass("UnauthorizedError", "unauthorized", { status: 401 }) {}
+export class InsufficientCreditsError extends errorClass("InsufficientCreditsError", "insufficient_credits", {
+  status: 403,
+}) {}
+export class PaidAccessRequiredError extends errorClass("PaidAccessRequiredError", "paid_access_required", {
+  status: 403,
+}) {}
 /** Bad input. Raised locally before any request, or relayed from a 400 of the service. */
-export class ValidationError extends GenerationError {
-  override name = "ValidationError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("validation_error", message, { status: 400, ...init });
-  }
-}
-
-export class RateLimitError extends GenerationError {
-  override name = "RateLimitError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("rate_limit_exceeded", message, { status: 429, ...init });
-  }
-}
-
-export class NotFoundError extends GenerationError {
-  override name = "NotFoundError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("not_found", message, { status: 404, ...init });
-  }
-}
-
-export class InternalServiceError extends GenerationError {
-  override name = "InternalServiceError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("internal_error", message, init);
-  }
-}
-
-export class UpstreamError extends GenerationError {
-  override name = "UpstreamError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("upstream_error", message, { status: 502, ...init });
-  }
-}
-
+export class ValidationError extends errorClass("ValidationError", "validation_error", { status: 400 }) {}
+export class RateLimitError extends errorClass("RateLimitError", "rate_limit_exceeded", { status: 429 }) {}
+export class NotFoundError extends errorClass("NotFoundError", "not_found", { status: 404 }) {}
+export class InternalServiceError extends errorClass("InternalServiceError", "internal_error") {}
+export class UpstreamError extends errorClass("UpstreamError", "upstream_error", { status: 502 }) {}
 /** The service could not be reached, or the connection broke. */
-export class NetworkError extends GenerationError {
-  override name = "NetworkError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("network_error", message, init);
-  }
-}
-
-export class TimeoutError extends GenerationError {
-  override name = "TimeoutError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("timeout", message, init);
-  }
-}
-
+export class NetworkError extends errorClass("NetworkError", "network_error") {}
+export class TimeoutError extends errorClass("TimeoutError", "timeout") {}
 /**
  * A spend limit of this server (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, or a cost the user
  * could not be asked to confirm) refused the call before anything reached the service.
  */
-export class BudgetExceededError extends GenerationError {
-  override name = "BudgetExceededError";
-  constructor(message: string, init: GenerationErrorInit = {}) {
-    super("budget_exceeded", message, { transient: false, ...init });
-  }
-}
+export class BudgetExceededError extends errorClass("BudgetExceededError", "budget_exceeded", {
+  transient: false,
+}) {}
 
 /** The caller (the MCP client) cancelled; never turned into a retry. */
 export class AbortedError extends Error {
@@ -161,6 +112,8 @@ export class AbortedError extends Error {
 
 /** Said when only the user can fix it: the assistant cannot edit the server's configuration or restart it. */
 export const ASK_USER = "Ask the user to";
+/** Only the user (or the operator) can fix the base URL: its rule, and who must act. */
+export const FIX_BASE_URL = `${fix("base_url")}.`;
 
 const NEXT_STEPS: Record<string, string> = {
   unauthorized: `${ASK_USER} ${fix("api_key")}.`,
@@ -182,25 +135,38 @@ const NEXT_STEPS: Record<string, string> = {
     "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
 
-/** A 400 the service sent: the request did reach it, so "nothing was sent" would be false. */
-const SERVICE_VALIDATION_STEP =
-  "The service refused the request as invalid, so nothing was charged. Fix what its message names and call again.";
-
-/** A 413, usually from a proxy in front of the service with a body limit lower than the service's own. */
-const TOO_LARGE_STEP =
-  "The service (or a proxy in front of it) refused the request body as too large (HTTP 413), so nothing was charged. For an image, send a smaller file (resize or recompress it) and call again.";
-
-/** Only the user (or the operator) can fix the base URL: its rule, and who must act. */
-export const FIX_BASE_URL = `${fix("base_url")}.`;
+export function defaultNextStep(code: string): string {
+  return NEXT_STEPS[code] ?? "Try again later; if the problem persists, check the service's status.";
+}
 
 /** A route the service does not have: the base URL is wrong, not the id. */
 export function unknownRouteStep(origin: string): string {
   return `${origin} answered, but not as the generation service's API (no such route). ${ASK_USER} ${FIX_BASE_URL}`;
 }
 
-export function defaultNextStep(code: string): string {
-  return NEXT_STEPS[code] ?? "Try again later; if the problem persists, check the service's status.";
-}
+type ErrorClass = new (message: string, init?: GenerationErrorInit) => GenerationError;
+const BY_CODE: Record<string, ErrorClass> = {
+  unauthorized: UnauthorizedError,
+  insufficient_credits: InsufficientCreditsError,
+  paid_access_required: PaidAccessRequiredError,
+  validation_error: ValidationError,
+  rate_limit_exceeded: RateLimitError,
+  not_found: NotFoundError,
+  internal_error: InternalServiceError,
+  upstream_error: UpstreamError,
+};
+const BY_STATUS: Record<number, ErrorClass> = {
+  400: ValidationError,
+  401: UnauthorizedError,
+  404: NotFoundError,
+  408: TimeoutError,
+  413: ValidationError,
+  422: ValidationError,
+  429: RateLimitError,
+  502: UpstreamError,
+  503: UpstreamError,
+  504: TimeoutError,
+};
 
 /** Builds the right class for an error answer of the service (its envelope code wins over the status). */
 export function errorFromResponse(
@@ -209,36 +175,22 @@ export function errorFromResponse(
   message: string,
   init: GenerationErrorInit = {},
 ): GenerationError {
-  const withStatus = { ...init, status };
-  if (status === 413) return new ValidationError(message, { nextStep: TOO_LARGE_STEP, ...withStatus });
-  switch (code) {
-    case "unauthorized":
-      return new UnauthorizedError(message, withStatus);
-    case "insufficient_credits":
-      return new InsufficientCreditsError(message, withStatus);
-    case "paid_access_required":
-      return new PaidAccessRequiredError(message, withStatus);
-    case "validation_error":
-      return new ValidationError(message, { nextStep: SERVICE_VALIDATION_STEP, ...withStatus });
-    case "rate_limit_exceeded":
-      return new RateLimitError(message, withStatus);
-    case "not_found":
-      return new NotFoundError(message, withStatus);
-    case "internal_error":
-      return new InternalServiceError(message, withStatus);
-    case "upstream_error":
-      return new UpstreamError(message, withStatus);
-  }
-  if (status === 401) return new UnauthorizedError(message, withStatus);
-  if (status === 404) return new NotFoundError(message, withStatus);
-  if (status === 429) return new RateLimitError(message, withStatus);
-  if (status === 400 || status === 422) {
-    return new ValidationError(message, { nextStep: SERVICE_VALIDATION_STEP, ...withStatus });
-  }
-  if (status === 408 || status === 504) return new TimeoutError(message, withStatus);
-  if (status === 502 || status === 503) return new UpstreamError(message, withStatus);
-  if (status === 403 && code !== undefined && /^[a-z_]{1,40}$/.test(code)) {
-    return new GenerationError(code, message, withStatus);
-  }
-  return new InternalServiceError(message, withStatus);
+  // A 413 usually comes from a proxy in front of the service, with a body limit lower than the service's own.
+  const Class =
+    status === 413
+      ? ValidationError
+      : ((code !== undefined && Object.hasOwn(BY_CODE, code) ? BY_CODE[code] : undefined) ??
+        BY_STATUS[status]);
+  const nextStep =
+    status === 413
+      ? "The service (or a proxy in front of it) refused the request body as too large (HTTP 413), so nothing was charged. For an image, send a smaller file (resize or recompress it) and call again."
+      : Class === ValidationError
+        ? // A 400 the service sent: the request did reach it, so "nothing was sent" would be false.
+          "The service refused the request as invalid, so nothing was charged. Fix what its message names and call again."
+        : undefined;
+  const full = { ...init, status, ...(nextStep !== undefined && { nextStep }) };
+  if (Class !== undefined) return new Class(message, full);
+  if (status === 403 && code !== undefined && /^[a-z_]{1,40}$/.test(code))
+    return new GenerationError(code, message, full);
+  return new InternalServiceError(message, full);
 }

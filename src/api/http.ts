@@ -1,31 +1,55 @@
 /**
- * HTTP to the generation service: auth, the {data, error} envelope, per-attempt timeouts joined with the
- * caller's signal, capped bodies, the rate budget, and retries for reads only. A POST is sent once: whether
- * to try again is decided above this layer, where the cost of a second charge is known.
+ * HTTP to the generation service: auth, the `{data, error}` envelope (shapes.ts reads its `data`), timeouts
+ * joined with the caller's signal and deadline, capped bodies, the rate budget, and retries for reads only. A
+ * POST that may charge is sent once: whether to try again is decided above this layer, where the cost of a
+ * second charge is known.
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
+import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
-import { loadUndici } from "./load-undici.js";
-import type { Redactor } from "../redact.js";
+import { metrics } from "../metrics.js";
 import { sleep } from "../sleep.js";
+import { cleanText } from "../redact.js";
 import {
   ASK_USER,
   AbortedError,
+  FIX_BASE_URL,
   GenerationError,
   InternalServiceError,
   NetworkError,
+  NotFoundError,
   RateLimitError,
   TimeoutError,
+  errorFromResponse,
+  unknownRouteStep,
 } from "./errors.js";
-import { unwrapEnvelope } from "./envelope.js";
-import type { HeaderBag } from "./headers.js";
-import type { RateBudget } from "./rate-budget.js";
-import { MAX_FOREGROUND_429_WAIT_MS, tooLongToWait } from "./rate-budget.js";
-import { isObject } from "./normalize.js";
-import { metrics } from "../metrics.js";
+import {
+  DEFAULT_MAX_WAIT_MS,
+  MAX_FOREGROUND_429_WAIT_MS,
+  headerValue,
+  type HeaderBag,
+  parseResetHeader,
+  parseRetryAfter,
+  tooLongToWait,
+  type RateBudget,
+} from "./rate-budget.js";
+import { isObject } from "./shapes.js";
 import type { RequestPriority } from "./types.js";
+
+let undici: Promise<typeof UndiciModule> | undefined;
+
+/**
+ * undici, loaded on first use (a large module most of a session's start never needs). It is CommonJS: its
+ * names sit on the namespace under Node, but only on `default` once bundled.
+ */
+export function loadUndici(): Promise<typeof UndiciModule> {
+  undici ??= import("undici").then((module) =>
+    "Agent" in module ? module : (module as { default: typeof UndiciModule }).default,
+  );
+  return undici;
+}
 
 export interface HttpOptions {
   baseUrl: string;
@@ -41,11 +65,6 @@ export interface HttpOptions {
   /** Injectable for tests; must reject with AbortedError when the signal aborts. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
-  /**
-   * Masks this key in every answer as soon as it is parsed, so nothing downstream (results, task records,
-   * the journal, Redis) can hold it however the service echoes it (see redact.ts).
-   */
-  redactor?: Redactor;
   /** Told the status of every answer that arrived (the client learns from it whether the key is accepted). */
   onStatus?: (status: number) => void;
 }
@@ -53,7 +72,7 @@ export interface HttpOptions {
 export interface CallOptions {
   query?: Record<string, string | number | undefined>;
   json?: unknown;
-  /** A streamed body with its headers (multipart upload), built afresh for every attempt. */
+  /** A streamed body with its headers (an upload), made afresh for every attempt. */
   stream?: () => { body: Readable; headers: Record<string, string> };
   /** Reads and uploads may be retried; a charging POST never is. */
   retry: boolean;
@@ -61,53 +80,26 @@ export interface CallOptions {
   priority?: RequestPriority | undefined;
   idempotencyKey?: string | undefined;
   timeoutMs?: number;
-  /**
-   * Epoch ms by which the whole call (every attempt, retry and wait for the rate budget) must be over, so a
-   * tool answers inside the client's patience whatever the service does.
-   */
+  /** Epoch ms by which the whole call (attempts, retries, waits for the budget) must be over. */
   deadline?: number | undefined;
   /** The path names one task (GET /videos/:id): only there does an enveloped 404 mean "no such id". */
   idRoute?: boolean;
 }
 
-export interface HttpResult {
-  data: unknown;
-  status: number;
-  headers: HeaderBag;
-}
-
-const DEFAULT_TIMEOUT_MS = 30_000;
 /** A call without a deadline of its own still ends: every attempt, retry and budget wait included. */
 const DEFAULT_CALL_DEADLINE_MS = 45_000;
 /** Below this much time left, another attempt could not get an answer in: stop and report. */
 const MIN_ATTEMPT_MS = 1000;
-const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
-const RETRY_BASE_MS = 500;
-const RETRY_CAP_MS = 10_000;
-const RETRY_AFTER_CAP_MS = 60_000;
-/**
- * Failures of the connection phase: no byte of the request can have reached the service, so nothing was
- * processed or charged. Those that a retry cannot cure are answered at once.
- */
-const CONNECT_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EAI_NONAME",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EHOSTDOWN",
-  "EADDRNOTAVAIL",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
-const PERMANENT_CONNECT_CODES = new Set(["ENOTFOUND", "EAI_NONAME"]);
-/** TLS handshake failures (e.g. https against a plain-http port, a bad certificate): before any request byte. */
+/** Failures of the connection phase: no byte of the request reached the service, nothing was charged. */
+const CONNECT_CODES =
+  /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EAI_NONAME|E(HOST|NET)UNREACH|EHOSTDOWN|EADDRNOTAVAIL|UND_ERR_CONNECT_TIMEOUT)$/;
+/** TLS handshake failures (https against a plain-http port, a bad certificate): before any request byte. */
 const TLS_CODE =
   /^(ERR_SSL_|ERR_TLS_|EPROTO$|CERT_|DEPTH_ZERO_|SELF_SIGNED_|UNABLE_TO_(GET|VERIFY)_|HOSTNAME_MISMATCH)/;
 
 export class HttpTransport {
   private readonly base: URL;
-  /** Created on the first request: undici is loaded only once something is sent (a faster cold start). */
+  /** Made on the first request: undici is loaded only once something is sent (a faster cold start). */
   private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {
@@ -115,7 +107,8 @@ export class HttpTransport {
     if (options.dispatcher !== undefined) this.dispatcher = Promise.resolve(options.dispatcher);
   }
 
-  async call(method: "GET" | "POST", path: string, call: CallOptions): Promise<HttpResult> {
+  /** The answer's `data`, after retries of a read's transient failures; a typed error otherwise. */
+  async call(method: "GET" | "POST", path: string, call: CallOptions): Promise<unknown> {
     const maxRetries = call.retry ? (this.options.maxRetries ?? 3) : 0;
     const deadline = call.deadline ?? Date.now() + DEFAULT_CALL_DEADLINE_MS;
     for (let attempt = 0; ; attempt++) {
@@ -124,15 +117,14 @@ export class HttpTransport {
       } catch (error) {
         if (!(error instanceof GenerationError) || !error.transient || attempt >= maxRetries) throw error;
         const delay = this.retryDelay(error, attempt);
-        const background = call.priority === "background";
-        if (error.code === "rate_limit_exceeded" && !background && delay > MAX_FOREGROUND_429_WAIT_MS) {
+        const limited = error.code === "rate_limit_exceeded";
+        if (limited && call.priority !== "background" && delay > MAX_FOREGROUND_429_WAIT_MS) {
           throw tooLongToWait(error, delay);
         }
         // Another try could not finish before the caller's deadline: the failure in hand is the answer.
-        if (Date.now() + delay + MIN_ATTEMPT_MS > deadline) {
-          throw error.code === "rate_limit_exceeded" ? tooLongToWait(error, delay) : error;
-        }
-        await this.sleep(delay, call.signal);
+        if (Date.now() + delay + MIN_ATTEMPT_MS > deadline)
+          throw limited ? tooLongToWait(error, delay) : error;
+        await (this.options.sleep ?? sleep)(delay, call.signal);
       }
     }
   }
@@ -142,60 +134,44 @@ export class HttpTransport {
       await (await this.dispatcher).close();
   }
 
-  private getDispatcher(): Promise<Dispatcher> {
-    this.dispatcher ??= loadUndici().then(
+  private async attempt(method: "GET" | "POST", path: string, call: CallOptions, deadline: number) {
+    if (call.signal?.aborted) throw new AbortedError();
+    // Loaded before the budget and the clock of the attempt: loading is not the service's time.
+    const dispatcher = await (this.dispatcher ??= loadUndici().then(
       ({ Agent }) => new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 10_000 } }),
-    );
-    return this.dispatcher;
-  }
-
-  private async attempt(
-    method: "GET" | "POST",
-    path: string,
-    call: CallOptions,
-    deadline: number,
-  ): Promise<HttpResult> {
-    throwIfAborted(call.signal);
+    ));
     await this.acquireBefore(call, deadline);
-
-    // The path is handed to the dispatcher as is: a WHATWG URL would resolve an id like %2E%2E as "..".
     const query = new URLSearchParams();
-    for (const [key, value] of Object.entries(call.query ?? {})) {
+    for (const [key, value] of Object.entries(call.query ?? {}))
       if (value !== undefined) query.set(key, String(value));
-    }
-    const fullPath = `${this.base.pathname}${path.replace(/^\//, "")}${query.size > 0 ? `?${query}` : ""}`;
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.options.apiKey}`,
       accept: "application/json",
       "user-agent": this.options.userAgent,
       "x-request-id": randomUUID(),
+      ...(call.idempotencyKey !== undefined && { "idempotency-key": call.idempotencyKey }),
+      ...(call.json !== undefined && { "content-type": "application/json" }),
     };
-    if (call.idempotencyKey !== undefined) headers["idempotency-key"] = call.idempotencyKey;
-    let body: string | Readable | undefined;
-    if (call.json !== undefined) {
-      headers["content-type"] = "application/json";
-      body = JSON.stringify(call.json);
-    }
-
-    const perAttempt = call.timeoutMs ?? this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let body: string | Readable | undefined = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const perAttempt = call.timeoutMs ?? this.options.timeoutMs ?? 30_000;
     const timeout = AbortSignal.timeout(Math.max(1, Math.min(perAttempt, deadline - Date.now())));
     const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
     const charging = method === "POST" && !call.retry;
     let response: Dispatcher.ResponseData | undefined;
-    let text: string;
     let answered: ((status: number) => void) | undefined;
+    let text: string;
     try {
-      // Built inside the try: a body that cannot be made still frees the rate budget's in-flight slot.
+      // Made inside the try: a body that cannot be made still frees the rate budget's in-flight slot.
       if (call.stream !== undefined) {
         const streamed = call.stream();
         Object.assign(headers, streamed.headers);
         body = streamed.body;
       }
-      const dispatcher = await this.getDispatcher();
       answered = metrics().upstreamRequest(method, path);
       response = await dispatcher.request({
         origin: this.base.origin,
-        path: fullPath,
+        // The path goes as is: a WHATWG URL would resolve an id like %2E%2E as "..".
+        path: `${this.base.pathname}${path.replace(/^\//, "")}${query.size > 0 ? `?${query}` : ""}`,
         method,
         headers,
         signal,
@@ -204,33 +180,72 @@ export class HttpTransport {
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
       this.options.budget.observe(response.statusCode, response.headers);
       this.options.onStatus?.(response.statusCode);
-      text = await readCapped(response.body, this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+      text = await readCapped(response.body, this.options.maxResponseBytes ?? 4 * 1024 * 1024);
       answered(response.statusCode);
     } catch (error) {
       answered?.(response?.statusCode ?? 0);
-      if (body !== undefined && typeof body !== "string") body.destroy();
+      if (typeof body === "object") body.destroy();
       if (response === undefined) this.options.budget.observe(0, {});
-      throw this.transportError(error, {
-        callerSignal: call.signal,
-        timeout,
-        charging,
-        gotHeaders: response !== undefined,
+      throw this.transportError(error, call.signal, timeout, charging, response !== undefined);
+    }
+    return this.unwrap(response.statusCode, response.headers, text, charging, call.idRoute === true);
+  }
+
+  /** The `data` of one answer, or the typed error its status and code say; never relays HTML or huge text. */
+  private unwrap(
+    status: number,
+    headers: HeaderBag,
+    text: string,
+    charging: boolean,
+    idRoute: boolean,
+  ): unknown {
+    const requestId = headerValue(headers, "x-request-id");
+    let body: unknown;
+    try {
+      body = text.length === 0 ? undefined : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const envelope = isObject(body) ? body : undefined;
+    const error = isObject(envelope?.["error"]) ? envelope["error"] : undefined;
+    if (error === undefined && status < 300) {
+      if (envelope !== undefined && envelope["data"] !== undefined && envelope["data"] !== null)
+        return envelope["data"];
+      throw new InternalServiceError(describeBadAnswer(status, headers, text, envelope !== undefined), {
+        status,
+        requestId,
+        maybeProcessed: charging,
       });
     }
-    const { statusCode: status, headers: responseHeaders } = response;
-    return {
-      data: unwrapEnvelope(status, responseHeaders, text, charging, {
-        idRoute: call.idRoute === true,
-        origin: this.base.origin,
-        redactor: this.options.redactor,
-      }),
-      status,
-      headers: responseHeaders,
-    };
+    // Service text relayed as data, never as instructions: one cleaned, bounded line in quotes.
+    const message =
+      error?.["message"] !== undefined
+        ? `The service answered HTTP ${status}: "${cleanText(error["message"]).replace(/"/g, "'")}"`
+        : describeBadAnswer(status, headers, text, envelope !== undefined);
+    // A 404 or 405 that is not the service's enveloped "no such task" means a wrong GENERATION_BASE_URL.
+    if (status === 405 || (status === 404 && !(idRoute && error !== undefined))) {
+      throw new NotFoundError(message, {
+        status,
+        requestId,
+        transient: false,
+        nextStep:
+          status === 404 && idRoute
+            ? "No task with that video_id was found, or the base URL is wrong (the answer was not the service's " +
+              "JSON). If the other tools work, the id is wrong: call list_videos to find the right one. If they " +
+              `fail the same way, ${ASK_USER.toLowerCase()} ${FIX_BASE_URL}`
+            : unknownRouteStep(this.base.origin),
+      });
+    }
+    const code = typeof error?.["code"] === "string" ? error["code"] : undefined;
+    throw errorFromResponse(status, code, message, {
+      requestId,
+      retryAtMs: retryAt(status, headers),
+      maybeProcessed: charging && (status >= 500 || status === 408),
+    });
   }
 
   /**
-   * Waits for the rate budget, but never past the deadline: when the budget already knows the wait would be
+   * Waits for the rate budget, never past the deadline: when the budget already knows the wait would be
    * longer than a call of the user's can afford, it answers rate_limit_exceeded at once (nothing was sent).
    */
   private async acquireBefore(call: CallOptions, deadline: number): Promise<void> {
@@ -241,9 +256,11 @@ export class HttpTransport {
       throw budgetSpent(expected);
     }
     const timer = AbortSignal.timeout(Math.max(1, left - MIN_ATTEMPT_MS));
-    const signal = call.signal ? AbortSignal.any([call.signal, timer]) : timer;
     try {
-      await this.options.budget.acquire(priority, signal);
+      await this.options.budget.acquire(
+        priority,
+        call.signal ? AbortSignal.any([call.signal, timer]) : timer,
+      );
     } catch (error) {
       if (call.signal?.aborted || !timer.aborted) throw error;
       throw budgetSpent(Math.max(0, expected));
@@ -252,19 +269,18 @@ export class HttpTransport {
 
   private transportError(
     error: unknown,
-    context: {
-      callerSignal: AbortSignal | undefined;
-      timeout: AbortSignal;
-      charging: boolean;
-      gotHeaders: boolean;
-    },
+    callerSignal: AbortSignal | undefined,
+    timeout: AbortSignal,
+    charging: boolean,
+    gotHeaders: boolean,
   ): Error {
     if (error instanceof GenerationError) return error;
-    if (context.callerSignal?.aborted) return new AbortedError();
+    if (callerSignal?.aborted) return new AbortedError();
     const code = errorCode(error);
-    if (!context.gotHeaders && code !== undefined && TLS_CODE.test(code)) {
+    const origin = this.base.origin;
+    if (!gotHeaders && code !== undefined && TLS_CODE.test(code)) {
       return new NetworkError(
-        `The TLS handshake with ${this.base.origin} failed (${code}); no request was sent, so nothing was charged.`,
+        `The TLS handshake with ${origin} failed (${code}); no request was sent, so nothing was charged.`,
         {
           transient: false,
           cause: error,
@@ -274,22 +290,22 @@ export class HttpTransport {
         },
       );
     }
-    if (context.timeout.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+    if (timeout.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
       return new TimeoutError(
-        context.gotHeaders
+        gotHeaders
           ? "The service started answering but did not finish in time."
           : "The service did not answer in time.",
-        { maybeProcessed: context.charging, cause: error },
+        { maybeProcessed: charging, cause: error },
       );
     }
     // Only failures of the connection are network errors; anything else is a bug and stays itself.
-    if (code === undefined && !(error instanceof Error && error.name === "SocketError"))
-      return asError(error);
-    const notSent = !context.gotHeaders && code !== undefined && CONNECT_CODES.has(code);
-    if (notSent) {
-      const permanent = PERMANENT_CONNECT_CODES.has(code);
+    if (code === undefined && !(error instanceof Error && error.name === "SocketError")) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+    if (!gotHeaders && code !== undefined && CONNECT_CODES.test(code)) {
+      const permanent = code === "ENOTFOUND" || code === "EAI_NONAME";
       return new NetworkError(
-        `Could not connect to the generation service at ${this.base.origin} (${code}); no request was sent, so nothing was charged.`,
+        `Could not connect to the generation service at ${origin} (${code}); no request was sent, so nothing was charged.`,
         {
           cause: error,
           ...(permanent && { transient: false }),
@@ -301,23 +317,29 @@ export class HttpTransport {
     }
     return new NetworkError(
       `The connection to the generation service broke (${code ?? "connection closed"}).`,
-      { maybeProcessed: context.charging, cause: error },
+      {
+        maybeProcessed: charging,
+        cause: error,
+      },
     );
   }
 
   private retryDelay(error: GenerationError, attempt: number): number {
-    if (error.retryAtMs !== undefined) {
-      return clamp(error.retryAtMs - Date.now(), 0, RETRY_AFTER_CAP_MS);
-    }
+    if (error.retryAtMs !== undefined)
+      return Math.min(60_000, Math.max(0, error.retryAtMs - Date.now() || 0));
     if (error.code === "rate_limit_exceeded") return this.options.budget.retryDelayMs();
-    const random = this.options.random ?? Math.random;
-    const ceiling = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** attempt);
-    return ceiling / 2 + random() * (ceiling / 2);
+    const ceiling = Math.min(10_000, 500 * 2 ** attempt);
+    return ceiling / 2 + (this.options.random ?? Math.random)() * (ceiling / 2);
   }
+}
 
-  private sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return (this.options.sleep ?? sleep)(ms, signal);
-  }
+/** When a 429 or 503 says to ask again: Retry-After, else (429) the window's reset. */
+function retryAt(status: number, headers: HeaderBag): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const now = Date.now();
+  const delay = parseRetryAfter(headerValue(headers, "retry-after"), now);
+  if (delay !== undefined) return now + Math.min(delay, DEFAULT_MAX_WAIT_MS);
+  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) : undefined;
 }
 
 function budgetSpent(waitMs: number): RateLimitError {
@@ -354,14 +376,11 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-function asError(value: unknown): Error {
-  return value instanceof Error ? value : new Error(String(value));
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError();
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Math.min(max, Math.max(min, Number.isFinite(value) ? value : min));
+function describeBadAnswer(status: number, headers: HeaderBag, text: string, wasJson: boolean): string {
+  if (text.length === 0) return `The service answered HTTP ${status} with an empty body.`;
+  if (wasJson) return `The service answered HTTP ${status} without the expected {data, error} envelope.`;
+  const type = headerValue(headers, "content-type") ?? "no content type";
+  const kind =
+    /html/i.test(type) || /^\s*</.test(text) ? "an HTML page" : `a body that is not JSON (${type})`;
+  return `The service answered HTTP ${status} with ${cleanText(kind, 80)}.`;
 }

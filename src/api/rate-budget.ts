@@ -5,8 +5,20 @@
  */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { AbortedError, RateLimitError, type GenerationError } from "./errors.js";
-import { headerValue, type HeaderBag } from "./headers.js";
 import type { RequestPriority } from "./types.js";
+
+/** Response headers as undici gives them. */
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** Case-insensitive; the first value when the header came more than once. */
+export function headerValue(headers: HeaderBag, name: string): string | undefined {
+  const wanted = name.toLowerCase();
+  for (const [key, value] of Object.entries(headers)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (key.toLowerCase() === wanted && first !== undefined) return first;
+  }
+  return undefined;
+}
 
 export interface RateBudget {
   /** Resolves when a request of this priority may be sent; rejects with AbortedError when the signal aborts. */
@@ -32,10 +44,7 @@ export class UnlimitedBudget implements RateBudget {
 
 /** Longest any wait derived from the service's headers may last: a minute's window plus slack. */
 export const DEFAULT_MAX_WAIT_MS = 65_000;
-/**
- * The longest a call made by the user (not a background poll) waits out a 429 before answering
- * rate_limit_exceeded instead: most MCP clients cut a tool call at about 60 s.
- */
+/** The longest a user's own call waits out a 429 before answering it: most clients cut a call at ~60 s. */
 export const MAX_FOREGROUND_429_WAIT_MS = 15_000;
 export const MIN_RETRY_DELAY_MS = 250;
 const WINDOW_MS = 60_000;
@@ -44,7 +53,6 @@ const HINTLESS_429_BASE_MS = 1000;
 const SANE_EPOCH_DISTANCE_MS = 24 * 60 * 60 * 1000;
 /** A request that never reported back (no `observe`) stops counting as in flight after this long. */
 const IN_FLIGHT_TTL_MS = 60_000;
-const MAX_LIMIT = 100_000;
 
 export interface TokenBucketOptions {
   /** Epoch milliseconds; defaults to Date.now (faked by vi.useFakeTimers). */
@@ -60,11 +68,10 @@ export interface TokenBucketOptions {
 }
 
 interface Waiter {
-  priority: RequestPriority;
   resolve: () => void;
   reject: (error: Error) => void;
   signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
+  onAbort?: () => void;
 }
 
 /**
@@ -79,7 +86,6 @@ export class TokenBucketBudget implements RateBudget {
   private readonly reserveFraction: number;
   private readonly maxWaitMs: number;
   private readonly random: () => number;
-
   private limit: number;
   /** False until a usable X-RateLimit-Remaining header arrives. */
   private seeded = false;
@@ -88,15 +94,12 @@ export class TokenBucketBudget implements RateBudget {
   /** Unseeded pacing: the earliest time of the next grant. */
   private nextPacedAt = 0;
   private lastBackgroundAt = Number.NEGATIVE_INFINITY;
-  /** 429s in a row that named no usable reset. */
+  /** 429s in a row that named no usable reset, and answers in a row with nothing left and no usable reset. */
   private hintless429s = 0;
-  /** Answers in a row with `X-RateLimit-Remaining: 0` and no usable reset. */
   private hintlessEmpty = 0;
   /** Acquire times of requests not yet observed, oldest first. */
   private inFlight: number[] = [];
-
-  private readonly foreground: Waiter[] = [];
-  private readonly background: Waiter[] = [];
+  private readonly queues: Record<RequestPriority, Waiter[]> = { foreground: [], background: [] };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
 
@@ -111,16 +114,15 @@ export class TokenBucketBudget implements RateBudget {
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(new AbortedError());
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { priority, resolve, reject, signal, onAbort: undefined };
-      if (signal) {
-        waiter.onAbort = () => {
-          this.remove(waiter);
-          reject(new AbortedError());
-          this.pump();
-        };
-        signal.addEventListener("abort", waiter.onAbort, { once: true });
-      }
-      (priority === "foreground" ? this.foreground : this.background).push(waiter);
+      const waiter: Waiter = { resolve, reject, signal };
+      waiter.onAbort = () => {
+        for (const queue of Object.values(this.queues))
+          if (queue.includes(waiter)) queue.splice(queue.indexOf(waiter), 1);
+        reject(new AbortedError());
+        this.pump();
+      };
+      signal?.addEventListener("abort", waiter.onAbort, { once: true });
+      this.queues[priority].push(waiter);
       this.pump();
     });
   }
@@ -130,7 +132,6 @@ export class TokenBucketBudget implements RateBudget {
     this.inFlight.shift();
     if (status === 0) return this.pump();
     if (status !== 429) this.hintless429s = 0;
-
     const limit = parseCount(headerValue(headers, "x-ratelimit-limit"));
     if (limit !== undefined && limit > 0) this.limit = clampLimit(limit);
     const headerRemaining = parseCount(headerValue(headers, "x-ratelimit-remaining"));
@@ -152,25 +153,21 @@ export class TokenBucketBudget implements RateBudget {
     if (headerRemaining === undefined) return this.pump();
 
     this.refresh(now);
-    // The header counted this request; the others still in flight may not have reached the service yet.
-    const fromHeader = Math.max(0, headerRemaining - this.inFlight.length);
-    let resetAt = headerReset ?? now + WINDOW_MS;
     if (headerReset === undefined && headerRemaining === 0) {
       // "Nothing left" with a reset we cannot read (absent, garbage, absurdly far): believing a whole window
       // would hold every call for a minute. Probe again soon instead; a 429 then tells us more.
-      resetAt = now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintlessEmpty++);
       this.remaining = 0;
       this.seeded = true;
-      this.resetAt = resetAt;
+      this.resetAt = now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintlessEmpty++);
       return this.pump();
     }
     this.hintlessEmpty = 0;
-    if (!this.seeded || resetAt > this.resetAt + 1000) {
-      // First reading, or the service has started a window we had not modelled yet.
-      this.remaining = Math.min(fromHeader, this.limit);
-    } else {
-      this.remaining = Math.min(this.remaining, fromHeader);
-    }
+    // The header counted this request; the others still in flight may not have reached the service yet.
+    const fromHeader = Math.max(0, headerRemaining - this.inFlight.length);
+    const resetAt = headerReset ?? now + WINDOW_MS;
+    // A first reading, or a window we had not modelled yet, is believed; otherwise the lower count wins.
+    const fresh = !this.seeded || resetAt > this.resetAt + 1000;
+    this.remaining = fresh ? Math.min(fromHeader, this.limit) : Math.min(this.remaining, fromHeader);
     this.seeded = true;
     this.resetAt = resetAt;
     this.pump();
@@ -178,18 +175,14 @@ export class TokenBucketBudget implements RateBudget {
 
   retryDelayMs(headers?: HeaderBag): number {
     const now = this.now();
-    let delay: number | undefined;
-    if (headers) {
-      delay = parseRetryAfter(headerValue(headers, "retry-after"), now);
-      if (delay === undefined) {
-        const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now, this.maxWaitMs);
-        if (reset !== undefined) delay = reset - now;
-      }
+    let delay = headers && parseRetryAfter(headerValue(headers, "retry-after"), now);
+    if (headers && delay === undefined) {
+      const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now, this.maxWaitMs);
+      if (reset !== undefined) delay = reset - now;
     }
     if (delay === undefined && this.seeded && this.remaining <= 0) delay = this.resetAt - now;
-    delay ??= 1000;
     const jitter = this.random() * 250;
-    return Math.round(Math.min(this.maxWaitMs, Math.max(MIN_RETRY_DELAY_MS, delay) + jitter));
+    return Math.round(Math.min(this.maxWaitMs, Math.max(MIN_RETRY_DELAY_MS, delay ?? 1000) + jitter));
   }
 
   expectedWaitMs(priority: RequestPriority): number {
@@ -199,23 +192,11 @@ export class TokenBucketBudget implements RateBudget {
   }
 
   /** What the budget believes now; for logs and tests. */
-  snapshot(): {
-    seeded: boolean;
-    limit: number;
-    remaining: number;
-    resetAt: number;
-    reserve: number;
-    queued: number;
-  } {
+  snapshot() {
     this.refresh(this.now());
-    return {
-      seeded: this.seeded,
-      limit: this.limit,
-      remaining: this.remaining,
-      resetAt: this.resetAt,
-      reserve: this.reserve(),
-      queued: this.foreground.length + this.background.length,
-    };
+    const { seeded, limit, remaining, resetAt } = this;
+    const queued = this.queues.foreground.length + this.queues.background.length;
+    return { seeded, limit, remaining, resetAt, reserve: this.reserve(), queued };
   }
 
   private reserve(): number {
@@ -236,25 +217,38 @@ export class TokenBucketBudget implements RateBudget {
     const now = this.now();
     this.refresh(now);
     let wakeAt = Number.POSITIVE_INFINITY;
-
-    while (this.foreground.length > 0) {
-      const at = this.grantTime("foreground", now);
-      if (at > now) {
-        wakeAt = Math.min(wakeAt, at);
-        break;
+    for (const priority of ["foreground", "background"] as const) {
+      const queue = this.queues[priority];
+      // Background never jumps the foreground queue.
+      while (queue.length > 0 && (priority === "foreground" || this.queues.foreground.length === 0)) {
+        const at = this.grantTime(priority, now);
+        if (at > now) {
+          wakeAt = Math.min(wakeAt, at);
+          break;
+        }
+        const waiter = queue.shift() as Waiter;
+        if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener("abort", waiter.onAbort);
+        this.inFlight.push(now);
+        if (this.seeded) this.remaining -= 1;
+        else this.nextPacedAt = now + WINDOW_MS / this.limit;
+        if (priority === "background") this.lastBackgroundAt = now;
+        waiter.resolve();
       }
-      this.grant(this.foreground.shift(), "foreground", now);
     }
-    // Background never jumps the foreground queue.
-    while (this.background.length > 0 && this.foreground.length === 0) {
-      const at = this.grantTime("background", now);
-      if (at > now) {
-        wakeAt = Math.min(wakeAt, at);
-        break;
-      }
-      this.grant(this.background.shift(), "background", now);
-    }
-    this.arm(wakeAt, now);
+    if (wakeAt !== Number.POSITIVE_INFINITY && this.timer !== undefined && this.timerAt <= wakeAt) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (wakeAt === Number.POSITIVE_INFINITY) return;
+    this.timerAt = wakeAt;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.pump();
+      },
+      Math.min(this.maxWaitMs, Math.max(1, Math.ceil(wakeAt - now))),
+    );
+    // An idle queue must not keep the process alive.
+    this.timer.unref?.();
   }
 
   /** The earliest time a request of this priority may go, given the current state. */
@@ -264,55 +258,16 @@ export class TokenBucketBudget implements RateBudget {
     if (usable < 1) return Math.max(this.resetAt, now + 1);
     if (priority === "foreground") return now;
     // Spread the background share over the rest of the window: fair to a sliding-window limiter too.
-    const spacing = Math.max(0, this.resetAt - now) / usable;
-    return Math.max(now, this.lastBackgroundAt + spacing);
-  }
-
-  private grant(waiter: Waiter | undefined, priority: RequestPriority, now: number): void {
-    if (!waiter) return;
-    if (waiter.signal && waiter.onAbort) waiter.signal.removeEventListener("abort", waiter.onAbort);
-    this.inFlight.push(now);
-    if (this.seeded) this.remaining -= 1;
-    else this.nextPacedAt = now + WINDOW_MS / this.limit;
-    if (priority === "background") this.lastBackgroundAt = now;
-    waiter.resolve();
-  }
-
-  private arm(wakeAt: number, now: number): void {
-    if (wakeAt === Number.POSITIVE_INFINITY) return this.disarm();
-    if (this.timer !== undefined && this.timerAt <= wakeAt) return;
-    this.disarm();
-    this.timerAt = wakeAt;
-    const delay = Math.min(this.maxWaitMs, Math.max(1, Math.ceil(wakeAt - now)));
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Number.POSITIVE_INFINITY;
-      this.pump();
-    }, delay);
-    // An idle queue must not keep the process alive.
-    this.timer.unref?.();
-  }
-
-  private disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Number.POSITIVE_INFINITY;
-  }
-
-  private remove(waiter: Waiter): void {
-    for (const queue of [this.foreground, this.background]) {
-      const index = queue.indexOf(waiter);
-      if (index >= 0) queue.splice(index, 1);
-    }
+    return Math.max(now, this.lastBackgroundAt + Math.max(0, this.resetAt - now) / usable);
   }
 }
 
 type HeaderInput = string | readonly string[] | number | undefined;
 
 /**
- * Reads `X-RateLimit-Reset` as an epoch in milliseconds, whatever the service meant: epoch seconds
- * (~1.7e9), epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs + maxWaitMs];
- * undefined for values that are malformed, negative, or epochs far from our clock (e.g. 1e12 read as a delay).
+ * Reads `X-RateLimit-Reset` as an epoch in milliseconds, whatever the service meant: epoch seconds (~1.7e9),
+ * epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs +
+ * maxWaitMs]; undefined for values that are malformed, negative, or epochs far from our clock.
  */
 export function parseResetHeader(
   value: HeaderInput,
@@ -323,13 +278,10 @@ export function parseResetHeader(
   if (n === undefined) {
     // Some services send an HTTP-date here, as in Retry-After.
     const delay = parseRetryAfter(value, nowMs);
-    return delay === undefined ? undefined : Math.min(nowMs + delay, nowMs + maxWaitMs);
+    return delay === undefined ? undefined : nowMs + Math.min(delay, maxWaitMs);
   }
   if (n < 0) return undefined;
-  let at: number;
-  if (n >= 1e11) at = n;
-  else if (n >= 1e9) at = n * 1000;
-  else at = nowMs + n * 1000;
+  const at = n >= 1e11 ? n : n >= 1e9 ? n * 1000 : nowMs + n * 1000;
   if (Math.abs(at - nowMs) > SANE_EPOCH_DISTANCE_MS) return undefined;
   return Math.min(Math.max(at, nowMs), nowMs + maxWaitMs);
 }
@@ -340,37 +292,28 @@ export function parseResetHeader(
  */
 export function parseRetryAfter(value: HeaderInput, nowMs: number): number | undefined {
   const text = firstText(value);
-  if (text === undefined) return undefined;
   const n = parseNumber(text);
   if (n !== undefined) {
     if (n < 0) return undefined;
-    if (n >= 1e9) {
-      const at = n >= 1e11 ? n : n * 1000;
-      return Math.abs(at - nowMs) > SANE_EPOCH_DISTANCE_MS ? undefined : Math.max(0, at - nowMs);
-    }
-    return n * 1000;
+    if (n < 1e9) return n * 1000;
+    const at = n >= 1e11 ? n : n * 1000;
+    return Math.abs(at - nowMs) > SANE_EPOCH_DISTANCE_MS ? undefined : Math.max(0, at - nowMs);
   }
   // HTTP-date ("Wed, 21 Oct 2015 07:28:00 GMT"); demand a letter so bare junk is not read as a date.
-  if (!/[a-z]/i.test(text)) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  const at = text !== undefined && /[a-z]/i.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 function firstText(value: HeaderInput): string | undefined {
   const raw = typeof value === "number" ? String(value) : Array.isArray(value) ? value[0] : value;
-  if (typeof raw !== "string") return undefined;
-  const text = raw.trim();
+  const text = typeof raw === "string" ? raw.trim() : "";
   return text === "" ? undefined : text;
 }
 
 /** A leading decimal number ("60", "59.5", "60, 60" from a folded duplicate header); nothing else. */
 function parseNumber(value: HeaderInput): number | undefined {
-  const text = firstText(value);
-  if (text === undefined) return undefined;
-  const match = /^(-?\d+(?:\.\d+)?)\s*(?:,|$)/.exec(text);
-  if (!match?.[1]) return undefined;
-  const n = Number(match[1]);
+  const match = /^(-?\d+(?:\.\d+)?)\s*(?:,|$)/.exec(firstText(value) ?? "");
+  const n = Number(match?.[1] ?? Number.NaN);
   return Number.isFinite(n) ? n : undefined;
 }
 
@@ -381,7 +324,7 @@ function parseCount(value: HeaderInput): number | undefined {
 
 function clampLimit(limit: number): number {
   return Number.isFinite(limit)
-    ? Math.min(MAX_LIMIT, Math.max(1, Math.floor(limit)))
+    ? Math.min(100_000, Math.max(1, Math.floor(limit)))
     : DEFAULT_RATE_LIMIT_PER_MINUTE;
 }
 

@@ -1,4 +1,4 @@
-/** Shapes exchanged with the generation service, as the client presents them after normalization. */
+/** Shapes exchanged with the generation service, as the client presents them once shapes.ts has read them. */
 import type { Readable } from "node:stream";
 
 export type JsonObject = Record<string, unknown>;
@@ -39,7 +39,7 @@ export interface StartedVideo {
   /** Status in the start answer, when the service gives one (cleaned; "unknown" when unusable). */
   status: string | undefined;
   raw: JsonObject;
-  /** What normalization had to replace (no service text inside), for the log. */
+  /** What reading the answer had to replace (no service text inside), for the log. */
   warnings?: string[];
 }
 
@@ -50,9 +50,9 @@ export interface VideoStatus {
   /** Failure information as received (string or object): sanitize before relaying. */
   error: unknown;
   raw: JsonObject;
-  /** A thumbnail/poster/preview of the result when the answer carries one (cleaned URL). */
+  /** A poster of the result when the answer nests one as `cover` (cleaned URL), for the preview. */
   still_url?: string;
-  /** What normalization had to replace or could not find (no service text inside), for the log. */
+  /** What reading the answer had to replace or could not find (no service text inside), for the log. */
   warnings?: string[];
 }
 

@@ -28,7 +28,7 @@ export interface StartedVideo {
 export function startedVideoData(shapes: SandboxShapes, video: StartedVideo): Record<string, unknown> {
   if (shapes.nesting === "nested") {
     return {
-      task: { id: video.id, state: video.status, model: video.model },
+      task: { video_id: video.id, status: video.status, model: video.model },
       billing: { credits_used: video.creditsUsed, credits_remaining: video.creditsRemaining },
     };
   }
@@ -84,8 +84,8 @@ function nestedVideo(ctx: SandboxContext, task: VideoTask): Record<string, unkno
   if (request.imageUrl !== undefined) asked.input = { image_url: request.imageUrl };
   const record: Record<string, unknown> = {
     task: {
-      id: task.id,
-      state: view.status,
+      video_id: task.id,
+      status: view.status,
       created_at: new Date(task.createdAt).toISOString(),
       updated_at: new Date(view.since).toISOString(),
     },
@@ -96,11 +96,11 @@ function nestedVideo(ctx: SandboxContext, task: VideoTask): Record<string, unkno
     // The poster comes first on purpose: a client taking the first URL it meets gets a still, not the video.
     record.result = {
       cover: { url: mediaUrl(ctx, "posters", task.id, "png") },
-      output: [{ type: "video/mp4", url: mediaUrl(ctx, "videos", task.id, "mp4") }],
+      video_url: mediaUrl(ctx, "videos", task.id, "mp4"),
     };
   }
   if (view.final && view.status === "failed") {
-    record.failure = { code: "generation_failed", message: view.message ?? "Generation failed" };
+    record.error = { code: "generation_failed", message: view.message ?? "Generation failed" };
     credits.refunded = task.refunded;
   }
   record.credits = credits;

@@ -1,10 +1,10 @@
 /**
  * One poll per task per interval, whichever replicas wait on it: the replica holding a task's lease polls it,
  * stores the service's answer and publishes a wake-up; the others read it. What is stored is the answer as
- * the service gave it (already masked, api/http.ts), sealed; what is read back goes through the very
+ * the service gave it (secrets masked as it is sealed, seal.ts); what is read back goes through the very
  * cleaning of a fresh answer (`toVideoStatus`), so nothing stored can reach a result unchecked.
  */
-import { toVideoStatus } from "../api/normalize.js";
+import { toVideoStatus } from "../api/shapes.js";
 import type { KeyContext } from "./redis.js";
 import type { PollCoordinator, SharedStatus } from "./shared-state.js";
 

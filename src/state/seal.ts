@@ -2,9 +2,11 @@
  * What a replica writes to shared state, sealed: an HMAC of the value under a key derived from the service
  * key (which never reaches Redis), so a value another writer planted (anyone with access to Redis but not to
  * the service key) is recognised as foreign and skipped, never relayed. A sealed value is
- * `<43 base64url characters of HMAC-SHA256>.<the JSON text>`.
+ * `<43 base64url characters of HMAC-SHA256>.<the JSON text>`. Writing to Redis is an exit like any output:
+ * the JSON text has the service key (and the process's secrets) masked, however the service echoed them.
  */
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
+import { PROCESS_REDACTOR } from "../redact.js";
 
 const MAC_CHARS = 43;
 
@@ -22,9 +24,10 @@ export function sealerFor(baseUrl: string, serviceKey: string): Sealer {
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp shared state v1", 32) as ArrayBuffer,
   );
   const mac = (text: string) => createHmac("sha256", key).update(text).digest("base64url");
+  const redactor = PROCESS_REDACTOR.with(serviceKey);
   return {
     seal(value) {
-      const text = JSON.stringify(value);
+      const text = redactor.text(JSON.stringify(value));
       return `${mac(text)}.${text}`;
     },
     open(sealed) {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AbortedError } from "../../src/api/errors.js";
-import { headerValue, type HeaderBag } from "../../src/api/headers.js";
+import { headerValue, type HeaderBag } from "../../src/api/rate-budget.js";
 import { TokenBucketBudget, parseResetHeader, parseRetryAfter } from "../../src/api/rate-budget.js";
 import type { RequestPriority } from "../../src/api/types.js";
 

@@ -29,7 +29,7 @@ describe("nested POST /generate", () => {
     const answer = await api("/generate", { json: { prompt: "p" } });
     expectOk(answer);
     expect(answer.data).toEqual({
-      task: { id: "vid_1", state: "queued", model: "vendor-video-1-5-pro" },
+      task: { video_id: "vid_1", status: "queued", model: "vendor-video-1-5-pro" },
       billing: { credits_used: 25, credits_remaining: 9_975 },
     });
   });
@@ -40,7 +40,7 @@ describe("nested GET /videos/:id", () => {
     const { api, advance } = await nestedSandbox();
     await api("/generate", { json: { prompt: "a cat", duration: 2, aspect_ratio: "9:16" } });
     expect((await api("/videos/vid_1")).data).toEqual({
-      task: { id: "vid_1", state: "queued", created_at: T0_ISO, updated_at: T0_ISO },
+      task: { video_id: "vid_1", status: "queued", created_at: T0_ISO, updated_at: T0_ISO },
       request: {
         prompt: "a cat",
         model: "vendor-video-1-5-pro",
@@ -52,8 +52,8 @@ describe("nested GET /videos/:id", () => {
     });
     advance(2_000);
     expect((await api("/videos/vid_1")).data.task).toEqual({
-      id: "vid_1",
-      state: "processing",
+      video_id: "vid_1",
+      status: "processing",
       created_at: T0_ISO,
       updated_at: "2026-01-01T00:00:01.000Z",
     });
@@ -76,7 +76,12 @@ describe("nested GET /videos/:id", () => {
     const poster = `${sandbox.origin}/media/posters/vid_1.png`;
     const video = `${sandbox.origin}/media/videos/vid_1.mp4`;
     expect(answer.data).toEqual({
-      task: { id: "vid_1", state: "completed", created_at: T0_ISO, updated_at: "2026-01-01T00:00:05.000Z" },
+      task: {
+        video_id: "vid_1",
+        status: "completed",
+        created_at: T0_ISO,
+        updated_at: "2026-01-01T00:00:05.000Z",
+      },
       request: {
         prompt: "a cat",
         model: "vendor-video-2-0",
@@ -86,13 +91,13 @@ describe("nested GET /videos/:id", () => {
         resolution: "1080p",
         input: { image_url: "https://example.com/cat.png" },
       },
-      result: { cover: { url: poster }, output: [{ type: "video/mp4", url: video }] },
+      result: { cover: { url: poster }, video_url: video },
       credits: { used: 40 },
     });
     // Key order is the trap: a client walking the answer meets the poster first.
-    expect(Object.keys(answer.data.result)).toEqual(["cover", "output"]);
+    expect(Object.keys(answer.data.result)).toEqual(["cover", "video_url"]);
     expect(answer.text.indexOf(poster)).toBeLessThan(answer.text.indexOf(video));
-    expect(answer.data).not.toHaveProperty("failure");
+    expect(answer.data).not.toHaveProperty("error");
 
     const still = await fetch(poster);
     expect(still.status).toBe(200);
@@ -112,13 +117,13 @@ describe("nested GET /videos/:id", () => {
     expect(Buffer.from(await mp4.arrayBuffer()).equals(SAMPLE_VIDEO_MP4)).toBe(true);
   });
 
-  it("carries failure and the refund for a failed task, and no result", async () => {
+  it("carries the error and the refund for a failed task, and no result", async () => {
     const { api, sandbox } = await nestedSandbox();
     await api("/generate", { json: { prompt: "p" } });
     expect(sandbox.faults.failTask("vid_1", "The provider gave up")).toBe(true);
     const answer = await api("/videos/vid_1");
-    expect(answer.data.task.state).toBe("failed");
-    expect(answer.data.failure).toEqual({ code: "generation_failed", message: "The provider gave up" });
+    expect(answer.data.task.status).toBe("failed");
+    expect(answer.data.error).toEqual({ code: "generation_failed", message: "The provider gave up" });
     expect(answer.data.credits).toEqual({ used: 25, refunded: 25 });
     expect(answer.data).not.toHaveProperty("result");
     expect((await fetch(`${sandbox.origin}/media/posters/vid_1.png`)).status).toBe(404);
@@ -156,7 +161,7 @@ describe("nested GET /videos", () => {
     expect(answer.data.meta).toEqual({ pagination: { page: 2, limit: 2, total: 3, total_pages: 2 } });
     expect(answer.data.results).toHaveLength(1);
     expect(answer.data.results[0]).toEqual({
-      task: { id: "vid_1", state: "queued", created_at: T0_ISO, updated_at: T0_ISO },
+      task: { video_id: "vid_1", status: "queued", created_at: T0_ISO, updated_at: T0_ISO },
       request: {
         prompt: "video 1",
         model: "vendor-video-1-5-pro",
@@ -166,11 +171,9 @@ describe("nested GET /videos", () => {
       },
       credits: { used: 5 },
     });
-    expect((await api("/videos")).data.results.map((r: { task: { id: string } }) => r.task.id)).toEqual([
-      "vid_3",
-      "vid_2",
-      "vid_1",
-    ]);
+    expect(
+      (await api("/videos")).data.results.map((r: { task: { video_id: string } }) => r.task.video_id),
+    ).toEqual(["vid_3", "vid_2", "vid_1"]);
   });
 
   it("answers an empty history with zero pages", async () => {
@@ -189,8 +192,8 @@ describe("nested GET /videos", () => {
     const answer = await api("/videos");
     expect(Array.isArray(answer.data)).toBe(true);
     expect(answer.data).toHaveLength(1);
-    expect(answer.data[0].task).toMatchObject({ id: "vid_1", state: "completed" });
-    expect(answer.data[0].result.output[0].url).toBe(`${sandbox.origin}/media/videos/vid_1.mp4`);
+    expect(answer.data[0].task).toMatchObject({ video_id: "vid_1", status: "completed" });
+    expect(answer.data[0].result.video_url).toBe(`${sandbox.origin}/media/videos/vid_1.mp4`);
   });
 });
 

@@ -3,7 +3,7 @@
  * status advances with the clock, scripted failures, and counters for every call.
  */
 import { AbortedError, GenerationError, RateLimitError } from "../../src/api/errors.js";
-import type { HeaderBag } from "../../src/api/headers.js";
+import type { HeaderBag } from "../../src/api/rate-budget.js";
 import type { RateBudget } from "../../src/api/rate-budget.js";
 import { UnlimitedBudget } from "../../src/api/rate-budget.js";
 import type {

@@ -243,20 +243,17 @@ describe("TaskStarter", () => {
     expect(journal.recent().map((entry) => entry.id)).toEqual(["vid_1"]);
   });
 
-  it("adopts a history item of unknown shape when prompt, model and time fit (newest wins)", async () => {
+  it("adopts a history item that nests the spec's fields when prompt, model and time fit (newest wins)", async () => {
     historyOf([
       {
-        id: 41,
+        task: { video_id: 41, created_at: Math.floor(clock / 1000) - 60 },
         input: { prompt: body.prompt },
         model: "video-1-5-pro",
-        created: Math.floor(clock / 1000) - 60,
       },
       {
-        id: 42,
+        task: { video_id: 42, created_at: Math.floor(clock / 1000), status: "processing" },
         input: { prompt: `  ${body.prompt} ` },
         model: "video-1-5-pro",
-        created: Math.floor(clock / 1000),
-        status: "processing",
       },
     ]);
     api.generateFailures.push(new NetworkError("reset", { maybeProcessed: true }));

@@ -1,7 +1,7 @@
 /**
- * Every tool against a service that nests its answers (the sandbox's "nested" variant: `task.state`,
- * `result.output[0].url` after a poster in `result.cover`, `asset.links.public`, `meta.pagination` ...):
- * the same results as with the flat answers, through a real MCP client.
+ * Every tool against a service that nests the spec's fields (the sandbox's "nested" variant: `task.status`,
+ * `result.video_url` after a poster in `result.cover`, `error` beside them, `asset.links.public`,
+ * `meta.pagination` ...): the same results as with the flat answers, through a real MCP client.
  */
 import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
@@ -32,7 +32,7 @@ describe("every tool against nested answers", () => {
     expect(status.structured?.["video_url"]).toBe(made.structured?.["video_url"]);
   });
 
-  it("a failed task reports the service's reason from `failure`", async () => {
+  it("a failed task reports the service's reason from a nested `error`", async () => {
     h = await nested();
     h.sandbox.faults.failNextTask("the provider melted");
     const failed = await h.call("generate_video", { prompt: "doomed", duration: 1 });

@@ -1,6 +1,7 @@
 /**
- * The normalizers on the nested answers the sandbox serves in its "nested" variant, and what they say when
- * something truly cannot be found: which fields came (paths, never values) and what did happen.
+ * shapes.ts on the nested answers the sandbox serves in its "nested" variant (the spec's field names, nested),
+ * and what it says when something truly cannot be found: which fields came (paths, never values) and what
+ * did happen.
  */
 import { describe, expect, it } from "vitest";
 import { GenerationError } from "../../src/api/errors.js";
@@ -10,7 +11,7 @@ import {
   toUploadResult,
   toVideoPage,
   toVideoStatus,
-} from "../../src/api/normalize.js";
+} from "../../src/api/shapes.js";
 import { sanitizeValue } from "../../src/redact.js";
 
 const ORIGIN = "http://127.0.0.1:4010";
@@ -22,8 +23,8 @@ const SECRET = "sk-live-9f8e7d6c5b4a3f2e1d0c";
 function nestedStatus(state: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     task: {
-      id: "vid_1",
-      state,
+      video_id: "vid_1",
+      status: state,
       created_at: "2026-03-01T10:00:00.000Z",
       updated_at: "2026-03-01T10:00:42.000Z",
     },
@@ -36,8 +37,7 @@ function nestedStatus(state: string, extra: Record<string, unknown> = {}): Recor
       resolution: "720p",
       input: { image_url: REFERENCE },
     },
-    result:
-      state === "completed" ? { cover: { url: POSTER }, output: [{ type: "video/mp4", url: VIDEO }] } : {},
+    result: state === "completed" ? { cover: { url: POSTER }, video_url: VIDEO } : {},
     credits: { used: 38, refunded: 0 },
     ...extra,
   };
@@ -55,17 +55,17 @@ function thrown(call: () => unknown): GenerationError {
 }
 
 describe("nested answers", () => {
-  it("start: { task: { id, state, model }, billing }", () => {
-    // billing comes first so that its id and status would win if its subtree were searched.
+  it("start: { task: { video_id, status, model }, billing }", () => {
+    // billing comes first: its `id` is not a `video_id`, whatever its place.
     const started = toStartedVideo({
-      billing: { id: "bill_7", status: "charged", credits_used: 38, credits_remaining: 962 },
-      task: { id: "vid_1", state: "Queued", model: "vendor-video-2-0" },
+      billing: { id: "bill_7", credits_used: 38, credits_remaining: 962 },
+      task: { video_id: "vid_1", status: "Queued", model: "vendor-video-2-0" },
     });
     expect(started).toMatchObject({ video_id: "vid_1", status: "queued" });
     expect(started.warnings).toBeUndefined();
   });
 
-  it("status: the output URL beats the cover, the input image is never the video", () => {
+  it("status: `video_url` is the video, never the cover before it or the input image", () => {
     const done = toVideoStatus(nestedStatus("completed"), "vid_1");
     expect(done).toMatchObject({
       video_id: "vid_1",
@@ -81,10 +81,10 @@ describe("nested answers", () => {
     expect(running.still_url).toBeUndefined();
   });
 
-  it("status: a failed task's failure object is the error, as received", () => {
-    const failure = { code: "generation_failed", message: "The provider refused the prompt" };
-    const failed = toVideoStatus(nestedStatus("failed", { failure }), "vid_1");
-    expect(failed).toMatchObject({ status: "failed", video_url: undefined, error: failure });
+  it("status: a failed task's nested error object is the error, as received", () => {
+    const error = { code: "generation_failed", message: "The provider refused the prompt" };
+    const failed = toVideoStatus(nestedStatus("failed", { error }), "vid_1");
+    expect(failed).toMatchObject({ status: "failed", video_url: undefined, error });
   });
 
   it("list: { results: [nested records], meta: { pagination } }", () => {
@@ -121,10 +121,11 @@ describe("nested answers", () => {
     const image = toImageResult(
       {
         job: { id: "img_1", state: "completed" },
+        request: { images: [REFERENCE] },
         result: {
           output: [{ url: `${ORIGIN}/media/images/img_1.png`, width: 1024, height: 1024, format: "png" }],
         },
-        billing: { credits_used: 5, credits_remaining: 957, invoice_url: "https://billing.test/i/1" },
+        billing: { credits_used: 5, credits_remaining: 957 },
       },
       [REFERENCE],
     );
@@ -146,9 +147,7 @@ describe("nested answers", () => {
 describe("when something truly cannot be found", () => {
   it("an upload answer without a usable URL names its fields, not their values", () => {
     const error = thrown(() =>
-      toUploadResult({
-        asset: { id: SECRET, size: 2048, links: { private: `https://store.test/u?token=${SECRET}` } },
-      }),
+      toUploadResult({ asset: { id: SECRET, size: 2048, links: { private: `uploads/${SECRET}.png` } } }),
     );
     expect(error.code).toBe("internal_error");
     expect(error.message).toBe(
@@ -196,10 +195,12 @@ describe("when something truly cannot be found", () => {
   });
 
   it("a status answer without a status keeps the requested id and names the fields", () => {
-    const error = thrown(() => toVideoStatus({ task: { id: "vid_1" }, result: { output: [] } }, "vid_1"));
+    const error = thrown(() =>
+      toVideoStatus({ task: { video_id: "vid_1", state: "done" }, result: { output: [] } }, "vid_1"),
+    );
     expect(error.code).toBe("internal_error");
     expect(error.message).toBe(
-      "The service's status answer for video_id vid_1 carried no status (fields received: task.id, result.output).",
+      "The service's status answer for video_id vid_1 carried no status (fields received: task.video_id, task.state, result.output).",
     );
     expect(error.nextStep).toMatch(/vid_1 is not lost/);
     expect(error.nextStep).not.toMatch(/failed internally/);

@@ -1,6 +1,6 @@
 /** The one cleaning path for ids, statuses and URLs the service gives: a value passes whole or not at all. */
 import { describe, expect, it } from "vitest";
-import { safeId, safeStatus, safeUrl } from "../../src/api/fields.js";
+import { safeId, safeStatus, safeUrl } from "../../src/api/shapes.js";
 
 const HOSTILE_CHARS = [
   ["a newline", "\n"],
