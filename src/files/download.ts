@@ -1,17 +1,30 @@
+/**
+ * Fetching finished media: to memory for a preview, or to a file. Both carry no credentials (media may sit on
+ * a third-party CDN), reach public addresses only unless the host is allowed (public-address.ts), follow at
+ * most 3 redirects to http(s), cap the size from Content-Length and while reading, and keep one deadline.
+ */
 import { createHash, randomBytes } from "node:crypto";
 import { constants, createWriteStream } from "node:fs";
 import { copyFile, link, mkdir, open, readdir, unlink } from "node:fs/promises";
-import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { fix } from "../advice.js";
 import type { Agent, Dispatcher } from "undici";
 
+import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
-import { headerValue } from "../api/headers.js";
-import { NonPublicAddressError, checkPublicUrl, createPublicAgent } from "./public-address.js";
-import type { MediaExtension } from "./sniff.js";
+import { NonPublicAddressError, checkPublicUrl, createPublicAgent, showUrl } from "./public-address.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
+
+export interface FetchMediaOptions {
+  /** The media address as the service gave it; only http: and https: are fetched. */
+  url: string;
+  maxBytes: number;
+  signal?: AbortSignal | undefined;
+  /** Deadline for the whole fetch, redirects included. Default 120 s. */
+  timeoutMs?: number | undefined;
+  /** Hosts fetched even on a non-public address: the configured service's own (no scheme or port). */
+  allowHosts?: readonly string[] | undefined;
+}
 
 export interface DownloadMediaOptions extends FetchMediaOptions {
   /** Folder to save into; created (mode 0o700) when missing. */
@@ -28,197 +41,72 @@ export interface DownloadedMedia {
   bytes: number;
   /** SHA-256 of the bytes, lowercase hex. */
   sha256: string;
-  /** True when `path` already held exactly these bytes and nothing new was written. */
   reused: boolean;
   /** The Content-Type header as received (informational; the extension comes from the bytes). */
   contentType: string | undefined;
 }
 
+type Response = Dispatcher.ResponseData;
+
 const MAX_REDIRECTS = 3;
 const MAX_NAME_SUFFIX = 100;
-const HASH_CHUNK_BYTES = 1 << 20;
-const MAX_BASE_NAME_CHARS = 100;
 const DEFAULT_TIMEOUT_MS = 120_000;
-const MAX_TIMER_MS = 2_147_483_647;
-const LOCAL_SYSCALLS = new Set(["open", "write", "close", "fsync", "link", "mkdir", "copyfile", "unlink"]);
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const RETRY_DOWNLOAD =
   "Call get_status with download: true to try again (it gives a fresh media URL), or open the URL directly.";
 
 /**
- * Downloads finished media to `dir` and returns where it landed. The request carries no credentials
- * (media may live on a third-party CDN) and reaches public addresses only, unless the host is in
- * `allowHosts` (checked on the URL and on every redirect hop, and again on each address DNS returns at
- * connect time); at most 3 redirects are followed, to http(s) only; the size is capped from
- * Content-Length and again while streaming. The file is named `sanitizeBaseName(baseName)` plus an
- * extension sniffed from the first bytes, written to a temporary file and linked into place without ever
- * replacing an existing file (`name-1.ext`, `name-2.ext` ... on collision). Saving is idempotent by
- * content: when `name.ext` or a numbered sibling already holds the same bytes, that path is returned with
- * `reused: true` and no new file is left. Any failure leaves no file behind.
- *
- * Errors: `AbortedError` when `signal` aborts, `TimeoutError`, `NetworkError`, `NonPublicAddressError`
- * (code `internal_error`) for a refused private target, and `GenerationError` with code `internal_error`
- * for non-2xx answers (with `status`), other refused addresses or redirects, oversize media and local
- * write failures.
+ * Downloads media to `dir`, named `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes. It
+ * is written to a private temporary file, then linked into place without ever replacing a file (`name-1.ext`,
+ * `name-2.ext` ... on collision); when a numbered name already holds the same bytes that path is returned,
+ * `reused: true`. A failure leaves no file. Errors: `AbortedError`, `TimeoutError`, `NetworkError`,
+ * `NonPublicAddressError`, or `GenerationError` (`internal_error`, with `status` for a non-2xx answer).
  */
 export async function downloadMedia(opts: DownloadMediaOptions): Promise<DownloadedMedia> {
   const name = sanitizeBaseName(opts.baseName);
-  return withMediaResponse(
-    opts,
-    (shown, status) => `Downloading ${shown} failed: HTTP ${status}; nothing was saved.`,
-    async (response, shown) => {
-      let tempPath: string | undefined;
-      try {
-        await localStep(opts.dir, () => mkdir(opts.dir, { recursive: true, mode: 0o700 }));
-        const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
-        // Created here with "wx" so the cleanup below can never race a lazily opened stream.
-        const handle = await localStep(opts.dir, () => open(temp, "wx"));
-        tempPath = temp;
-
-        let bytes = 0;
-        const hash = createHash("sha256");
-        const head: Buffer[] = [];
-        let headLength = 0;
-        await pipeline(
-          response.body,
-          async function* capAndSniff(source: AsyncIterable<Buffer>) {
-            for await (const chunk of source) {
-              bytes += chunk.length;
-              if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
-              hash.update(chunk);
-              if (headLength < SNIFF_LENGTH) {
-                head.push(chunk);
-                headLength += chunk.length;
-              }
-              yield chunk;
-            }
-          },
-          createWriteStream(temp, { fd: handle }),
-        );
-        if (bytes === 0) {
-          throw new GenerationError("internal_error", `${shown} answered with no data; nothing was saved.`, {
-            nextStep: RETRY_DOWNLOAD,
-          });
-        }
-
-        const extension = sniffMediaExtension(Buffer.concat(head)) ?? fallbackExtension(opts.expected);
-        const sha256 = hash.digest("hex");
-        const placed = await localStep(opts.dir, () =>
-          placeIdempotently(temp, { dir: opts.dir, name, extension, bytes, sha256 }),
-        );
-        tempPath = undefined;
-        await unlink(temp).catch(() => {
-          // The media is safely in place; a leftover hidden .part link is harmless and not worth failing for.
-        });
-        return {
-          path: path.resolve(placed.path),
-          bytes,
-          sha256,
-          reused: placed.reused,
-          contentType: headerValue(response.headers, "content-type"),
-        };
-      } catch (error) {
-        if (tempPath !== undefined) await unlink(tempPath).catch(() => {});
-        throw error;
-      }
-    },
-  );
-}
-
-export interface FetchMediaOptions {
-  /** The media address as the service gave it; only http: and https: are fetched. */
-  url: string;
-  maxBytes: number;
-  signal?: AbortSignal | undefined;
-  /** Deadline for the whole fetch, redirects included. Default 120 s. */
-  timeoutMs?: number | undefined;
-  /**
-   * Hosts that may be fetched even on a loopback, private or link-local address: pass the configured
-   * service's own host (the sandbox serves media on 127.0.0.1, like its API). Host names or IP literals,
-   * no scheme or port; case-insensitive; IPv6 with or without brackets. Absent or empty: public addresses
-   * only (see `public-address.ts`).
-   */
-  allowHosts?: readonly string[] | undefined;
-}
-
-/**
- * Fetches media into memory (for a preview) under the same guards as `downloadMedia`: no credentials,
- * public addresses only unless allowed, at most 3 redirects to http(s), the size capped from
- * Content-Length and while reading, one deadline for everything. Errors as for `downloadMedia`.
- */
-export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
-  return withMediaResponse(
-    opts,
-    (shown, status) => `${shown} answered HTTP ${status}.`,
-    async (response, shown) => {
-      const chunks: Buffer[] = [];
+  return fetchMedia(opts, async (response, shown) => {
+    await mkdir(opts.dir, { recursive: true, mode: 0o700 });
+    const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
+    // Opened here with "wx", so the cleanup can never race a lazily opened stream.
+    const handle = await open(temp, "wx");
+    try {
+      const hash = createHash("sha256");
+      let head = Buffer.alloc(0);
       let bytes = 0;
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        bytes += chunk.length;
-        if (bytes > opts.maxBytes) {
-          discard(response.body);
-          throw tooLarge(shown, opts.maxBytes);
+      const count = async function* (source: AsyncIterable<Buffer>) {
+        for await (const chunk of source) {
+          bytes += chunk.length;
+          if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+          if (head.length < SNIFF_LENGTH) head = Buffer.concat([head, chunk]);
+          hash.update(chunk);
+          yield chunk;
         }
-        chunks.push(chunk);
-      }
-      return Buffer.concat(chunks, bytes);
-    },
-  );
+      };
+      await pipeline(response.body, count, createWriteStream(temp, { fd: handle }));
+      if (bytes === 0) throw failure(`${shown} answered with no data; nothing was saved.`);
+      const fallback = opts.expected === "video" ? "mp4" : opts.expected === "image" ? "png" : "bin";
+      const extension = sniffMediaExtension(head) ?? fallback;
+      const sha256 = hash.digest("hex");
+      const placed = await place(temp, opts.dir, `${name}.${extension}`, { bytes, sha256 });
+      const contentType = header(response, "content-type");
+      return { path: path.resolve(placed.path), bytes, sha256, reused: placed.reused, contentType };
+    } finally {
+      // Once linked into place, the hidden .part name is only a second link to drop.
+      await unlink(temp).catch(() => {});
+    }
+  });
 }
 
-/**
- * The guards both kinds of fetch share: the URL checked (http(s), public unless allowed), one deadline
- * for everything, the caller's signal, a private agent, bounded redirects, a 2xx answer whose declared
- * size fits. `use` reads the body; every failure leaves as `toDownloadError` describes it.
- */
-async function withMediaResponse<T>(
-  opts: FetchMediaOptions,
-  statusMessage: (shown: string, status: number) => string,
-  use: (response: Dispatcher.ResponseData, shown: string) => Promise<T>,
-): Promise<T> {
-  if (opts.signal?.aborted) throw new AbortedError();
-  const startUrl = checkMediaUrl(opts.url, "The media address");
-  const allowHosts = opts.allowHosts ?? [];
-  checkPublicUrl(startUrl, allowHosts);
-  const timeoutMs = clampTimeout(opts.timeoutMs);
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error("media deadline reached"));
-  }, timeoutMs);
-  const onCallerAbort = (): void => controller.abort(opts.signal?.reason);
-  opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
-  // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
-  const agent = await createPublicAgent({ allowHosts, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-  try {
-    const { url, response } = await requestFollowingRedirects(startUrl, agent, allowHosts, controller.signal);
-    const shown = showUrl(url);
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      discard(response.body);
-      throw new GenerationError("internal_error", statusMessage(shown, response.statusCode), {
-        status: response.statusCode,
-        nextStep: RETRY_DOWNLOAD,
-      });
+/** Fetches media into memory (for a preview) under the same guards and errors as `downloadMedia`. */
+export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
+  return fetchMedia(opts, async (response, shown) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      if ((bytes += chunk.length) > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+      chunks.push(chunk);
     }
-    const declared = headerValue(response.headers, "content-length");
-    if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > opts.maxBytes) {
-      discard(response.body);
-      throw tooLarge(shown, opts.maxBytes);
-    }
-    return await use(response, shown);
-  } catch (error) {
-    throw toDownloadError(error, {
-      callerAborted: opts.signal?.aborted === true,
-      timedOut,
-      timeoutMs,
-      shown: showUrl(startUrl),
-    });
-  } finally {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener("abort", onCallerAbort);
-    await agent.destroy();
-  }
+    return Buffer.concat(chunks, bytes);
+  });
 }
 
 /**
@@ -229,70 +117,111 @@ export function sanitizeBaseName(baseName: string): string {
   const cleaned = baseName
     .replace(/[^A-Za-z0-9._-]+/g, "_")
     .replace(/^\.+/, "")
-    .slice(0, MAX_BASE_NAME_CHARS)
+    .slice(0, 100)
     .replace(/\.+$/, "");
   return cleaned.length > 0 ? cleaned : "media";
 }
 
-async function requestFollowingRedirects(
+/** The URL checked, one deadline, a private agent, bounded redirects, a 2xx whose declared size fits. */
+async function fetchMedia<T>(
+  opts: FetchMediaOptions,
+  read: (response: Response, shown: string) => Promise<T>,
+): Promise<T> {
+  if (opts.signal?.aborted) throw new AbortedError();
+  const start = mediaUrl(opts.url, "The media address");
+  const allowHosts = opts.allowHosts ?? [];
+  checkPublicUrl(start, allowHosts);
+  // Timers fire at once above 2^31-1 ms; NaN falls back to the default.
+  const wanted = Math.ceil(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const timeoutMs = Math.min(Math.max(wanted, 1), 2 ** 31 - 1) || DEFAULT_TIMEOUT_MS;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
+  // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
+  const agent = await createPublicAgent({ allowHosts });
+  let response: Response | undefined;
+  try {
+    const reached = await follow(start, agent, allowHosts, signal);
+    response = reached.response;
+    const shown = showUrl(reached.url);
+    const status = response.statusCode;
+    if (status < 200 || status > 299) {
+      throw failure(`${shown} answered HTTP ${status}; nothing was saved.`, RETRY_DOWNLOAD, status);
+    }
+    if (Number(header(response, "content-length") ?? 0) > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+    return await read(response, shown);
+  } catch (error) {
+    if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
+    if (error instanceof GenerationError) throw error;
+    const code = (error as { code?: unknown }).code;
+    if (deadline.aborted || /^UND_ERR_\w*TIMEOUT$/.test(String(code))) {
+      throw new TimeoutError(
+        `Downloading ${showUrl(start)} did not finish within ${Math.round(timeoutMs / 1000)} s; nothing was saved.`,
+        { cause: error, nextStep: RETRY_DOWNLOAD },
+      );
+    }
+    if ("dir" in opts && isLocalFsError(error)) {
+      const step = `Ask the user to ${fix("output_dir")}, then download again.`;
+      throw failure(`Could not save the download in ${String(opts.dir)} (${String(code)}).`, step);
+    }
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new NetworkError(`Downloading ${showUrl(start)} failed: ${detail}; nothing was saved.`, {
+      cause: error,
+      nextStep: RETRY_DOWNLOAD,
+    });
+  } finally {
+    // Destroying an unread body emits an abort error: our own decision, not a failure.
+    response?.body.on("error", () => {}).destroy();
+    await agent.destroy();
+  }
+}
+
+async function follow(
   start: URL,
   agent: Agent,
   allowHosts: readonly string[],
   signal: AbortSignal,
-): Promise<{ url: URL; response: Dispatcher.ResponseData }> {
+): Promise<{ url: URL; response: Response }> {
   let url = start;
-  let from: URL | undefined;
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+  let hop: string | undefined;
+  for (let hops = 0; hops <= MAX_REDIRECTS; hops++) {
     // Only these headers: no Authorization, no cookies, nothing of the API client's.
+    const headers = { accept: "*/*", "user-agent": "generation-mcp" };
+    const target = `${showUrl(url)}${hop === undefined ? "" : ` (${hop})`}`;
     const response = await agent
-      .request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: "GET",
-        signal,
-        headers: { accept: "*/*", "user-agent": "generation-mcp" },
-      })
+      .request({ origin: url.origin, path: `${url.pathname}${url.search}`, method: "GET", signal, headers })
       .catch((error: unknown) => {
-        throw inContext(error, url, from);
+        // The connect-time refusal knows only the host; the message also names the URL and the hop.
+        if (!(error instanceof NonPublicAddressError)) throw error;
+        throw new NonPublicAddressError(target, error.detail, error.host, error.address);
       });
-    if (!REDIRECT_STATUSES.has(response.statusCode)) return { url, response };
-    const location = headerValue(response.headers, "location");
-    discard(response.body);
+    if (![301, 302, 303, 307, 308].includes(response.statusCode)) return { url, response };
+    response.body.on("error", () => {}).destroy();
+    const location = header(response, "location");
     if (location === undefined) {
-      throw new GenerationError(
-        "internal_error",
-        `${showUrl(url)} answered HTTP ${response.statusCode} without a Location; nothing was saved.`,
-        { status: response.statusCode, nextStep: RETRY_DOWNLOAD },
-      );
+      const message = `${showUrl(url)} answered HTTP ${response.statusCode} without a Location; nothing was saved.`;
+      throw failure(message, RETRY_DOWNLOAD, response.statusCode);
     }
-    from = url;
-    url = checkMediaUrl(location, `The redirect from ${showUrl(url)}`, url);
-    checkPublicUrl(url, allowHosts, `redirected from ${showUrl(from)}`);
+    hop = `redirected from ${showUrl(url)}`;
+    url = mediaUrl(location, `The redirect from ${showUrl(url)}`, url);
+    checkPublicUrl(url, allowHosts, hop);
   }
-  throw new GenerationError(
-    "internal_error",
+  throw failure(
     `Downloading ${showUrl(start)} was redirected more than ${MAX_REDIRECTS} times; nothing was saved.`,
-    { nextStep: RETRY_DOWNLOAD },
   );
 }
 
-// The connect-time refusal knows only the host; the message should also say which URL, and which hop.
-function inContext(error: unknown, url: URL, from: URL | undefined): unknown {
-  if (!(error instanceof NonPublicAddressError)) return error;
-  const hop = from === undefined ? "" : ` (redirected from ${showUrl(from)})`;
-  return new NonPublicAddressError(`${showUrl(url)}${hop}`, error.detail, error.host, error.address);
-}
-
-function checkMediaUrl(raw: string, context: string, base?: URL): URL {
-  let url: URL;
-  try {
-    url = new URL(raw, base);
-  } catch {
-    throw refusedAddress(`${context} is not a valid URL; nothing was saved.`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw refusedAddress(
-      `${context} leads to a ${url.protocol} address; only http and https are downloaded, nothing was saved.`,
+function mediaUrl(raw: string, context: string, base?: URL): URL {
+  const url = URL.parse(raw, base?.href);
+  const problem =
+    url === null
+      ? `${context} is not a valid URL; nothing was saved.`
+      : url.protocol !== "http:" && url.protocol !== "https:"
+        ? `${context} leads to a ${url.protocol} address; only http and https are downloaded, nothing was saved.`
+        : undefined;
+  if (url === null || problem !== undefined) {
+    throw failure(
+      problem ?? "",
+      "Open the media URL yourself if you trust it; the server downloads only http(s) addresses.",
     );
   }
   // Credentials in the address would become an Authorization header.
@@ -301,72 +230,47 @@ function checkMediaUrl(raw: string, context: string, base?: URL): URL {
   return url;
 }
 
-interface Placement {
-  dir: string;
-  name: string;
-  extension: string;
-  bytes: number;
-  sha256: string;
-}
-
-async function placeIdempotently(
+/**
+ * Links `temp` under `file` or the first free numbered name, unless one of them already holds the same bytes.
+ * Every numbered name is looked at first: the user may have deleted some, and a copy may sit after a gap.
+ */
+async function place(
   temp: string,
-  target: Placement,
+  dir: string,
+  file: string,
+  expected: { bytes: number; sha256: string },
 ): Promise<{ path: string; reused: boolean }> {
-  const { dir, name, extension } = target;
-  // Every numbered name is looked at first: the user may have deleted some, and an identical copy may sit
-  // after a gap.
   const present = new Set(await readdir(dir));
-  for (let suffix = 0; suffix <= MAX_NAME_SUFFIX; suffix++) {
-    const fileName = numberedName(name, extension, suffix);
-    const candidate = path.join(dir, fileName);
-    if (present.has(fileName) && (await holdsSameBytes(candidate, target))) {
-      return { path: candidate, reused: true };
-    }
+  const names = Array.from({ length: MAX_NAME_SUFFIX + 1 }, (_, n) =>
+    n === 0 ? file : file.replace(/(\.\w+)$/, `-${n}$1`),
+  );
+  for (const name of names.filter((name) => present.has(name))) {
+    if (await holdsSame(path.join(dir, name), expected)) return { path: path.join(dir, name), reused: true };
   }
-  for (let suffix = 0; suffix <= MAX_NAME_SUFFIX; suffix++) {
-    const fileName = numberedName(name, extension, suffix);
-    const candidate = path.join(dir, fileName);
+  for (const name of names) {
+    const candidate = path.join(dir, name);
     if (await linkExclusive(temp, candidate)) return { path: candidate, reused: false };
     // Taken since the listing, perhaps by a concurrent download of the same media.
-    if (!present.has(fileName) && (await holdsSameBytes(candidate, target))) {
+    if (!present.has(name) && (await holdsSame(candidate, expected)))
       return { path: candidate, reused: true };
-    }
   }
-  throw new GenerationError(
-    "internal_error",
-    `${dir} already holds ${name}.${extension} and ${MAX_NAME_SUFFIX} numbered copies; nothing was saved.`,
-    { nextStep: `Ask the user to move or delete old downloads from ${dir}, then download again.` },
+  throw failure(
+    `${dir} already holds ${file} and ${MAX_NAME_SUFFIX} numbered copies; nothing was saved.`,
+    `Ask the user to move or delete old downloads from ${dir}, then download again.`,
   );
 }
 
-function numberedName(name: string, extension: string, suffix: number): string {
-  return suffix === 0 ? `${name}.${extension}` : `${name}-${suffix}.${extension}`;
-}
-
-/**
- * Whether `file` is a regular file (not a symlink, FIFO or folder) holding exactly the expected bytes;
- * only a file of the same size is hashed. A file that cannot be read does not count as the same: the
- * caller then moves on to another name, never overwriting it.
- */
-async function holdsSameBytes(file: string, expected: Placement): Promise<boolean> {
-  let handle: FileHandle | undefined;
+// A regular file (not a symlink, nor a FIFO that would hang the open) holding exactly these bytes.
+async function holdsSame(file: string, expected: { bytes: number; sha256: string }): Promise<boolean> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+    () => undefined,
+  );
   try {
-    // O_NONBLOCK: opening a FIFO planted under the name must not hang the download.
-    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const stats = await handle.stat();
-    if (!stats.isFile() || stats.size !== expected.bytes) return false;
+    const stats = await handle?.stat();
+    if (handle === undefined || !stats?.isFile() || stats.size !== expected.bytes) return false;
     const hash = createHash("sha256");
-    const buffer = Buffer.allocUnsafe(Math.min(expected.bytes, HASH_CHUNK_BYTES));
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, total);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > expected.bytes) return false;
-      hash.update(buffer.subarray(0, bytesRead));
-    }
-    return total === expected.bytes && hash.digest("hex") === expected.sha256;
+    for await (const chunk of handle.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
+    return hash.digest("hex") === expected.sha256;
   } catch {
     return false;
   } finally {
@@ -374,122 +278,52 @@ async function holdsSameBytes(file: string, expected: Placement): Promise<boolea
   }
 }
 
-// link() and COPYFILE_EXCL both fail with EEXIST instead of replacing, unlike rename().
+// link() fails with EEXIST instead of replacing, unlike rename(); copyFile with COPYFILE_EXCL where there
+// are no hard links (FAT, some network shares).
 async function linkExclusive(temp: string, candidate: string): Promise<boolean> {
+  const exists = (error: unknown) => (error as { code?: unknown }).code === "EEXIST";
   try {
     await link(temp, candidate);
     return true;
   } catch (error) {
-    const code = errorCode(error);
-    if (code === "EEXIST") return false;
-    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw error;
+    if (exists(error)) return false;
+    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(String((error as { code?: unknown }).code)))
+      throw error;
   }
-  // File systems without hard links (FAT, some network shares).
-  try {
-    await copyFile(temp, candidate, constants.COPYFILE_EXCL);
-    return true;
-  } catch (error) {
-    if (errorCode(error) === "EEXIST") return false;
-    await unlink(candidate).catch(() => {});
-    throw error;
-  }
-}
-
-async function localStep<T>(dir: string, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof GenerationError) throw error;
-    throw new GenerationError(
-      "internal_error",
-      `Could not save the download in ${dir} (${errorCode(error) ?? String(error)}).`,
-      {
-        cause: error,
-        nextStep: `Ask the user to ${fix("output_dir")}, then download again.`,
-      },
-    );
-  }
-}
-
-function toDownloadError(
-  error: unknown,
-  context: { callerAborted: boolean; timedOut: boolean; timeoutMs: number; shown: string },
-): Error {
-  if (context.callerAborted) return new AbortedError("The download was cancelled; nothing was saved.");
-  if (error instanceof GenerationError) return error;
-  const code = errorCode(error);
-  if (
-    context.timedOut ||
-    code === "UND_ERR_HEADERS_TIMEOUT" ||
-    code === "UND_ERR_BODY_TIMEOUT" ||
-    code === "UND_ERR_CONNECT_TIMEOUT"
-  ) {
-    return new TimeoutError(
-      `Downloading ${context.shown} did not finish within ${Math.round(context.timeoutMs / 1000)} s; nothing was saved.`,
-      { cause: error, nextStep: RETRY_DOWNLOAD },
-    );
-  }
-  if (isLocalFsError(error)) {
-    return new GenerationError("internal_error", `Could not save the download (${code ?? String(error)}).`, {
-      cause: error,
-      nextStep: `Ask the user to ${fix("output_dir")}, then download again.`,
-    });
-  }
-  const detail = error instanceof Error ? error.message : String(error);
-  return new NetworkError(`Downloading ${context.shown} failed: ${detail}; nothing was saved.`, {
-    cause: error,
-    nextStep: RETRY_DOWNLOAD,
-  });
-}
-
-// File system errors carry the path or the file syscall they concern; those are ours, not the network's.
-function isLocalFsError(error: unknown): boolean {
-  if (typeof error !== "object" || error === null) return false;
-  if ("path" in error) return true;
-  return "syscall" in error && typeof error.syscall === "string" && LOCAL_SYSCALLS.has(error.syscall);
-}
-
-function tooLarge(shown: string, maxBytes: number): GenerationError {
-  return new GenerationError(
-    "internal_error",
-    `${shown} is larger than the ${maxBytes}-byte download limit; nothing was saved.`,
-    { nextStep: "Open the media URL directly instead of downloading it through the server." },
+  return copyFile(temp, candidate, constants.COPYFILE_EXCL).then(
+    () => true,
+    async (error: unknown) => {
+      if (exists(error)) return false;
+      await unlink(candidate).catch(() => {});
+      throw error;
+    },
   );
 }
 
-function refusedAddress(message: string): GenerationError {
+// File system errors name the path or the file call they concern: ours, not the network's.
+function isLocalFsError(error: unknown): boolean {
+  const { path, syscall } = (error ?? {}) as { path?: unknown; syscall?: unknown };
+  return (
+    path !== undefined ||
+    ["open", "write", "close", "fsync", "link", "mkdir", "copyfile"].includes(String(syscall))
+  );
+}
+
+function header(response: Response, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function tooLarge(shown: string, maxBytes: number): GenerationError {
+  return failure(
+    `${shown} is larger than the ${maxBytes}-byte download limit; nothing was saved.`,
+    "Open the media URL directly instead of downloading it through the server.",
+  );
+}
+
+function failure(message: string, nextStep = RETRY_DOWNLOAD, status?: number): GenerationError {
   return new GenerationError("internal_error", message, {
-    nextStep: "Open the media URL yourself if you trust it; the server downloads only http(s) addresses.",
+    nextStep,
+    ...(status !== undefined && { status }),
   });
-}
-
-// setTimeout wraps above 2^31-1 ms (firing at once) and undici wants whole, finite milliseconds.
-function clampTimeout(timeoutMs: number | undefined): number {
-  if (timeoutMs === undefined || Number.isNaN(timeoutMs)) return DEFAULT_TIMEOUT_MS;
-  return Math.min(Math.max(Math.ceil(timeoutMs), 1), MAX_TIMER_MS);
-}
-
-function fallbackExtension(expected: DownloadMediaOptions["expected"]): MediaExtension | "bin" {
-  if (expected === "video") return "mp4";
-  if (expected === "image") return "png";
-  return "bin";
-}
-
-// Destroying an unread undici body emits an abort error; it is our own decision, not a failure.
-function discard(body: Dispatcher.ResponseData["body"]): void {
-  body.on("error", () => {});
-  body.destroy();
-}
-
-// Signed CDN addresses carry tokens in the query; messages and logs get origin and path only.
-function showUrl(url: URL): string {
-  const shown = `${url.origin}${url.pathname}`;
-  return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
-}
-
-function errorCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
 }

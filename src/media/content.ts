@@ -1,12 +1,13 @@
 /**
- * The content items a successful tool result gets beside its text: previews of finished images and video
- * stills (MCP `image`), notes on previews that could not be made, and `resource_link`s to finished media.
- * Every result goes through here (plain calls, MCP task results, HTTP), from `toolResult` in server.ts.
+ * The content items a successful tool result gets beside its text, read from the handler's own return value:
+ * previews of the finished images (`image_urls`) and of a video's still (`still_url`, which the output schema
+ * does not relay) as MCP `image` items, notes on previews that could not be made, and `resource_link`s to
+ * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB.
  */
-import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/server";
+import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
+
+import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
-import { resultMedia } from "./finished.js";
-import { mediaLinks } from "./links.js";
 import { makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
 
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
@@ -21,25 +22,32 @@ export interface MediaSettings {
   loadSharp?: PreviewOptions["loadSharp"];
 }
 
-/**
- * Adds the media items for what the handler returned (`returned`, before the output schema stripped
- * extras such as `still_url`) to `result`, keeping the whole result under MAX_RESULT_BYTES.
- */
+const MIME_TYPES: Readonly<Record<string, string>> = {
+  mp4: "video/mp4",
+  m4v: "video/mp4",
+  mov: "video/quicktime",
+  webm: "video/webm",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  webp: "image/webp",
+  gif: "image/gif",
+};
+
+/** Adds the media items for what the handler `returned` to `result`, keeping it under MAX_RESULT_BYTES. */
 export async function withMedia(
   result: CallToolResult,
   returned: unknown,
   settings: MediaSettings,
   signal: AbortSignal,
 ): Promise<CallToolResult> {
-  const { media, stills } = resultMedia(returned);
+  const fields =
+    typeof returned === "object" && returned !== null ? (returned as Record<string, unknown>) : {};
+  const images = (Array.isArray(fields["image_urls"]) ? fields["image_urls"] : []).flatMap(mediaUrl);
+  const video = fields["status"] === "completed" ? mediaUrl(fields["video_url"]) : [];
   const sources: PreviewSource[] = [
-    ...media
-      .filter((item) => item.kind === "image")
-      .map((item, index, images) => ({
-        url: item.url,
-        label: images.length > 1 ? `image ${index + 1}` : "the image",
-      })),
-    ...stills.map((url) => ({ url, label: "the video's still" })),
+    ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
+    ...mediaUrl(fields["still_url"]).map((url) => ({ url, label: "the video's still" })),
   ];
   const extra: ContentBlock[] = [];
   const notes: string[] = [];
@@ -50,15 +58,47 @@ export async function withMedia(
       maxSide: settings.previewMaxSide,
       allowHosts: settings.allowHosts,
       signal,
-      ...(settings.loadSharp !== undefined && { loadSharp: settings.loadSharp }),
+      loadSharp: settings.loadSharp,
     });
     extra.push(...previews.images);
     notes.push(...previews.notes.map((note) => redact(note)));
   }
   if (settings.resourceLinks) {
-    extra.push(...mediaLinks(media).map((link) => ({ ...link, uri: redact(link.uri) })));
+    const result = fields["result"] as Record<string, unknown> | undefined;
+    const imageId = stem(result?.["image_id"] ?? result?.["id"] ?? result?.["task_id"]);
+    extra.push(
+      ...video.map((url) => link("video", url, `video-${stem(fields["video_id"])}`)),
+      ...images.map((url, index) =>
+        link("image", url, `image-${imageId}${images.length > 1 ? `-${index + 1}` : ""}`),
+      ),
+    );
   }
   return fitResult(withNotes({ ...result, content: [...result.content, ...extra] }, notes));
+}
+
+/** A link to finished media, named from the task id with the URL's extension when it names its kind. */
+function link(kind: "video" | "image", url: string, name: string): ResourceLink {
+  const extension = /\.([a-z0-9]{2,4})$/i.exec(new URL(url).pathname)?.[1]?.toLowerCase() ?? "";
+  const mimeType = MIME_TYPES[extension]?.startsWith(`${kind}/`) ? MIME_TYPES[extension] : undefined;
+  return {
+    type: "resource_link",
+    uri: redact(url),
+    name: `${sanitizeBaseName(name)}${mimeType === undefined ? "" : `.${extension}`}`,
+    title: kind === "video" ? "Generated video" : "Generated image",
+    ...(mimeType !== undefined && { mimeType }),
+  };
+}
+
+// An http(s) address as the service gave it, without credentials; anything else is no media.
+function mediaUrl(value: unknown): string[] {
+  const url = typeof value === "string" ? URL.parse(value) : null;
+  const usable = url !== null && /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
+  return usable ? [url.href] : [];
+}
+
+function stem(id: unknown): string {
+  const text = typeof id === "number" && Number.isSafeInteger(id) ? String(id) : id;
+  return typeof text === "string" && text !== "" ? text : "result";
 }
 
 /**
@@ -71,7 +111,7 @@ function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
   const earlier = Array.isArray(structured?.["notes"]) ? (structured["notes"] as unknown[]) : [];
   return {
     ...result,
-    content: [...result.content, text(notes.join("\n"))],
+    content: [...result.content, { type: "text", text: notes.join("\n") }],
     ...(structured !== undefined && { structuredContent: { ...structured, notes: [...earlier, ...notes] } }),
   };
 }
@@ -79,21 +119,12 @@ function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
 /** Drops previews, last first, while the serialized result is above the cap, and says so. */
 function fitResult(result: CallToolResult): CallToolResult {
   let content = result.content;
-  let dropped = 0;
-  while (byteLength({ ...result, content }) > MAX_RESULT_BYTES) {
+  while (Buffer.byteLength(JSON.stringify({ ...result, content })) > MAX_RESULT_BYTES) {
     const last = content.findLastIndex((item) => item.type === "image");
     if (last < 0) break;
     content = content.filter((_, index) => index !== last);
-    dropped += 1;
   }
+  const dropped = result.content.length - content.length;
   if (dropped === 0) return result;
   return withNotes({ ...result, content }, [`${dropped} preview(s) left out to keep the result under 1 MB.`]);
-}
-
-function byteLength(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
-}
-
-function text(value: string): ContentBlock {
-  return { type: "text", text: value };
 }

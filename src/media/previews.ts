@@ -1,36 +1,50 @@
 /**
- * Image previews the model can see: each finished image (or a video's still) fetched by the server under
- * the download guards, decoded, scaled to at most `maxSide` pixels on its longest side and re-encoded as
- * JPEG small enough that all previews of one result fit a fixed budget. A preview that cannot be made is
- * a note saying why, never a failed call.
+ * Image previews the model can see: each source fetched under the download guards, decoded, scaled to at
+ * most `maxSide` pixels and re-encoded as JPEG small enough that all previews of one result fit one budget.
+ * A preview that cannot be made is a note saying why, never a failed call.
  *
  * sharp (libvips) is an optional native dependency, loaded on the first preview only, in a worker process
- * (preview-engine.ts): a server that never makes one never loads it, and one installed without it answers
- * "previews unavailable".
+ * (preview-worker.ts) stopped after WORKER_IDLE_MS without a preview: a server that never makes one never
+ * loads it, one installed without it says "previews unavailable".
  */
+import { fork, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { ImageContent } from "@modelcontextprotocol/server";
+
 import { AbortedError } from "../api/errors.js";
 import { fetchMediaBytes } from "../files/download.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "../files/sniff.js";
-import { defaultEngine, inProcessEngine, type PreviewEngine } from "./preview-engine.js";
-import { PreviewError, type Sharp } from "./preview-transform.js";
+import {
+  PreviewError,
+  answer,
+  importSharp,
+  type Sharp,
+  type WorkerReply,
+  type WorkerRequest,
+} from "./preview-worker.js";
 
-export { MAX_INPUT_PIXELS, PreviewError } from "./preview-transform.js";
+export { MAX_INPUT_PIXELS, PreviewError } from "./preview-worker.js";
 
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;
 /**
  * Base64 characters all previews of one result may take together: 160 kB, far below Claude Desktop's 1 MB
- * cap on a tool result, and about 20k tokens even for a client that counts base64 as text (Claude Code
- * estimates 1 token per 8 characters against its 25k-token output limit).
+ * cap on a tool result, and about 20k tokens even for a client that counts base64 as text.
  */
 export const PREVIEW_BUDGET_CHARS = 160_000;
 /** The largest source file fetched for a preview (a 4k photo as PNG is some 20-30 MB). */
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
 /** All previews of one result together: they come on top of the call's own wait. */
 export const PREVIEW_DEADLINE_MS = 10_000;
+/** A worker without a preview to make for this long is stopped, and its memory with it. */
+const WORKER_IDLE_MS = 30_000;
 const PREVIEWABLE = new Set(["png", "jpg", "webp", "gif"]);
 
+/**
+ * An image to preview. The seam for issue 27: a contact sheet of a finished video's frames (ffmpeg, made
+ * once per video and kept) becomes a second kind of source here, turned into one more JPEG `image` item.
+ */
 export interface PreviewSource {
   url: string;
   /** How the note names it: "image 2", "the video's still". */
@@ -39,51 +53,38 @@ export interface PreviewSource {
 
 export interface PreviewOptions {
   maxSide: number;
-  /** Hosts a fetch may reach even on a non-public address: the service's own (see ServerDeps). */
+  /** Hosts a fetch may reach even on a non-public address: the service's own. */
   allowHosts: readonly string[];
   signal: AbortSignal;
   /** Runs sharp in this process, loaded by this function (tests: a missing library). */
-  loadSharp?: () => Promise<Sharp>;
-  /** Where previews are decoded; default: the worker process of the built server (preview-engine.ts). */
-  engine?: PreviewEngine;
+  loadSharp?: (() => Promise<Sharp>) | undefined;
 }
 
-export interface Previews {
-  images: ImageContent[];
-  /** One line per preview that could not be made (or was left out), saying why. */
-  notes: string[];
-}
+type Decode = (request: WorkerRequest, timeoutMs: number) => Promise<WorkerReply>;
+type Settle = (outcome: WorkerReply | Error) => void;
 
 export async function makePreviews(
   sources: readonly PreviewSource[],
   options: PreviewOptions,
-): Promise<Previews> {
+): Promise<{ images: ImageContent[]; notes: string[] }> {
   const chosen = sources.slice(0, MAX_PREVIEWS);
   const notes =
     sources.length > chosen.length
       ? [`Previews show the first ${chosen.length} of ${sources.length} images.`]
       : [];
   if (chosen.length === 0) return { images: [], notes };
-  const engine =
-    options.loadSharp !== undefined
-      ? inProcessEngine(options.loadSharp)
-      : (options.engine ?? defaultEngine());
-  let missing: string | undefined;
-  try {
-    missing = await engine.unavailable();
-  } catch (error) {
-    // The decoder could not even start: the call still answers, without previews.
-    return { images: [], notes: [`No preview: ${reasonOf(error)}`] };
-  }
-  if (missing !== undefined) {
-    return {
-      images: [],
-      notes: [
-        `No preview: previews are unavailable because the optional image library sharp is not installed ` +
-          `with this copy of generation-mcp (${missing}). Install sharp beside it for previews, or set ` +
-          "GENERATION_PREVIEWS=off to leave this note out.",
-      ],
-    };
+  const decode = options.loadSharp === undefined ? sharedDecoder() : inProcess(options.loadSharp);
+  // Asked first, so a server without sharp fetches nothing.
+  const probe = await decode({ id: 0, probe: true }, WORKER_IDLE_MS).catch(
+    (error: unknown) => error as Error,
+  );
+  if (probe instanceof Error) return { images: [], notes: [`No preview: ${reasonOf(probe)}`] };
+  if (probe.unavailable !== undefined) {
+    const note =
+      "No preview: previews are unavailable because the optional image library sharp is not installed with " +
+      `this copy of generation-mcp (${probe.unavailable}). Install sharp beside it for previews, or set ` +
+      "GENERATION_PREVIEWS=off to leave this note out.";
+    return { images: [], notes: [note] };
   }
   const images: ImageContent[] = [];
   const deadline = Date.now() + PREVIEW_DEADLINE_MS;
@@ -91,7 +92,22 @@ export async function makePreviews(
   // One at a time: four 4k images decoded at once would quadruple the memory peak for little gain.
   for (const source of chosen) {
     try {
-      images.push(await previewOne(engine, source.url, { ...options, budget, deadline }));
+      const bytes = await fetchMediaBytes({
+        url: source.url,
+        maxBytes: MAX_SOURCE_BYTES,
+        signal: options.signal,
+        timeoutMs: timeLeft(deadline),
+        allowHosts: options.allowHosts,
+      });
+      if (!PREVIEWABLE.has(sniffMediaExtension(bytes.subarray(0, SNIFF_LENGTH)) ?? "")) {
+        throw new PreviewError("the file is not a PNG, JPEG, WebP or GIF image.");
+      }
+      const reply = await decode({ id: 0, bytes, maxSide: options.maxSide, budget }, timeLeft(deadline));
+      if (reply.jpeg === undefined)
+        throw new PreviewError(reply.error ?? "the image decoder answered nothing.");
+      const { buffer, byteOffset, byteLength } = reply.jpeg;
+      const data = Buffer.from(buffer, byteOffset, byteLength).toString("base64");
+      images.push({ type: "image", data, mimeType: "image/jpeg" });
     } catch (error) {
       // A cancelled call or a shutdown still answers with the finished media, only without previews.
       if (error instanceof AbortedError || options.signal.aborted) {
@@ -104,33 +120,107 @@ export async function makePreviews(
   return { images, notes };
 }
 
-interface OneOptions extends PreviewOptions {
-  budget: number;
-  deadline: number;
-}
-
-async function previewOne(engine: PreviewEngine, url: string, options: OneOptions): Promise<ImageContent> {
-  const timeoutMs = options.deadline - Date.now();
-  if (timeoutMs <= 0) throw new PreviewError(`the ${PREVIEW_DEADLINE_MS / 1000} s preview time ran out.`);
-  const bytes = await fetchMediaBytes({
-    url,
-    maxBytes: MAX_SOURCE_BYTES,
-    signal: options.signal,
-    timeoutMs,
-    allowHosts: options.allowHosts,
-  });
-  const kind = sniffMediaExtension(bytes.subarray(0, SNIFF_LENGTH));
-  if (kind === undefined || !PREVIEWABLE.has(kind)) {
-    throw new PreviewError("the file is not a PNG, JPEG, WebP or GIF image.");
-  }
-  const left = options.deadline - Date.now();
+function timeLeft(deadline: number): number {
+  const left = deadline - Date.now();
   if (left <= 0) throw new PreviewError(`the ${PREVIEW_DEADLINE_MS / 1000} s preview time ran out.`);
-  const jpeg = await engine.transform(bytes, { maxSide: options.maxSide, budget: options.budget }, left);
-  return { type: "image", data: jpeg.toString("base64"), mimeType: "image/jpeg" };
+  return left;
 }
 
 // Download errors end with advice about saving; a preview note wants the cause only.
 function reasonOf(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.replace(/[;,]? ?nothing was (saved|fetched)\.?$/, ".").replace(/\.\.$/, ".");
+}
+
+function inProcess(load: () => Promise<Sharp>): Decode {
+  let loading: Promise<Sharp> | undefined;
+  return (request) => answer(request, () => (loading ??= load()));
+}
+
+let shared: Decode | undefined;
+
+/** The worker where its file is (next to the bundle's entry, or in the tsc output), else in-process. */
+function sharedDecoder(): Decode {
+  if (shared !== undefined) return shared;
+  const file = ["../preview-worker.js", "./preview-worker.js"]
+    .map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)))
+    .find((candidate) => existsSync(candidate));
+  return (shared = file === undefined ? inProcess(importSharp) : workerDecoder(file));
+}
+
+/** The worker ended while a request was out: a crash, or a kill the server had not heard of yet. */
+class WorkerExitError extends PreviewError {}
+
+function workerDecoder(file: string): Decode {
+  let worker: { process: ChildProcess; pending: Map<number, Settle> } | undefined;
+  let idle: NodeJS.Timeout | undefined;
+  let nextId = 1;
+  const start = () => {
+    if (worker !== undefined) return worker;
+    const child = fork(file, [], {
+      // stdout is the MCP channel in stdio mode: the worker gets none; its stderr is the server's log.
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      serialization: "advanced",
+      execArgv: [],
+      // glibc otherwise keeps an arena per decoding thread (the memory returns when the worker ends anyway).
+      env: {
+        ...process.env,
+        GENERATION_PREVIEW_WORKER: "1",
+        MALLOC_ARENA_MAX: process.env["MALLOC_ARENA_MAX"] ?? "2",
+      },
+    });
+    const started = { process: child, pending: new Map<number, Settle>() };
+    child.on("message", (reply: WorkerReply) => started.pending.get(reply.id)?.(reply));
+    child.on("error", () => undefined);
+    child.once("exit", (code, signal) => {
+      if (worker === started) worker = undefined;
+      const why = new WorkerExitError(
+        `the image decoder stopped unexpectedly (${signal ?? `exit ${code}`}).`,
+      );
+      for (const settle of [...started.pending.values()]) settle(why);
+    });
+    // Neither the worker nor its channel keeps the server alive.
+    child.unref();
+    child.channel?.unref();
+    return (worker = started);
+  };
+  const ask = (request: WorkerRequest, timeoutMs: number) =>
+    new Promise<WorkerReply>((resolve, reject) => {
+      const { process: child, pending } = start();
+      const id = nextId++;
+      clearTimeout(idle);
+      const timer = setTimeout(
+        () => {
+          // A decoder that does not answer in time may be stuck: stop it; the next preview gets a fresh one.
+          settle(new PreviewError(`the image took longer than ${Math.round(timeoutMs / 1000)} s to decode.`));
+          child.kill("SIGKILL");
+        },
+        Math.max(1, timeoutMs),
+      );
+      const settle: Settle = (outcome) => {
+        clearTimeout(timer);
+        pending.delete(id);
+        if (pending.size === 0) idle = setTimeout(stopIdle, WORKER_IDLE_MS).unref();
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      pending.set(id, settle);
+      child.send({ ...request, id });
+    });
+  const stopIdle = () => {
+    const stopping = worker;
+    worker = undefined;
+    stopping?.process.disconnect();
+  };
+  // Requests are pure: one that met a dead worker (killed from outside, or crashed on an earlier image)
+  // goes once more to a fresh one; one that kills its worker twice is given up.
+  return async (request, timeoutMs) => {
+    const startedAt = Date.now();
+    try {
+      return await ask(request, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof WorkerExitError)) throw error;
+      return ask(request, Math.max(1, timeoutMs - (Date.now() - startedAt)));
+    }
+  };
 }

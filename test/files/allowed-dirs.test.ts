@@ -3,13 +3,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import {
-  isInside,
-  isInsideAny,
-  missingFolders,
-  parseDirList,
-  resolveAllowedDirs,
-} from "../../src/files/allowed-dirs.js";
+import { isInside, isInsideAny, missingFolders, resolveAllowedDirs } from "../../src/files/allowed-dirs.js";
 import { makeTempDir } from "./fixtures.js";
 
 describe("isInside", () => {
@@ -28,14 +22,6 @@ describe("isInside", () => {
     expect(isInsideAny("/b/c", ["/a", "/b"])).toBe(true);
     expect(isInsideAny("/c/d", ["/a", "/b"])).toBe(false);
     expect(isInsideAny("/c/d", [])).toBe(false);
-  });
-});
-
-describe("parseDirList", () => {
-  it("splits on the platform delimiter and drops empty entries", () => {
-    expect(parseDirList(undefined)).toBeUndefined();
-    expect(parseDirList("")).toEqual([]);
-    expect(parseDirList(["/a", " /b ", "", "/c"].join(path.delimiter))).toEqual(["/a", "/b", "/c"]);
   });
 });
 
