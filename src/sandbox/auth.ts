@@ -1,4 +1,5 @@
-import type { SandboxAccount } from "./types.js";
+/** Who may call: accounts and their credits, the Bearer header, and the per-key rate limit (spec 5 and 8). */
+import type { SandboxAccount, SandboxRateLimit } from "./types.js";
 
 /** Demo accounts: one of each standing the tools must handle. The keys are printed, never built into the client. */
 export const DEFAULT_ACCOUNTS: readonly SandboxAccount[] = [
@@ -19,10 +20,7 @@ export class Account {
   private hundredths: number;
 
   constructor(init: SandboxAccount) {
-    this.key = init.key;
-    this.name = init.name;
-    this.paidAccess = init.paidAccess;
-    this.subscription = init.subscription;
+    ({ key: this.key, name: this.name, paidAccess: this.paidAccess, subscription: this.subscription } = init);
     this.hundredths = toHundredths(init.credits);
   }
 
@@ -53,40 +51,96 @@ function toHundredths(credits: number): number {
   return Math.round(credits * 100);
 }
 
-export class AccountRegistry {
-  private readonly byKey = new Map<string, Account>();
-  readonly list: Account[] = [];
-
-  constructor(accounts: readonly SandboxAccount[]) {
-    for (const init of accounts) {
-      if (init.key === "" || /\s/.test(init.key))
-        throw new Error(`account "${init.name}": key must be non-empty without spaces`);
-      if (this.byKey.has(init.key)) throw new Error(`account "${init.name}": duplicate key`);
-      const account = new Account(init);
-      this.byKey.set(init.key, account);
-      this.list.push(account);
-    }
+export function createAccounts(inits: readonly SandboxAccount[]): Map<string, Account> {
+  if (inits.length === 0) throw new RangeError("the sandbox needs at least one account");
+  const byKey = new Map<string, Account>();
+  for (const init of inits) {
+    if (init.key === "" || /\s/.test(init.key))
+      throw new Error(`account "${init.name}": key must be non-empty without spaces`);
+    if (byKey.has(init.key)) throw new Error(`account "${init.name}": duplicate key`);
+    byKey.set(init.key, new Account(init));
   }
-
-  find(key: string): Account | undefined {
-    return this.byKey.get(key);
-  }
+  return byKey;
 }
 
-export type BearerResult =
+type BearerResult =
   { kind: "missing" } | { kind: "malformed"; token: string | undefined } | { kind: "token"; token: string };
 
 /** RFC 7235: the scheme is case-insensitive; a token68 credential follows one or more spaces. */
-const BEARER = /^([A-Za-z]+) +([^\s]+) *$/;
+export function parseBearer(header: string | undefined): BearerResult {
+  if (header === undefined || header.trim() === "") return { kind: "missing" };
+  const match = /^([A-Za-z]+) +(\S+) *$/.exec(header);
+  if (match?.[1]?.toLowerCase() === "bearer" && match[2] !== undefined)
+    return { kind: "token", token: match[2] };
+  return { kind: "malformed", token: match?.[2] };
+}
 
-export function parseBearer(header: string | string[] | undefined): BearerResult {
-  if (header === undefined) return { kind: "missing" };
-  // Node joins nothing for Authorization; a repeated header arrives as the first value only, but be safe.
-  const value = Array.isArray(header) ? header.join(", ") : header;
-  if (value.trim() === "") return { kind: "missing" };
-  const match = BEARER.exec(value);
-  if (!match || match[1]?.toLowerCase() !== "bearer" || match[2] === undefined) {
-    return { kind: "malformed", token: match?.[2] };
+export const UNAUTHORIZED: Readonly<Record<BearerResult["kind"], string>> = {
+  missing: "Missing API key: send the header 'Authorization: Bearer <API key>'",
+  malformed: "Malformed Authorization header: expected 'Bearer <API key>'",
+  token: "Invalid API key",
+};
+
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  /** Unix seconds at which the window ends (rounded up, so a client waiting until then is never early). */
+  resetS: number;
+  /** Whole seconds until the reset, at least 1: the Retry-After of a 429. */
+  retryAfterS: number;
+}
+
+/**
+ * Fixed windows opened by the first counted request of a bucket, like most API gateways, on the sandbox's
+ * injectable clock. Buckets are API keys, or remote addresses for requests without a valid key (so key
+ * guessing is throttled too); stale ones are swept so memory stays bounded.
+ */
+export class RateLimiter {
+  private readonly windows = new Map<string, { startMs: number; used: number }>();
+  private lastSweepMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly config: SandboxRateLimit,
+    private readonly clock: () => number,
+  ) {
+    if (!Number.isInteger(config.limit) || config.limit < 1)
+      throw new RangeError("rateLimit.limit must be an integer >= 1");
+    if (!(config.windowMs > 0)) throw new RangeError("rateLimit.windowMs must be > 0");
   }
-  return { kind: "token", token: match[2] };
+
+  /** Counts one request; `allowed` is false once the window's limit is spent. */
+  consume(bucket: string): RateLimitState & { allowed: boolean } {
+    const now = this.clock();
+    if (now - this.lastSweepMs >= this.config.windowMs) {
+      this.lastSweepMs = now;
+      for (const [key, window] of this.windows)
+        if (now >= window.startMs + this.config.windowMs) this.windows.delete(key);
+    }
+    const window = this.current(bucket, now);
+    this.windows.set(bucket, window);
+    const allowed = window.used < this.config.limit;
+    if (allowed) window.used += 1;
+    return { allowed, ...this.describe(window, now) };
+  }
+
+  /** The state without counting: for answers that never reach the limiter (404, 405). */
+  peek(bucket: string): RateLimitState {
+    const now = this.clock();
+    return this.describe(this.current(bucket, now), now);
+  }
+
+  private current(bucket: string, now: number): { startMs: number; used: number } {
+    const existing = this.windows.get(bucket);
+    return existing && now < existing.startMs + this.config.windowMs ? existing : { startMs: now, used: 0 };
+  }
+
+  private describe(window: { startMs: number; used: number }, now: number): RateLimitState {
+    const endMs = window.startMs + this.config.windowMs;
+    return {
+      limit: this.config.limit,
+      remaining: Math.max(0, this.config.limit - window.used),
+      resetS: Math.ceil(endMs / 1000),
+      retryAfterS: Math.max(1, Math.ceil((endMs - now) / 1000)),
+    };
+  }
 }

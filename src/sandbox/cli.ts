@@ -4,6 +4,7 @@
  */
 import { realpathSync } from "node:fs";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { DEMO_TIMINGS, startSandbox } from "./index.js";
 import type { SandboxHandle } from "./types.js";
 
@@ -27,10 +28,7 @@ export class SandboxUsageError extends Error {
   override name = "SandboxUsageError";
 }
 
-/**
- * The sandbox could not listen where it was asked to (port taken or not permitted, host not bindable).
- * Its message is one line meant to be printed as is, without a stack.
- */
+/** The sandbox could not listen where it was asked to. Its message is one line, printed as is. */
 export class SandboxStartError extends Error {
   override name = "SandboxStartError";
 
@@ -42,48 +40,33 @@ export class SandboxStartError extends Error {
 }
 
 export function parseSandboxArgs(args: readonly string[]): SandboxCommandOptions {
-  const options: SandboxCommandOptions = { port: 0, host: "127.0.0.1", help: false };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] ?? "";
-    const [flag, inline] =
-      arg.startsWith("--") && arg.includes("=")
-        ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-        : [arg, undefined];
-    const value = (): string => {
-      const next = inline ?? args[++i];
-      if (next === undefined || next === "") throw new SandboxUsageError(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case "--port": {
-        const raw = value();
-        const port = Number(raw);
-        if (!/^\d+$/.test(raw) || port > 65535)
-          throw new SandboxUsageError(`--port must be an integer from 0 to 65535 (got "${raw}")`);
-        options.port = port;
-        break;
-      }
-      case "--host":
-        options.host = value();
-        break;
-      case "--help":
-      case "-h":
-        options.help = true;
-        break;
-      default:
-        throw new SandboxUsageError(`unknown option "${arg}"\n\n${SANDBOX_USAGE}`);
-    }
+  const options = {
+    port: { type: "string" },
+    host: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const;
+  let values: { port?: string; host?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new SandboxUsageError(
+      `${error instanceof Error ? error.message : String(error)}\n\n${SANDBOX_USAGE}`,
+    );
   }
-  return options;
+  const { port = "0", host = "127.0.0.1", help = false } = values;
+  if (!/^\d+$/.test(port) || Number(port) > 65535)
+    throw new SandboxUsageError(`--port must be an integer from 0 to 65535 (got "${port}")`);
+  if (host === "") throw new SandboxUsageError("--host needs a value");
+  return { port: Number(port), host, help };
 }
 
 /**
- * `entryScript` is the absolute path of the running bin script: from a clone `generation-mcp` is not on
- * PATH, so the banner shows the `node <script>` command that works from anywhere.
+ * `entryScript` is the absolute path of the running bin script: from a clone `generation-mcp` is not on PATH,
+ * so the banner shows the `node <script>` command that works from anywhere.
  */
 export function describeSandbox(handle: SandboxHandle, entryScript: string): string {
   const node = `node ${shellQuote(entryScript)}`;
-  const lines = [
+  return [
     "generation-mcp sandbox is running (a local imitation of the generation service; nothing leaves this machine).",
     "",
     `  Base URL: ${handle.baseUrl}`,
@@ -100,8 +83,7 @@ export function describeSandbox(handle: SandboxHandle, entryScript: string): str
     "",
     `  Videos take about ${(DEMO_TIMINGS.queuedMs + DEMO_TIMINGS.processingMs) / 1000} s. Press Ctrl+C to stop.`,
     "",
-  ];
-  return lines.join("\n");
+  ].join("\n");
 }
 
 /** One line per sandbox API key: the key, its account and what it may do. */
@@ -123,24 +105,18 @@ export interface SandboxCommandIo {
 }
 
 /**
- * Resolves once the sandbox has been stopped and closed. Usage errors reject with SandboxUsageError; a
- * port or host it cannot listen on rejects with SandboxStartError.
+ * Resolves once the sandbox has been stopped and closed. Usage errors reject with SandboxUsageError; a port
+ * or host it cannot listen on rejects with SandboxStartError.
  */
 export async function runSandboxCommand(
   args: string[],
   io: SandboxCommandIo = { stderr: process.stderr },
 ): Promise<void> {
-  const options = parseSandboxArgs(args);
-  if (options.help) {
-    io.stderr.write(SANDBOX_USAGE);
-    return;
-  }
-  let handle: SandboxHandle;
-  try {
-    handle = await startSandbox({ port: options.port, host: options.host, timings: { ...DEMO_TIMINGS } });
-  } catch (error) {
-    throw new SandboxStartError(describeListenError(error, options.host, options.port), { cause: error });
-  }
+  const { port, host, help } = parseSandboxArgs(args);
+  if (help) return void io.stderr.write(SANDBOX_USAGE);
+  const handle = await startSandbox({ port, host, timings: { ...DEMO_TIMINGS } }).catch((error: unknown) => {
+    throw new SandboxStartError(describeListenError(error, host, port), { cause: error });
+  });
   io.stderr.write(describeSandbox(handle, io.entryScript ?? currentEntryScript()));
   await (io.stopSignal ?? waitForStopSignal());
   io.stderr.write("Stopping the sandbox.\n");
@@ -150,12 +126,10 @@ export async function runSandboxCommand(
 function waitForStopSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop).off("SIGTERM", stop);
       resolve(signal);
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop).on("SIGTERM", stop);
   });
 }
 
@@ -165,39 +139,29 @@ const HOST_HINT = "use --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (e
 /** One line saying what went wrong and what to type instead; `what` is the server that could not listen. */
 export function describeListenError(error: unknown, host: string, port: number, what = "sandbox"): string {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
-  switch (code) {
-    case "EADDRINUSE":
-      return `port ${port} on ${host} is already in use (another ${what}?); ${ANY_PORT_HINT}`;
-    case "EACCES":
-    case "EPERM":
-      return `port ${port} on ${host} is not permitted for this user (ports below 1024 usually need privileges); ${ANY_PORT_HINT}`;
-    case "EADDRNOTAVAIL":
-      return `host ${host} is not an address of this machine, so the ${what} cannot listen on it; ${HOST_HINT}`;
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-    case "EAI_NONAME":
-    case "EAI_FAIL":
-      return `host "${host}" is not a known host name or address; ${HOST_HINT}`;
-    default: {
-      const detail = error instanceof Error ? error.message : String(error);
-      return `could not listen on ${host} port ${port} (${detail.replace(/\s+/g, " ").trim()})`;
-    }
-  }
+  if (code === "EADDRINUSE")
+    return `port ${port} on ${host} is already in use (another ${what}?); ${ANY_PORT_HINT}`;
+  if (code === "EACCES" || code === "EPERM")
+    return `port ${port} on ${host} is not permitted for this user (ports below 1024 usually need privileges); ${ANY_PORT_HINT}`;
+  if (code === "EADDRNOTAVAIL")
+    return `host ${host} is not an address of this machine, so the ${what} cannot listen on it; ${HOST_HINT}`;
+  if (["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL"].includes(code))
+    return `host "${host}" is not a known host name or address; ${HOST_HINT}`;
+  const detail = error instanceof Error ? error.message : String(error);
+  return `could not listen on ${host} port ${port} (${detail.replace(/\s+/g, " ").trim()})`;
 }
 
 function currentEntryScript(): string {
   const script = process.argv[1];
-  if (script === undefined || script === "") return "generation-mcp";
-  const absolute = path.resolve(script);
+  if (!script) return "generation-mcp";
   try {
-    return realpathSync(absolute);
+    return realpathSync(path.resolve(script));
   } catch {
-    return absolute;
+    return path.resolve(script);
   }
 }
 
 /** POSIX shell quoting, only when needed, so the banner's command can be pasted as is. */
 export function shellQuote(word: string): string {
-  if (/^[\w@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }

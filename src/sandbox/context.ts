@@ -1,15 +1,13 @@
-import type { AccountRegistry } from "./auth.js";
+import type { Account, RateLimiter } from "./auth.js";
 import type { Faults } from "./faults.js";
-import type { ImageCache } from "./media/images.js";
-import type { RateLimiter } from "./rate-limit.js";
-import type { Store } from "./store.js";
-import type { IdKind, SandboxShapes } from "./types.js";
+import type { ImageCache, Store } from "./store.js";
+import type { IdKind, RequestRecord, SandboxShapes } from "./types.js";
 
 /** Everything a handler may touch; one per running sandbox. */
 export interface SandboxContext {
   clock: () => number;
   newId: (kind: IdKind) => string;
-  accounts: AccountRegistry;
+  accounts: ReadonlyMap<string, Account>;
   limiter: RateLimiter;
   store: Store;
   faults: Faults;
@@ -17,4 +15,8 @@ export interface SandboxContext {
   images: ImageCache;
   /** "http://host:port", known once the server listens; media URLs are built from it. */
   origin: string;
+  /** The request log of the handle. */
+  requests: RequestRecord[];
+  /** Aborted by close(): waits in progress end at once. */
+  shutdown: AbortSignal;
 }

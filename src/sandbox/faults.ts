@@ -1,43 +1,39 @@
-import type { EarlyAnswer, FaultControl, FaultRoute, MalformedKind, SandboxRoute } from "./types.js";
-import type { Store } from "./store.js";
+/** The fault knobs tests turn through `handle.faults`; server.ts applies them, fault-answers.ts words them. */
 
-export interface ForcedError {
+/** Names the fault knobs use; "*" matches every route. */
+export type SandboxRoute =
+  "generate" | "generate-image" | "videos" | "video-status" | "upload" | "credits" | "media";
+export type FaultRoute = SandboxRoute | "*";
+export type MalformedKind = "invalid-json" | "html" | "empty" | "no-data" | "huge";
+
+/** See `Faults.earlyAnswer`. */
+export interface EarlyAnswer {
   status: number;
-  code: string;
-  message: string;
+  /** Default by status: 400 validation_error, 413 request_too_large, ... (EARLY_CODES). */
+  code?: string;
+  message?: string;
+  /** Body bytes to read before answering; default 0. */
+  afterBytes?: number;
+  count?: number;
+  /** Answer with an nginx-style HTML page and none of the service's headers, as a proxy would. */
+  html?: boolean;
 }
 
-export interface Malformed {
-  kind: MalformedKind;
-  status: number;
-  bytes: number;
+/** What each armed knob holds, by knob. */
+export interface Plans {
+  error: { status: number; code: string; message: string };
+  malformed: { kind: MalformedKind; status: number; bytes: number };
+  drop: "before" | "after";
+  drip: { chunkDelayMs: number; chunks: number };
+  headers: Record<string, string>;
+  /** `message` undefined: a default naming the status and the bytes read, made when answering. */
+  early: { status: number; code: string; message: string | undefined; afterBytes: number; html: boolean };
+  reset: number;
+  patch: { patch: Record<string, unknown>; remove: readonly string[] };
 }
 
-export interface Drip {
-  chunkDelayMs: number;
-  chunks: number;
-}
-
-export interface EarlyAnswerPlan {
-  status: number;
-  /** Unused by 2xx and HTML answers. */
-  code: string;
-  /** Undefined: a default naming the status and the bytes read, made when answering. */
-  message: string | undefined;
-  afterBytes: number;
-  html: boolean;
-}
-
-export interface DataPatch {
-  patch: Record<string, unknown>;
-  remove: readonly string[];
-}
-
-/**
- * Codes of early answers when none is given: the service's own where the spec's table has the status,
- * otherwise what a proxy's status means. Any other status gets request_rejected (< 500) or internal_error.
- */
-export const EARLY_ANSWER_CODES: Readonly<Record<number, string>> = {
+/** The service's own code where spec section 7 has the status, otherwise what a proxy's status means. */
+const EARLY_CODES: Readonly<Record<number, string>> = {
   400: "validation_error",
   401: "unauthorized",
   403: "forbidden",
@@ -51,208 +47,161 @@ export const EARLY_ANSWER_CODES: Readonly<Record<number, string>> = {
   504: "gateway_timeout",
 };
 
-interface Armed<T> {
-  route: FaultRoute;
-  remaining: number;
-  value: T;
+/** The part of the store the task knobs reach. */
+interface TaskFaults {
+  providerDown: boolean;
+  failTask(videoId: string, message: string): boolean;
+  failNextTask(message: string): void;
+  clearFaults(): void;
 }
 
-/** The "huge" body's default size: large enough to trip any sane client cap. */
-export const DEFAULT_HUGE_BYTES = 16 * 1024 * 1024;
+const FAILED_TASK = "The provider could not render this video (sandbox fault)";
 
 /**
- * Each knob is a FIFO of armed entries consumed one request at a time, so several can be queued for one
- * route and "*" entries apply to any route. Nothing is armed unless a test or caller asks for it.
+ * Each knob but latency arms the next `count` (default 1) requests of a route, in order: several can be
+ * queued for one route, and "*" entries apply to any route. Nothing is armed unless a test asks for it.
  */
-export class Faults implements FaultControl {
+export class Faults {
   private readonly latencies = new Map<FaultRoute, number>();
-  private readonly errors: Armed<ForcedError>[] = [];
-  private readonly malformed: Armed<Malformed>[] = [];
-  private readonly drops: Armed<"before" | "after">[] = [];
-  private readonly drips: Armed<Drip>[] = [];
-  private readonly headers: Armed<Record<string, string>>[] = [];
-  private readonly earlyAnswers: Armed<EarlyAnswerPlan>[] = [];
-  private readonly resets: Armed<number>[] = [];
-  private readonly patches: Armed<DataPatch>[] = [];
+  private readonly armed: { knob: keyof Plans; route: FaultRoute; remaining: number; value: unknown }[] = [];
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly tasks: TaskFaults) {}
 
+  /** Delays the answer's headers by `ms` for every request of the route until set to 0. */
   latency(route: FaultRoute, ms: number): void {
     if (!(ms >= 0) || !Number.isFinite(ms)) throw new RangeError("latency must be a finite number >= 0");
     if (ms === 0) this.latencies.delete(route);
     else this.latencies.set(route, ms);
   }
 
+  /** Answers this envelope error; the request is not processed. */
   failNext(
     route: FaultRoute,
     error: { status: number; code: string; message?: string; count?: number },
   ): void {
-    checkStatus(error.status);
-    this.errors.push(
-      armed(route, error.count, {
-        status: error.status,
-        code: error.code,
-        message: error.message ?? `Forced ${error.code} (sandbox fault)`,
-      }),
-    );
+    const { status, code, message = `Forced ${code} (sandbox fault)` } = error;
+    this.arm("error", route, error.count, { status: checkStatus(status, 100), code, message });
   }
 
+  /** Answers an unusable body (status 200 unless given); the request is not processed. */
   malformedNext(
     route: FaultRoute,
     kind: MalformedKind,
     options: { status?: number; count?: number; bytes?: number } = {},
   ): void {
-    const status = options.status ?? 200;
-    checkStatus(status);
-    this.malformed.push(
-      armed(route, options.count, { kind, status, bytes: options.bytes ?? DEFAULT_HUGE_BYTES }),
-    );
+    // The "huge" body's default size is large enough to trip any sane client cap.
+    const { status = 200, bytes = 16 * 1024 * 1024 } = options;
+    this.arm("malformed", route, options.count, { kind, status: checkStatus(status, 100), bytes });
   }
 
+  /** Drops the connection without an answer, "before" processing or "after" it (task created, charged). */
   dropNext(route: FaultRoute, options: { phase: "before" | "after"; count?: number }): void {
-    this.drops.push(armed(route, options.count, options.phase));
+    this.arm("drop", route, options.count, options.phase);
   }
 
-  dripBody(route: FaultRoute, options: { chunkDelayMs: number; chunks: number; count?: number }): void {
-    if (!Number.isInteger(options.chunks) || options.chunks < 1)
-      throw new RangeError("chunks must be an integer >= 1");
-    this.drips.push(
-      armed(route, options.count, { chunkDelayMs: options.chunkDelayMs, chunks: options.chunks }),
-    );
+  /** Headers go out at once, then the body trickles in `chunks` pieces `chunkDelayMs` apart. */
+  dripBody(route: FaultRoute, { chunkDelayMs, chunks, count }: Plans["drip"] & { count?: number }): void {
+    if (!Number.isInteger(chunks) || chunks < 1) throw new RangeError("chunks must be an integer >= 1");
+    this.arm("drip", route, count, { chunkDelayMs, chunks });
   }
 
+  /** Adds or overrides headers of the answer; an empty value removes the header. */
   headersNext(route: FaultRoute, headers: Record<string, string>, count?: number): void {
-    this.headers.push(armed(route, count, { ...headers }));
+    this.arm("headers", route, count, { ...headers });
   }
 
+  /**
+   * Reads `afterBytes` of the body, answers at once and closes without lingering, like a proxy refusing a
+   * large upload. Non-2xx: an envelope error (or an HTML page); 2xx: the route's success answer for ids never
+   * stored (body-less routes run their handler). Nothing is stored or charged.
+   */
   earlyAnswer(route: FaultRoute, answer: EarlyAnswer): void {
     // 1xx is not an answer, and a client cannot be cut off with one.
-    if (!Number.isInteger(answer.status) || answer.status < 200 || answer.status > 599)
-      throw new RangeError(`invalid HTTP status ${answer.status} for an early answer (200..599)`);
-    const afterBytes = answer.afterBytes ?? 0;
-    checkByteCount("afterBytes", afterBytes);
-    this.earlyAnswers.push(
-      armed(route, answer.count, {
-        status: answer.status,
-        code:
-          answer.code ??
-          EARLY_ANSWER_CODES[answer.status] ??
-          (answer.status < 500 ? "request_rejected" : "internal_error"),
-        message: answer.message,
-        afterBytes,
-        html: answer.html ?? false,
-      }),
-    );
+    const status = checkStatus(answer.status, 200);
+    const code = answer.code ?? EARLY_CODES[status] ?? (status < 500 ? "request_rejected" : "internal_error");
+    const afterBytes = checkBytes("afterBytes", answer.afterBytes ?? 0);
+    this.arm("early", route, answer.count, {
+      status,
+      code,
+      message: answer.message,
+      afterBytes,
+      html: !!answer.html,
+    });
   }
 
+  /** Reads `bytes` of the body, then resets the TCP connection (no answer). */
   resetAfterBytes(route: FaultRoute, bytes: number, count?: number): void {
-    checkByteCount("bytes", bytes);
-    this.resets.push(armed(route, count, bytes));
+    this.arm("reset", route, count, checkBytes("bytes", bytes));
   }
 
+  /**
+   * Shallow-merges `patch` into the next success answers whose `data` is an object and deletes the `remove`
+   * keys (other answers leave it armed). Only the answer changes, never the store.
+   */
   patchNext(
     route: FaultRoute,
     patch: Record<string, unknown>,
     options: { remove?: string[]; count?: number } = {},
   ): void {
-    this.patches.push(
-      armed(route, options.count, { patch: { ...patch }, remove: [...(options.remove ?? [])] }),
-    );
+    this.arm("patch", route, options.count, { patch: { ...patch }, remove: [...(options.remove ?? [])] });
   }
 
+  /** While on, status calls of tasks that are not final answer 502 upstream_error and no task progresses. */
   providerOutage(on: boolean): void {
-    this.store.providerDown = on;
+    this.tasks.providerDown = on;
   }
 
-  failTask(videoId: string, message = "The provider could not render this video (sandbox fault)"): boolean {
-    return this.store.failTask(videoId, message);
+  /** Ends a running task as `failed` (credits refunded). Returns false when the task is unknown or final. */
+  failTask(videoId: string, message = FAILED_TASK): boolean {
+    return this.tasks.failTask(videoId, message);
   }
 
-  failNextTask(message = "The provider could not render this video (sandbox fault)"): void {
-    this.store.failNextTask(message);
+  /** The next video task started will end `failed` instead of `completed`. */
+  failNextTask(message = FAILED_TASK): void {
+    this.tasks.failNextTask(message);
   }
 
+  /** Turns every knob off. */
   clear(): void {
     this.latencies.clear();
-    for (const list of [
-      this.errors,
-      this.malformed,
-      this.drops,
-      this.drips,
-      this.headers,
-      this.earlyAnswers,
-      this.resets,
-      this.patches,
-    ])
-      list.length = 0;
-    this.store.clearFaults();
+    this.armed.length = 0;
+    this.tasks.clearFaults();
   }
 
   latencyFor(route: SandboxRoute): number {
     return this.latencies.get(route) ?? this.latencies.get("*") ?? 0;
   }
 
-  takeDrop(route: SandboxRoute, phase: "before" | "after"): boolean {
-    return take(this.drops, route, (value) => value === phase) !== undefined;
+  /** Uses up one request of the first entry of `knob` armed for `route` that `accept`s, and returns its plan. */
+  take<K extends keyof Plans>(
+    knob: K,
+    route: SandboxRoute,
+    accept = (_: Plans[K]) => true,
+  ): Plans[K] | undefined {
+    const index = this.armed.findIndex(
+      (entry) =>
+        entry.knob === knob &&
+        (entry.route === route || entry.route === "*") &&
+        accept(entry.value as Plans[K]),
+    );
+    const entry = this.armed[index];
+    if (entry && --entry.remaining === 0) this.armed.splice(index, 1);
+    return entry?.value as Plans[K] | undefined;
   }
 
-  takeError(route: SandboxRoute): ForcedError | undefined {
-    return take(this.errors, route);
-  }
-
-  takeMalformed(route: SandboxRoute): Malformed | undefined {
-    return take(this.malformed, route);
-  }
-
-  takeDrip(route: SandboxRoute): Drip | undefined {
-    return take(this.drips, route);
-  }
-
-  takeHeaders(route: SandboxRoute): Record<string, string> | undefined {
-    return take(this.headers, route);
-  }
-
-  takeEarlyAnswer(route: SandboxRoute): EarlyAnswerPlan | undefined {
-    return take(this.earlyAnswers, route);
-  }
-
-  /** The number of body bytes to read before resetting, or undefined when no reset is armed. */
-  takeReset(route: SandboxRoute): number | undefined {
-    return take(this.resets, route);
-  }
-
-  /** Called only for a success answer whose data is an object, so other answers leave the patch armed. */
-  takePatch(route: SandboxRoute): DataPatch | undefined {
-    return take(this.patches, route);
+  private arm<K extends keyof Plans>(knob: K, route: FaultRoute, count = 1, value: Plans[K]): void {
+    if (!Number.isInteger(count) || count < 1) throw new RangeError("count must be an integer >= 1");
+    this.armed.push({ knob, route, remaining: count, value });
   }
 }
 
-function armed<T>(route: FaultRoute, count: number | undefined, value: T): Armed<T> {
-  const remaining = count ?? 1;
-  if (!Number.isInteger(remaining) || remaining < 1) throw new RangeError("count must be an integer >= 1");
-  return { route, remaining, value };
-}
-
-function take<T>(
-  list: Armed<T>[],
-  route: SandboxRoute,
-  accept: (value: T) => boolean = () => true,
-): T | undefined {
-  const index = list.findIndex(
-    (entry) => (entry.route === route || entry.route === "*") && accept(entry.value),
-  );
-  const entry = list[index];
-  if (!entry) return undefined;
-  entry.remaining -= 1;
-  if (entry.remaining === 0) list.splice(index, 1);
-  return entry.value;
-}
-
-function checkByteCount(name: string, bytes: number): void {
-  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`${name} must be an integer >= 0`);
-}
-
-function checkStatus(status: number): void {
-  if (!Number.isInteger(status) || status < 100 || status > 599)
+function checkStatus(status: number, min: number): number {
+  if (!Number.isInteger(status) || status < min || status > 599)
     throw new RangeError(`invalid HTTP status ${status}`);
+  return status;
+}
+
+function checkBytes(name: string, bytes: number): number {
+  if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`${name} must be an integer >= 0`);
+  return bytes;
 }

@@ -1,71 +1,67 @@
+import type { Readable } from "node:stream";
+
+type HeaderMap = Record<string, string>;
+
 /**
  * Answers are built as values and written in one place (server.ts), so the fault knobs can replace, delay,
  * drip or drop any of them without each handler knowing.
  */
-
 export interface SandboxResponse {
   status: number;
+  headers: HeaderMap;
+  /** A stream is sent as it comes, with the Content-Length its maker set. */
+  body: Buffer | Readable;
+  /** The `data` of a success envelope, kept beside its bytes so the patchNext fault can rewrite it. */
+  data?: unknown;
   /** Answer with `Connection: close` and do not read what is left of the request. */
   closeConnection?: boolean;
-  /**
-   * With closeConnection: close the socket as soon as the answer is written, without the lingering close,
-   * so a client still sending meets a reset (the earlyAnswer fault).
-   */
+  /** With closeConnection: close as soon as the answer is written, without the lingering close. */
   closeAbruptly?: boolean;
   /** An intermediary's answer: sent without the service's headers (X-RateLimit-*, X-Request-Id). */
   bare?: boolean;
-  /** The `data` of a success envelope, kept beside its bytes so the patchNext fault can rewrite it. */
-  data?: unknown;
-  headers: Record<string, string>;
-  body: Buffer;
   /** Set for HEAD: headers describe `body` but no byte of it is sent. */
   headOnly?: boolean;
-  /** The "huge" fault: a padded envelope of this many bytes is streamed instead of `body`. */
-  hugeBytes?: number;
 }
 
 /** A request refused with an envelope error; thrown by validation and handlers, caught by the server. */
 export class HttpError extends Error {
-  /** The rest of the request body is not worth reading: answer, then close the connection. */
-  closeConnection = false;
-
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly headers: Record<string, string> = {},
+    readonly headers: HeaderMap = {},
+    /** The rest of the request body is not worth reading: answer, then close the connection. */
+    readonly closeConnection = false,
   ) {
     super(message);
   }
 }
 
-export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+export const JSON_TYPE = "application/json; charset=utf-8";
 
-export function jsonResponse(
-  status: number,
-  value: unknown,
-  headers: Record<string, string> = {},
-): SandboxResponse {
-  return {
-    status,
-    headers: { "Content-Type": JSON_CONTENT_TYPE, ...headers },
-    body: Buffer.from(JSON.stringify(value), "utf8"),
-  };
+const json = (status: number, value: unknown, headers: HeaderMap = {}): SandboxResponse => ({
+  status,
+  headers: { "Content-Type": JSON_TYPE, ...headers },
+  body: Buffer.from(JSON.stringify(value)),
+});
+
+export const dataResponse = (data: unknown, status = 200): SandboxResponse => ({
+  ...json(status, { data, error: null }),
+  data,
+});
+
+export const errorResponse = (status: number, code: string, message: string, headers: HeaderMap = {}) =>
+  json(status, { data: null, error: { message, code } }, headers);
+
+export function validationError(field: string, problem: string, closeConnection = false): HttpError {
+  return new HttpError(400, "validation_error", `${field}: ${problem}`, {}, closeConnection);
 }
 
-export function dataResponse(data: unknown, status = 200): SandboxResponse {
-  return { ...jsonResponse(status, { data, error: null }), data };
-}
-
-export function errorResponse(
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): SandboxResponse {
-  return jsonResponse(status, { data: null, error: { message, code } }, headers);
-}
-
-export function validationError(field: string, problem: string): HttpError {
-  return new HttpError(400, "validation_error", `${field}: ${problem}`);
+/** A percent-decoded path segment, or undefined when its encoding is broken. */
+export function decodeSegment(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
 }

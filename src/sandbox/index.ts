@@ -3,29 +3,19 @@
  * (spec/generation-service-rest.md), for tests, benchmarks and users trying the tools without an account.
  * It is the other end of the wire: it shares service facts with the client through src/models.ts only.
  */
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { AccountRegistry, DEFAULT_ACCOUNTS } from "./auth.js";
-import type { Account } from "./auth.js";
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
+import { DEFAULT_ACCOUNTS, RateLimiter, createAccounts } from "./auth.js";
 import type { SandboxContext } from "./context.js";
 import { Faults } from "./faults.js";
-import { defaultIdGenerator } from "./ids.js";
-import { ImageCache } from "./media/images.js";
-import { RateLimiter } from "./rate-limit.js";
 import { createSandboxServer } from "./server.js";
-import { Store } from "./store.js";
-import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
-import type {
-  RequestRecord,
-  SandboxAccountView,
-  SandboxHandle,
-  SandboxOptions,
-  SandboxShapes,
-  SandboxTimings,
-} from "./types.js";
+import { ImageCache, Store } from "./store.js";
+import type { IdKind, SandboxHandle, SandboxOptions } from "./types.js";
+import type { SandboxShapes, SandboxTimings } from "./types.js";
 
 export type * from "./types.js";
 export { DEFAULT_ACCOUNTS } from "./auth.js";
-export { sequentialIdGenerator } from "./ids.js";
 export { MAX_JSON_BODY_BYTES } from "./body.js";
 
 export const DEFAULT_SHAPES: Readonly<SandboxShapes> = {
@@ -40,95 +30,78 @@ export const DEFAULT_SHAPES: Readonly<SandboxShapes> = {
 /** Long enough to watch a demo wait and report progress, short enough not to bore. */
 export const DEMO_TIMINGS: Readonly<SandboxTimings> = { queuedMs: 2000, processingMs: 10_000 };
 
+const PREFIX = { video: "vid", image: "img", upload: "upl", request: "req" } as const;
+
+/** Random, URL-safe ids with a readable kind prefix, like most services hand out. */
+const randomId = (kind: IdKind): string => `${PREFIX[kind]}_${randomBytes(9).toString("base64url")}`;
+
+/** Deterministic ids for tests: vid_1, vid_2, img_1 ... */
+export function sequentialIdGenerator(): (kind: IdKind) => string {
+  const counters = { video: 0, image: 0, upload: 0, request: 0 };
+  return (kind) => `${PREFIX[kind]}_${++counters[kind]}`;
+}
+
 export async function startSandbox(options: SandboxOptions = {}): Promise<SandboxHandle> {
   const clock = options.clock ?? Date.now;
   const timings = { ...DEMO_TIMINGS, ...options.timings };
   if (!(timings.queuedMs >= 0) || !(timings.processingMs >= 0)) throw new RangeError("timings must be >= 0");
   const shapes: SandboxShapes = { ...DEFAULT_SHAPES, ...options.shapes };
   shapes.inProgressStatuses = [...shapes.inProgressStatuses];
-  const accounts = new AccountRegistry(options.accounts ?? DEFAULT_ACCOUNTS);
-  if (accounts.list.length === 0) throw new RangeError("the sandbox needs at least one account");
+  const accounts = createAccounts(options.accounts ?? DEFAULT_ACCOUNTS);
   const store = new Store(clock, timings, () => shapes.inProgressStatuses);
+  const shutdown = new AbortController();
+  const rateLimit = options.rateLimit ?? { limit: DEFAULT_RATE_LIMIT_PER_MINUTE, windowMs: 60_000 };
   const ctx: SandboxContext = {
     clock,
-    newId: options.idGenerator ?? defaultIdGenerator,
+    newId: options.idGenerator ?? randomId,
     accounts,
-    limiter: new RateLimiter(
-      options.rateLimit ?? { limit: DEFAULT_RATE_LIMIT_PER_MINUTE, windowMs: 60_000 },
-      clock,
-    ),
+    limiter: new RateLimiter(rateLimit, clock),
     store,
     faults: new Faults(store),
     shapes,
     images: new ImageCache(),
     origin: "",
+    requests: [],
+    shutdown: shutdown.signal,
   };
-  const requests: RequestRecord[] = [];
-  const shutdown = new AbortController();
-  const server = createSandboxServer(ctx, requests, shutdown.signal);
+  const { requests } = ctx;
+  const server = createSandboxServer(ctx);
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+    server.once("error", reject).listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
       server.off("error", reject);
       resolve();
     });
   });
-  const address = server.address() as AddressInfo;
-  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  ctx.origin = `http://${host}:${address.port}`;
-
+  const { address, family, port } = server.address() as AddressInfo;
+  ctx.origin = `http://${family === "IPv6" ? `[${address}]` : address}:${port}`;
+  const list = [...accounts.values()];
+  // Keys by the default names, else the first three accounts in order.
+  const keyOf = (name: string, index: number): string =>
+    (list.find((account) => account.name === name) ?? list[index] ?? list[0])?.key ?? "";
   let closing: Promise<void> | undefined;
   return {
     baseUrl: `${ctx.origin}/api/v1`,
     origin: ctx.origin,
-    keys: pickKeys(accounts.list),
-    accounts: accounts.list.map((account) => accountView(account, store)),
+    keys: { paid: keyOf("paid", 0), free: keyOf("free", 1), poor: keyOf("poor", 2) },
+    // A live account: reading its balance settles finished tasks first, so a refund shows at once.
+    accounts: list.map(
+      (account) =>
+        new Proxy(account, {
+          get: (target, name) => {
+            if (name === "credits") store.settleOwner(target);
+            return Reflect.get(target, name);
+          },
+        }),
+    ),
     faults: ctx.faults,
     shapes,
     requests,
-    clearRequests: () => {
-      requests.length = 0;
-    },
-    close: () => {
-      closing ??= new Promise<void>((resolve) => {
+    clearRequests: () => void requests.splice(0),
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
         shutdown.abort();
         server.close(() => resolve());
         server.closeAllConnections();
-      });
-      return closing;
-    },
-  };
-}
-
-/** Keys by the default names, else the first three accounts in order. */
-function pickKeys(list: readonly Account[]): SandboxHandle["keys"] {
-  const byName = (name: string, index: number): string =>
-    list.find((account) => account.name === name)?.key ?? list[index]?.key ?? list[0]?.key ?? "";
-  return { paid: byName("paid", 0), free: byName("free", 1), poor: byName("poor", 2) };
-}
-
-function accountView(account: Account, store: Store): SandboxAccountView {
-  return {
-    key: account.key,
-    name: account.name,
-    get credits() {
-      store.settleOwner(account);
-      return account.credits;
-    },
-    set credits(value: number) {
-      account.credits = value;
-    },
-    get paidAccess() {
-      return account.paidAccess;
-    },
-    set paidAccess(value: boolean) {
-      account.paidAccess = value;
-    },
-    get subscription() {
-      return account.subscription;
-    },
-    set subscription(value: string | null) {
-      account.subscription = value;
-    },
+      })),
   };
 }

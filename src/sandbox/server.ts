@@ -8,70 +8,47 @@
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Account } from "./auth.js";
-import { parseBearer } from "./auth.js";
-import type { BearerResult } from "./auth.js";
-import { earlyResponse, readBodyBytes } from "./body-faults.js";
+import { UNAUTHORIZED, parseBearer } from "./auth.js";
+import type { Account, RateLimitState } from "./auth.js";
+import { readBodyBytes } from "./body.js";
 import type { SandboxContext } from "./context.js";
-import type { Drip } from "./faults.js";
-import { HttpError, JSON_CONTENT_TYPE, errorResponse } from "./http.js";
+import type { Plans } from "./faults.js";
+import { HttpError, JSON_TYPE, errorResponse } from "./http.js";
 import type { SandboxResponse } from "./http.js";
-import { rateLimitHeaders } from "./rate-limit.js";
-import type { RateLimitState } from "./rate-limit.js";
-import { malformedResponse, patchedResponse, writeResponse } from "./respond.js";
-import { isMediaPath, matchRoute } from "./router.js";
+import { earlyResponse, malformedResponse, patchedResponse } from "./fault-answers.js";
+import { matchRoute } from "./routes.js";
 import type { RequestRecord } from "./types.js";
 
 /** The request log is for tests; a long demo session keeps only the most recent entries. */
-export const MAX_LOGGED_REQUESTS = 10_000;
+const MAX_LOGGED_REQUESTS = 10_000;
 
-export function createSandboxServer(
-  ctx: SandboxContext,
-  log: RequestRecord[],
-  shutdown: AbortSignal,
-): Server {
-  const server = createServer(
-    { requestTimeout: 120_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 },
-    (req, res) => {
-      handleRequest(ctx, log, shutdown, req, res).catch(() => {
-        // Only reached when writing itself failed; the socket is the one thing left to clean up.
-        res.destroy();
-      });
-    },
-  );
+export function createSandboxServer(ctx: SandboxContext): Server {
+  const options = { requestTimeout: 120_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 };
+  // Only a failed write rejects; the socket is the one thing left to clean up.
+  const server = createServer(options, (req, res) => void handle(ctx, req, res).catch(() => res.destroy()));
   server.on("clientError", (_error, socket) => {
     // Unparseable HTTP never reaches the pipeline; answer in the envelope when the socket still allows it.
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
+    if (!socket.writable) return void socket.destroy();
     const body = JSON.stringify({
       data: null,
       error: { message: "Malformed HTTP request", code: "validation_error" },
     });
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
+    const head = `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}`;
+    socket.end(`${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });
   return server;
 }
 
-async function handleRequest(
-  ctx: SandboxContext,
-  log: RequestRecord[],
-  shutdown: AbortSignal,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
+async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { requests: log, shutdown } = ctx;
   const method = req.method ?? "GET";
-  const rawUrl = req.url ?? "/";
-  const queryStart = rawUrl.indexOf("?");
-  const path = queryStart === -1 ? rawUrl : rawUrl.slice(0, queryStart);
-  const query = new URLSearchParams(queryStart === -1 ? "" : rawUrl.slice(queryStart + 1));
+  const [path = "/", search = ""] = (req.url ?? "/").split(/\?(.*)/s);
+  const query = new URLSearchParams(search);
   const target = matchRoute(path);
   const bearer = parseBearer(req.headers.authorization);
-  const media = target ? target.kind === "media" : isMediaPath(path);
+  const media = target ? target.route === "media" : path.startsWith("/media/");
   const record: RequestRecord = {
     method,
     path,
@@ -82,146 +59,122 @@ async function handleRequest(
     at: ctx.clock(),
     requestId: media ? undefined : ctx.newId("request"),
   };
-  appendLog(log, record);
-  const account = bearer.kind === "token" ? ctx.accounts.find(bearer.token) : undefined;
-  const bucket = account ? `key:${account.key}` : `addr:${req.socket.remoteAddress ?? "unknown"}`;
+  log.push(record);
+  // Trimmed in place: callers may hold a reference to the array.
+  if (log.length > MAX_LOGGED_REQUESTS) log.splice(0, log.length - MAX_LOGGED_REQUESTS);
+  const account = bearer.kind === "token" ? ctx.accounts.get(bearer.token) : undefined;
+  const bucket = account ? `key:${account.key}` : `addr:${req.socket.remoteAddress}`;
   let rate: RateLimitState | undefined;
 
-  const answer = async (response: SandboxResponse, drip?: Drip): Promise<void> => {
-    if (target && patchable(response)) {
-      const patch = ctx.faults.takePatch(target.route);
-      if (patch) response = patchedResponse(response, patch);
-    }
-    const headers: Record<string, string> = { ...response.headers };
+  const answer = async (response: SandboxResponse, drip?: Plans["drip"]): Promise<void> => {
+    const route = target?.route;
+    const { status, data } = response;
+    const patchable = status < 300 && typeof data === "object" && data !== null && !Array.isArray(data);
+    const patch = route && patchable ? ctx.faults.take("patch", route) : undefined;
+    if (patch) response = patchedResponse(response, patch);
+    const { body } = response;
+    const overrides = route && ctx.faults.take("headers", route);
+    if (res.destroyed || res.headersSent) return;
+    const headers = { ...response.headers };
+    if (body instanceof Buffer) headers["Content-Length"] = String(body.length);
     if (!media && !response.bare) {
-      Object.assign(headers, rateLimitHeaders(rate ?? ctx.limiter.peek(bucket)));
+      const { limit, remaining, resetS } = rate ?? ctx.limiter.peek(bucket);
+      headers["X-RateLimit-Limit"] = String(limit);
+      headers["X-RateLimit-Remaining"] = String(remaining);
+      headers["X-RateLimit-Reset"] = String(resetS);
       if (record.requestId !== undefined) headers["X-Request-Id"] = record.requestId;
     }
     if (response.closeConnection) headers.Connection = "close";
-    const overrides = target ? ctx.faults.takeHeaders(target.route) : undefined;
-    await writeResponse(res, record, response, headers, overrides, drip, shutdown);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(overrides ?? {})) {
+      if (value === "") res.removeHeader(name);
+      else res.setHeader(name, value);
+    }
+    res.statusCode = record.status = status;
+    // Without lingering, Node's own close for `Connection: close`: end, then destroy once the answer is
+    // written. What the client still sends then meets a closed socket, and the kernel answers with a reset.
+    if (response.closeConnection && !response.closeAbruptly) lingerThenClose(res);
+    if (response.headOnly) return void res.end();
+    if (!(body instanceof Buffer)) return pipeline(body, res).catch(() => undefined);
+    if (!drip || body.length === 0) return void res.end(body);
+    res.flushHeaders();
+    const size = Math.ceil(body.length / drip.chunks);
+    for (let offset = 0; offset < body.length; offset += size) {
+      if (offset > 0 && !(await sleep(drip.chunkDelayMs, true, { signal: shutdown }).catch(() => false)))
+        return;
+      if (res.destroyed) return;
+      res.write(body.subarray(offset, offset + size));
+    }
+    res.end();
   };
 
-  if (!target) {
-    return answer(errorResponse(404, "not_found", `No route ${method} ${path}`));
-  }
+  if (!target) return answer(errorResponse(404, "not_found", `No route ${method} ${path}`));
   if (!target.methods.includes(method)) {
     const allow = target.methods.join(", ");
-    return answer(
-      errorResponse(405, "method_not_allowed", `${method} is not allowed on ${path}; use ${allow}`, {
-        Allow: allow,
-      }),
-    );
+    const message = `${method} is not allowed on ${path}; use ${allow}`;
+    return answer(errorResponse(405, "method_not_allowed", message, { Allow: allow }));
   }
-  const route = target.route;
-
+  const { route } = target;
   const latency = ctx.faults.latencyFor(route);
-  if (latency > 0) {
-    try {
-      await sleep(latency, undefined, { signal: shutdown });
-    } catch {
-      return;
-    }
-  }
-  if (ctx.faults.takeDrop(route, "before")) {
-    req.socket.destroy();
-    return;
-  }
+  if (latency > 0 && !(await sleep(latency, true, { signal: shutdown }).catch(() => false))) return;
+  if (ctx.faults.take("drop", route, (phase) => phase === "before")) return void req.socket.destroy();
 
-  if (target.kind === "api") {
+  if (!media) {
     // Requests without a valid key count against their address, so key guessing is throttled too.
-    const state = ctx.limiter.consume(bucket);
-    rate = state;
+    const state = (rate = ctx.limiter.consume(bucket));
     if (!state.allowed) {
-      return answer(
-        errorResponse(
-          429,
-          "rate_limit_exceeded",
-          `Rate limit of ${state.limit} requests per window exceeded; retry after ${state.retryAfterS} s`,
-          {
-            "Retry-After": String(state.retryAfterS),
-          },
-        ),
-      );
+      const message = `Rate limit of ${state.limit} requests per window exceeded; retry after ${state.retryAfterS} s`;
+      const retry = { "Retry-After": String(state.retryAfterS) };
+      return answer(errorResponse(429, "rate_limit_exceeded", message, retry));
     }
-    if (!account) return answer(errorResponse(401, "unauthorized", unauthorizedMessage(bearer)));
+    if (!account) return answer(errorResponse(401, "unauthorized", UNAUTHORIZED[bearer.kind]));
   }
-
-  const forced = ctx.faults.takeError(route);
+  const forced = ctx.faults.take("error", route);
   if (forced) return answer(errorResponse(forced.status, forced.code, forced.message));
-  const malformed = ctx.faults.takeMalformed(route);
+  const malformed = ctx.faults.take("malformed", route);
   if (malformed) return answer(malformedResponse(malformed));
 
-  const runHandler = async (): Promise<SandboxResponse> => {
-    try {
-      return target.kind === "api"
-        ? await target.handler(ctx, { req, query, params: target.params, account: account as Account })
-        : await target.handler(ctx, req, target.file);
-    } catch (error) {
-      return toErrorResponse(error, record.requestId);
-    }
-  };
-
-  const early = ctx.faults.takeEarlyAnswer(route);
+  const run = (): Promise<SandboxResponse> =>
+    target.handle({ ctx, req, query, account: account as Account }).catch((error: unknown) => {
+      if (error instanceof HttpError) {
+        const { status, code, message, headers, closeConnection } = error;
+        return { ...errorResponse(status, code, message, headers), closeConnection };
+      }
+      // A bug or hostile input must never take the sandbox down: it becomes an envelope 500.
+      const id = record.requestId ? ` (request ${record.requestId})` : "";
+      return errorResponse(500, "internal_error", `Internal error in the sandbox${id}`);
+    });
+  const early = ctx.faults.take("early", route);
   if (early) {
-    const bodyBytes = await readBodyBytes(req, early.afterBytes);
-    record.bodyBytes = bodyBytes;
-    const response = earlyResponse(ctx, route, account, early, bodyBytes) ?? (await runHandler());
+    const bodyBytes = (record.bodyBytes = await readBodyBytes(req, early.afterBytes));
+    const response = earlyResponse(ctx, route, account, early, bodyBytes) ?? (await run());
     return answer({ ...response, closeConnection: true, closeAbruptly: true });
   }
-  const resetAfter = ctx.faults.takeReset(route);
+  const resetAfter = ctx.faults.take("reset", route);
   if (resetAfter !== undefined) {
     record.bodyBytes = await readBodyBytes(req, resetAfter);
     if (!req.socket.destroyed) req.socket.resetAndDestroy();
     return;
   }
-
-  const response = await runHandler();
-  if (ctx.faults.takeDrop(route, "after")) {
-    req.socket.destroy();
-    return;
-  }
-  return answer(response, ctx.faults.takeDrip(route));
+  const response = await run();
+  if (ctx.faults.take("drop", route, (phase) => phase === "after")) return void req.socket.destroy();
+  return answer(response, ctx.faults.take("drip", route));
 }
 
-function patchable(response: SandboxResponse): boolean {
-  const { data } = response;
-  return (
-    response.status >= 200 &&
-    response.status < 300 &&
-    typeof data === "object" &&
-    data !== null &&
-    !Array.isArray(data)
-  );
-}
-
-function unauthorizedMessage(bearer: BearerResult): string {
-  switch (bearer.kind) {
-    case "missing":
-      return "Missing API key: send the header 'Authorization: Bearer <API key>'";
-    case "malformed":
-      return "Malformed Authorization header: expected 'Bearer <API key>'";
-    case "token":
-      return "Invalid API key";
-  }
-}
-
-function toErrorResponse(error: unknown, requestId: string | undefined): SandboxResponse {
-  if (error instanceof HttpError) {
-    const response = errorResponse(error.status, error.code, error.message, error.headers);
-    if (error.closeConnection) response.closeConnection = true;
-    return response;
-  }
-  // A bug or hostile input must never take the sandbox down: it becomes an envelope 500.
-  return errorResponse(
-    500,
-    "internal_error",
-    `Internal error in the sandbox${requestId ? ` (request ${requestId})` : ""}`,
-  );
-}
-
-function appendLog(log: RequestRecord[], record: RequestRecord): void {
-  log.push(record);
-  // Trim in place: callers may hold a reference to the array.
-  if (log.length > MAX_LOGGED_REQUESTS) log.splice(0, log.length - MAX_LOGGED_REQUESTS);
+/**
+ * Answering early and closing at once makes the kernel reset the connection while the client is still
+ * sending, and a reset can destroy our answer before the client reads it. So, like Apache's lingering close:
+ * send the answer, half-close, discard (never store) what still arrives for a moment, then close. Node would
+ * otherwise destroy the socket as soon as a `Connection: close` answer is written.
+ */
+function lingerThenClose(res: ServerResponse): void {
+  const socket = res.req.socket;
+  socket.destroySoon = () => {
+    socket.end();
+    res.req.resume();
+    socket.resume();
+    const timer = setTimeout(() => socket.destroy(), 1000);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+  };
 }

@@ -1,4 +1,7 @@
 /** The public surface of the sandbox: options, handle, fault knobs and the request log. */
+import type { Faults, SandboxRoute } from "./faults.js";
+
+export type { EarlyAnswer, FaultRoute, MalformedKind, SandboxRoute } from "./faults.js";
 
 export interface SandboxAccount {
   /** The Bearer token of the account. */
@@ -22,10 +25,7 @@ export interface SandboxShapes {
   notFoundStatus: 404 | 400;
   /** "task": POST /generate-image answers `{ image_id, status: "processing" }` without URLs. */
   imageShape: "urls" | "task";
-  /**
-   * "nested": every success answer's `data` nests its fields (`task.state`, `result.output[0].url`, ...) in
-   * the forms documented in routes.ts, so a client's "find it at any depth" code meets every endpoint.
-   */
+  /** "nested": every success answer's `data` nests its fields (`task.status`, `result.video_url`, ...). */
   nesting: "flat" | "nested";
 }
 
@@ -60,11 +60,6 @@ export interface SandboxOptions {
   shapes?: Partial<SandboxShapes>;
 }
 
-/** Names the fault knobs use; "*" matches every route. */
-export type SandboxRoute =
-  "generate" | "generate-image" | "videos" | "video-status" | "upload" | "credits" | "media";
-export type FaultRoute = SandboxRoute | "*";
-
 export interface RequestRecord {
   method: string;
   /** Path without the query string, as received. */
@@ -80,81 +75,12 @@ export interface RequestRecord {
   at: number;
   /** The X-Request-Id of the answer (API routes only). */
   requestId: string | undefined;
-  /**
-   * Request body bytes the sandbox had read when an `earlyAnswer` or `resetAfterBytes` fault answered or
-   * reset the connection (reads come in chunks, so it can pass the armed count by up to one chunk). Absent
-   * for every other request.
-   */
+  /** Body bytes read before an `earlyAnswer` or `resetAfterBytes` fault (may pass the count by a chunk). */
   bodyBytes?: number;
 }
 
-export type MalformedKind = "invalid-json" | "html" | "empty" | "no-data" | "huge";
-
-/** See `FaultControl.earlyAnswer`. */
-export interface EarlyAnswer {
-  status: number;
-  /** Default by status: EARLY_ANSWER_CODES in faults.ts (400 validation_error, 413 request_too_large...). */
-  code?: string;
-  message?: string;
-  /** Body bytes to read before answering; default 0 (answer before reading any). */
-  afterBytes?: number;
-  count?: number;
-  /** Answer with an nginx-style HTML page and none of the service's headers, as a proxy would. */
-  html?: boolean;
-}
-
-export interface FaultControl {
-  /** Delays the answer's headers by `ms` for every request of the route until set to 0. */
-  latency(route: FaultRoute, ms: number): void;
-  /** The next `count` (default 1) requests get this envelope error and are not processed. */
-  failNext(
-    route: FaultRoute,
-    error: { status: number; code: string; message?: string; count?: number },
-  ): void;
-  /** The next `count` requests get an unusable body (status 200 unless given) and are not processed. */
-  malformedNext(
-    route: FaultRoute,
-    kind: MalformedKind,
-    options?: { status?: number; count?: number; bytes?: number },
-  ): void;
-  /**
-   * The next `count` requests lose their connection without an answer. "before": nothing was processed;
-   * "after": the request was processed (task created, credits charged) and the answer was lost.
-   */
-  dropNext(route: FaultRoute, options: { phase: "before" | "after"; count?: number }): void;
-  /** Headers go out at once, then the body trickles in `chunks` pieces `chunkDelayMs` apart. */
-  dripBody(route: FaultRoute, options: { chunkDelayMs: number; chunks: number; count?: number }): void;
-  /** Adds or overrides headers of the next `count` answers; an empty value removes the header. */
-  headersNext(route: FaultRoute, headers: Record<string, string>, count?: number): void;
-  /**
-   * For the next `count` requests: read `afterBytes` of the body, answer at once and close the connection
-   * without the lingering close (like a proxy refusing a large upload: the client, usually still sending,
-   * sees its write fail or a reset). Non-2xx: an envelope error (or HTML page with `html`); 2xx: a success
-   * envelope as the route would answer, for ids never stored (body-less routes run their handler). Nothing
-   * is stored, nothing charged.
-   */
-  earlyAnswer(route: FaultRoute, answer: EarlyAnswer): void;
-  /** For the next `count` requests: read `bytes` of the body, then reset the TCP connection (no answer). */
-  resetAfterBytes(route: FaultRoute, bytes: number, count?: number): void;
-  /**
-   * The next `count` success answers whose `data` is an object get `patch` shallow-merged into it and the
-   * `remove` keys deleted (an array `data` is left alone and does not use up the patch). Only the answer
-   * changes, never the store.
-   */
-  patchNext(
-    route: FaultRoute,
-    patch: Record<string, unknown>,
-    options?: { remove?: string[]; count?: number },
-  ): void;
-  /** While on, status calls of tasks that are not final answer 502 upstream_error and no task progresses. */
-  providerOutage(on: boolean): void;
-  /** Ends a running task as `failed` (credits refunded). Returns false when the task is unknown or final. */
-  failTask(videoId: string, message?: string): boolean;
-  /** The next video task started will end `failed` instead of `completed`. */
-  failNextTask(message?: string): void;
-  /** Turns every knob off. */
-  clear(): void;
-}
+/** The knobs; `take` and `latencyFor` are the server's side of them. */
+export type FaultControl = Omit<Faults, "take" | "latencyFor">;
 
 /** A live account: reading `credits` settles finished tasks first; assigning it sets the balance. */
 export interface SandboxAccountView {

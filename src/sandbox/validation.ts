@@ -1,39 +1,14 @@
 /**
  * Validation of spec section 4's bodies and queries. Deliberately strict, so the client's own checks are
- * proven by its tests: a wrong type (null included) is refused rather than coerced, and every message
- * starts with the field's name. Unknown fields are ignored, as most JSON APIs do.
+ * proven by its tests: a wrong type (null included) is refused rather than coerced, and every message starts
+ * with the field's name. Unknown fields are ignored, as most JSON APIs do. Our choices where the spec is
+ * silent: prompt 1..MAX_PROMPT_LENGTH characters; duration a JSON number in (0, MAX_DURATION_S], fractions
+ * priced pro rata; resolution only for RESOLUTION_MODEL (default 720p); image URLs http(s) only; a
+ * text_to_video request with an image_url is accepted and the image ignored.
  */
-import {
-  DEFAULT_ASPECT_RATIO_IMAGE,
-  DEFAULT_ASPECT_RATIO_VIDEO,
-  DEFAULT_DURATION_S,
-  DEFAULT_IMAGE_MODEL,
-  DEFAULT_IMAGE_RESOLUTION,
-  DEFAULT_VIDEO_RESOLUTION,
-  GENERATION_TYPES,
-  IMAGE_MODELS,
-  IMAGE_RESOLUTIONS,
-  MAX_DURATION_S,
-  MAX_PROMPT_LENGTH,
-  MAX_REFERENCE_IMAGES,
-  OUTPUT_FORMATS,
-  PAGE_LIMIT_DEFAULT,
-  PAGE_LIMIT_MAX,
-  PAGE_LIMIT_MIN,
-  RESOLUTION_MODEL,
-  VIDEO_MODELS,
-  VIDEO_RESOLUTIONS,
-  parseAspectRatio,
-  resolveVideoModel,
-} from "../models.js";
-import type {
-  GenerationType,
-  ImageModel,
-  ImageResolution,
-  OutputFormat,
-  VideoModel,
-  VideoResolution,
-} from "../models.js";
+import * as models from "../models.js";
+import type { GenerationType, ImageModel, ImageResolution, OutputFormat } from "../models.js";
+import type { VideoModel, VideoResolution } from "../models.js";
 import { validationError } from "./http.js";
 
 export interface VideoRequest {
@@ -56,77 +31,75 @@ export interface ImageRequest {
   images: string[];
 }
 
-export interface ListQuery {
-  page: number;
-  limit: number;
-}
-
 type Body = Record<string, unknown>;
 
 export function asObjectBody(value: unknown): Body {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
     throw validationError("body", "must be a JSON object");
-  }
   return value as Body;
 }
 
 export function validateVideoRequest(body: Body): VideoRequest {
   const prompt = requirePrompt(body);
-  const modelValue = optionalString(body, "model");
-  const model = resolveVideoModel(modelValue);
-  if (model === undefined) {
+  const asked = optionalString(body, "model");
+  const model = models.resolveVideoModel(asked);
+  if (model === undefined)
     throw validationError(
       "model",
-      `unknown video model "${String(modelValue)}"; expected one of ${VIDEO_MODELS.join(", ")}`,
+      `unknown video model "${asked}"; expected one of ${models.VIDEO_MODELS.join(", ")}`,
     );
-  }
-  const generationType = optionalEnum(body, "generation_type", GENERATION_TYPES) ?? "text_to_video";
+  const generationType = optionalEnum(body, "generation_type", models.GENERATION_TYPES) ?? "text_to_video";
   const imageUrl = optionalString(body, "image_url");
   if (imageUrl !== undefined) requireHttpUrl("image_url", imageUrl);
-  // A text_to_video request that carries an image_url is accepted and the image ignored: harmless.
-  if (generationType === "image_to_video" && imageUrl === undefined) {
+  if (generationType === "image_to_video" && imageUrl === undefined)
     throw validationError("image_url", "required when generation_type is image_to_video");
-  }
-  const aspectRatio = aspectRatioField(body, DEFAULT_ASPECT_RATIO_VIDEO);
+  const aspectRatio = aspectRatioField(body, models.DEFAULT_ASPECT_RATIO_VIDEO);
   const duration = durationField(body);
-  let resolution = optionalEnum(body, "resolution", VIDEO_RESOLUTIONS);
-  if (resolution !== undefined && model !== RESOLUTION_MODEL) {
-    throw validationError("resolution", `only accepted for ${RESOLUTION_MODEL}, not for ${model}`);
-  }
-  if (model === RESOLUTION_MODEL) resolution ??= DEFAULT_VIDEO_RESOLUTION;
+  let resolution = optionalEnum(body, "resolution", models.VIDEO_RESOLUTIONS);
+  if (resolution !== undefined && model !== models.RESOLUTION_MODEL)
+    throw validationError("resolution", `only accepted for ${models.RESOLUTION_MODEL}, not for ${model}`);
+  if (model === models.RESOLUTION_MODEL) resolution ??= models.DEFAULT_VIDEO_RESOLUTION;
   return { prompt, model, generationType, imageUrl, aspectRatio, duration, resolution };
 }
 
 export function validateImageRequest(body: Body): ImageRequest {
-  const prompt = requirePrompt(body);
-  const model = optionalEnum(body, "model", IMAGE_MODELS) ?? DEFAULT_IMAGE_MODEL;
-  const resolution = optionalEnum(body, "resolution", IMAGE_RESOLUTIONS) ?? DEFAULT_IMAGE_RESOLUTION;
-  const aspectRatio = aspectRatioField(body, DEFAULT_ASPECT_RATIO_IMAGE);
-  const outputFormat = optionalEnum(body, "output_format", OUTPUT_FORMATS) ?? "png";
-  const images = imagesField(body);
-  return { prompt, model, resolution, aspectRatio, outputFormat, images };
+  return {
+    prompt: requirePrompt(body),
+    model: optionalEnum(body, "model", models.IMAGE_MODELS) ?? models.DEFAULT_IMAGE_MODEL,
+    resolution: optionalEnum(body, "resolution", models.IMAGE_RESOLUTIONS) ?? models.DEFAULT_IMAGE_RESOLUTION,
+    aspectRatio: aspectRatioField(body, models.DEFAULT_ASPECT_RATIO_IMAGE),
+    outputFormat: optionalEnum(body, "output_format", models.OUTPUT_FORMATS) ?? "png",
+    images: imagesField(body),
+  };
 }
 
-export function validateListQuery(params: URLSearchParams): ListQuery {
+export function validateListQuery(params: URLSearchParams): { page: number; limit: number } {
   return {
     page: integerParam(params, "page", 1, 1, Number.MAX_SAFE_INTEGER),
-    limit: integerParam(params, "limit", PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MIN, PAGE_LIMIT_MAX),
+    limit: integerParam(
+      params,
+      "limit",
+      models.PAGE_LIMIT_DEFAULT,
+      models.PAGE_LIMIT_MIN,
+      models.PAGE_LIMIT_MAX,
+    ),
   };
 }
 
 function requirePrompt(body: Body): string {
-  if (!("prompt" in body) || body.prompt === undefined) throw validationError("prompt", "required");
-  const prompt = body.prompt;
-  if (typeof prompt !== "string") throw validationError("prompt", "must be a string");
+  if (body.prompt === undefined) throw validationError("prompt", "required");
+  const prompt = optionalString(body, "prompt") ?? "";
   if (prompt.trim() === "") throw validationError("prompt", "must not be empty");
-  if (prompt.length > MAX_PROMPT_LENGTH) {
-    throw validationError("prompt", `must be at most ${MAX_PROMPT_LENGTH} characters (got ${prompt.length})`);
-  }
+  if (prompt.length > models.MAX_PROMPT_LENGTH)
+    throw validationError(
+      "prompt",
+      `must be at most ${models.MAX_PROMPT_LENGTH} characters (got ${prompt.length})`,
+    );
   return prompt;
 }
 
 function optionalString(body: Body, field: string): string | undefined {
-  if (!(field in body)) return undefined;
+  if (!Object.hasOwn(body, field)) return undefined;
   const value = body[field];
   if (typeof value !== "string") throw validationError(field, "must be a string");
   return value;
@@ -134,61 +107,52 @@ function optionalString(body: Body, field: string): string | undefined {
 
 function optionalEnum<T extends string>(body: Body, field: string, allowed: readonly T[]): T | undefined {
   const value = optionalString(body, field);
-  if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) {
+  if (value !== undefined && !(allowed as readonly string[]).includes(value))
     throw validationError(field, `must be one of ${allowed.join(", ")} (got "${value}")`);
-  }
-  return value as T;
+  return value as T | undefined;
 }
 
 function aspectRatioField(body: Body, fallback: string): string {
-  const value = optionalString(body, "aspect_ratio");
-  if (value === undefined) return fallback;
-  if (parseAspectRatio(value) === undefined) {
+  const value = optionalString(body, "aspect_ratio") ?? fallback;
+  if (models.parseAspectRatio(value) === undefined)
     throw validationError(
       "aspect_ratio",
       `must be "W:H" with whole numbers from 1 to 64, like 16:9 (got "${value}")`,
     );
-  }
   return value;
 }
 
 function durationField(body: Body): number {
-  if (!("duration" in body)) return DEFAULT_DURATION_S;
+  if (!Object.hasOwn(body, "duration")) return models.DEFAULT_DURATION_S;
   const value = body.duration;
   if (typeof value !== "number" || !Number.isFinite(value))
     throw validationError("duration", "must be a number of seconds");
   if (value <= 0) throw validationError("duration", `must be greater than 0 (got ${value})`);
-  if (value > MAX_DURATION_S)
-    throw validationError("duration", `must be at most ${MAX_DURATION_S} seconds (got ${value})`);
+  if (value > models.MAX_DURATION_S)
+    throw validationError("duration", `must be at most ${models.MAX_DURATION_S} seconds (got ${value})`);
   return value;
 }
 
 function imagesField(body: Body): string[] {
-  if (!("images" in body)) return [];
+  if (!Object.hasOwn(body, "images")) return [];
   const value = body.images;
   if (!Array.isArray(value)) throw validationError("images", "must be an array of image URLs");
-  if (value.length > MAX_REFERENCE_IMAGES) {
-    throw validationError("images", `must hold at most ${MAX_REFERENCE_IMAGES} URLs (got ${value.length})`);
-  }
+  if (value.length > models.MAX_REFERENCE_IMAGES)
+    throw validationError(
+      "images",
+      `must hold at most ${models.MAX_REFERENCE_IMAGES} URLs (got ${value.length})`,
+    );
   return value.map((entry: unknown, index) => {
-    const field = `images[${index}]`;
-    if (typeof entry !== "string") throw validationError(field, "must be a string URL");
-    requireHttpUrl(field, entry);
-    return entry;
+    if (typeof entry !== "string") throw validationError(`images[${index}]`, "must be a string URL");
+    return requireHttpUrl(`images[${index}]`, entry);
   });
 }
 
-function requireHttpUrl(field: string, value: string): void {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
+function requireHttpUrl(field: string, value: string): string {
+  const protocol = URL.canParse(value) ? new URL(value).protocol : "";
+  if (protocol !== "http:" && protocol !== "https:")
     throw validationError(field, `must be an http(s) URL (got "${truncate(value)}")`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw validationError(field, `must be an http(s) URL (got "${truncate(value)}")`);
-  }
+  return value;
 }
 
 /** Query values must be plain decimal integers: "1.5", "1e1", " 2" and repeats are refused, not rounded. */
@@ -200,21 +164,15 @@ function integerParam(
   max: number,
 ): number {
   const values = params.getAll(name);
-  if (values.length === 0) return fallback;
   if (values.length > 1) throw validationError(name, "given more than once");
-  const raw = values[0] ?? "";
+  const raw = values[0];
+  if (raw === undefined) return fallback;
   if (!/^-?\d{1,16}$/.test(raw)) throw validationError(name, `must be an integer (got "${truncate(raw)}")`);
   const value = Number(raw);
+  const unbounded = max === Number.MAX_SAFE_INTEGER;
   if (value < min)
-    throw validationError(
-      name,
-      max === Number.MAX_SAFE_INTEGER ? `must be >= ${min}` : `must be from ${min} to ${max}`,
-    );
-  if (value > max)
-    throw validationError(
-      name,
-      max === Number.MAX_SAFE_INTEGER ? "is too large" : `must be from ${min} to ${max}`,
-    );
+    throw validationError(name, unbounded ? `must be >= ${min}` : `must be from ${min} to ${max}`);
+  if (value > max) throw validationError(name, unbounded ? "is too large" : `must be from ${min} to ${max}`);
   return value;
 }
 

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Account, parseBearer } from "../../src/sandbox/auth.js";
-import { parseRange } from "../../src/sandbox/media/serve.js";
+import { Account, RateLimiter, parseBearer } from "../../src/sandbox/auth.js";
+import { sniffImage } from "../../src/sandbox/body.js";
 import { imageSize } from "../../src/sandbox/media/images.js";
-import { sniffImage } from "../../src/sandbox/media/sniff.js";
-import { RateLimiter } from "../../src/sandbox/rate-limit.js";
+import { parseRange } from "../../src/sandbox/media/serve.js";
 import { Store } from "../../src/sandbox/store.js";
 
 describe("parseBearer", () => {
@@ -91,23 +90,18 @@ describe("Store", () => {
       () => ["queued"],
       10,
     );
-    const upload = (id: string, size: number) => ({
-      id,
-      contentType: "image/png",
-      extension: "png",
-      bytes: Buffer.alloc(size),
-      createdAt: 0,
-    });
-    store.addUpload(upload("a", 4));
-    store.addUpload(upload("b", 4));
-    expect(store.findUpload("a")).toBeDefined();
-    store.addUpload(upload("c", 4));
-    expect(store.findUpload("a")).toBeUndefined();
-    expect(store.findUpload("b")).toBeDefined();
-    store.addUpload(upload("d", 20));
-    expect(store.findUpload("b")).toBeUndefined();
-    expect(store.findUpload("c")).toBeUndefined();
-    expect(store.findUpload("d")).toBeDefined();
+    const upload = (id: string, size: number) =>
+      store.addUpload(id, { contentType: "image/png", extension: "png", bytes: Buffer.alloc(size) });
+    upload("a", 4);
+    upload("b", 4);
+    expect(store.uploads.get("a")).toBeDefined();
+    upload("c", 4);
+    expect(store.uploads.get("a")).toBeUndefined();
+    expect(store.uploads.get("b")).toBeDefined();
+    upload("d", 20);
+    expect(store.uploads.get("b")).toBeUndefined();
+    expect(store.uploads.get("c")).toBeUndefined();
+    expect(store.uploads.get("d")).toBeDefined();
   });
 
   it("refunds a failed task once, however often it is read", () => {

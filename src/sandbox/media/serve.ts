@@ -1,55 +1,108 @@
+/**
+ * Media lives outside /api/v1, like files on a CDN: no auth, no rate limit, GET and HEAD with one byte range.
+ * A file name is `<id>.<ext>`; an extension that does not match the record is a 404, as a CDN would answer.
+ */
+import type { IncomingMessage } from "node:http";
+import { POSTER_HEIGHT, POSTER_WIDTH } from "../answers.js";
+import type { MediaFolder } from "../answers.js";
+import type { SandboxContext } from "../context.js";
+import { HttpError, decodeSegment, errorResponse } from "../http.js";
 import type { SandboxResponse } from "../http.js";
-import { errorResponse } from "../http.js";
+import { IMAGE_TYPES, encodePng, renderImage, seedOf } from "./images.js";
+import { SAMPLE_VIDEO_MP4 } from "./sample-video.js";
+
+export async function serveMedia(
+  ctx: SandboxContext,
+  req: IncomingMessage,
+  folder: MediaFolder,
+  file: string,
+): Promise<SandboxResponse> {
+  const dot = file.lastIndexOf(".");
+  const id = dot > 0 ? decodeSegment(file.slice(0, dot)) : undefined;
+  const extension = file.slice(dot + 1);
+  const found = id === undefined ? undefined : await find(ctx, folder, id, extension);
+  if (!found) throw new HttpError(404, "not_found", `No media file "${file}"`);
+  return serveBytes(req.method ?? "GET", req.headers.range, found.bytes, found.type);
+}
+
+async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string) {
+  const video = ctx.store.findVideo(id);
+  const completed = video?.final?.status === "completed" ? video : undefined;
+  switch (folder) {
+    case "videos":
+      // Only a completed task has a video; a running or failed one has nothing to download yet.
+      return extension === "mp4" && completed ? { bytes: SAMPLE_VIDEO_MP4, type: "video/mp4" } : undefined;
+    case "posters": {
+      // The still the nested status answer links as `result.cover.url`; like the video, only once completed.
+      const task = extension === "png" ? completed : undefined;
+      if (!task) return undefined;
+      const render = () => encodePng(POSTER_WIDTH, POSTER_HEIGHT, seedOf(task.request.prompt));
+      // "poster:" keeps posters apart from images in the shared cache, whatever ids the generator makes.
+      return { bytes: await ctx.images.get(`poster:${id}`, render), type: "image/png" };
+    }
+    case "images": {
+      const record = ctx.store.images.get(id);
+      const format = record?.request.outputFormat;
+      if (!record || !format || extension !== format) return undefined;
+      const seed = seedOf(record.request.prompt);
+      // Keyed by what the bytes depend on, not by id: the same prompt at the same size renders once (a 4k PNG
+      // takes the sandbox about 150 ms, which would otherwise hide the client's own cost in the previews bench).
+      const key = `image:${format}:${record.width}x${record.height}:${seed}`;
+      const bytes = await ctx.images.get(key, () => renderImage(format, record.width, record.height, seed));
+      return { bytes, type: IMAGE_TYPES[format] };
+    }
+    case "uploads": {
+      const record = ctx.store.uploads.get(id);
+      return record && extension === record.extension
+        ? { bytes: record.bytes, type: record.contentType }
+        : undefined;
+    }
+  }
+}
 
 /**
- * Serves a stored file like a CDN would: one byte range per request (206 + Content-Range), 416 with
- * `Content-Range: bytes *\/size` when the range starts past the end. A Range header that is not a single
- * well-formed bytes range is ignored and the whole file sent, which RFC 9110 allows.
+ * One byte range per request (206 + Content-Range), 416 with `Content-Range: bytes *\/size` when it starts
+ * past the end. A Range that is not a single well-formed bytes range is ignored and the whole file sent, which
+ * RFC 9110 allows.
  */
 export function serveBytes(
   method: string,
   rangeHeader: string | undefined,
   bytes: Buffer,
-  contentType: string,
+  type: string,
 ): SandboxResponse {
   const size = bytes.length;
-  const headers: Record<string, string> = {
-    "Content-Type": contentType,
-    "Accept-Ranges": "bytes",
-    "Cache-Control": "public, max-age=3600",
-  };
+  const headers = { "Content-Type": type, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=3600" };
   const headOnly = method === "HEAD";
   const range = rangeHeader === undefined ? undefined : parseRange(rangeHeader, size);
   if (range === "unsatisfiable") {
-    return errorResponse(416, "range_not_satisfiable", `Range "${rangeHeader}" is outside 0..${size - 1}`, {
-      "Content-Range": `bytes */${size}`,
-      "Accept-Ranges": "bytes",
-    });
+    const rangeHeaders = { "Content-Range": `bytes */${size}`, "Accept-Ranges": "bytes" };
+    return errorResponse(
+      416,
+      "range_not_satisfiable",
+      `Range "${rangeHeader}" is outside 0..${size - 1}`,
+      rangeHeaders,
+    );
   }
   if (range === undefined) return { status: 200, headers, body: bytes, headOnly };
   const [start, end] = range;
+  const body = bytes.subarray(start, end + 1);
   return {
     status: 206,
     headers: { ...headers, "Content-Range": `bytes ${start}-${end}/${size}` },
-    body: bytes.subarray(start, end + 1),
+    body,
     headOnly,
   };
 }
 
 /** Returns [start, end] inclusive, "unsatisfiable", or undefined to serve the whole file. */
 export function parseRange(header: string, size: number): [number, number] | "unsatisfiable" | undefined {
-  const match = /^bytes=(\d*)-(\d*)$/i.exec(header.trim());
-  if (!match) return undefined;
-  const [, first = "", last = ""] = match;
+  const [, first = "", last = ""] = /^bytes=(\d*)-(\d*)$/i.exec(header.trim()) ?? [];
   if (first === "" && last === "") return undefined;
-  if (first === "") {
-    const suffix = Number(last);
-    if (suffix === 0 || size === 0) return "unsatisfiable";
-    return [Math.max(0, size - suffix), size - 1];
-  }
+  if (first === "")
+    return Number(last) === 0 || size === 0 ? "unsatisfiable" : [Math.max(0, size - Number(last)), size - 1];
   const start = Number(first);
   if (last !== "" && Number(last) < start) return undefined;
   if (start >= size) return "unsatisfiable";
-  const end = last === "" ? size - 1 : Number(last);
-  return [start, Math.min(end, size - 1)];
+  return [start, last === "" ? size - 1 : Math.min(Number(last), size - 1)];
 }
