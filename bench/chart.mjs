@@ -26,8 +26,8 @@ import {
 } from "./report.mjs";
 
 const OURS = "generation-mcp";
-/** Where README finds the chart (headline.md is pasted into README, at the repository's root). */
-export const SVG_PATH = "bench/results/latest.svg";
+/** Where docs/performance.md finds the chart (headline.md is pasted there, one folder below the root). */
+export const SVG_PATH = "../bench/results/latest.svg";
 
 const fixed = (v, digits) => (Number.isFinite(v) ? v.toFixed(digits) : "n/a");
 const ms = (v) => `${fixed(v, v < 10 ? 2 : 1)} ms`;

@@ -1,14 +1,14 @@
 /**
  * Where a bench run's results go. Only a recorded run (`npm run bench -- --record`, a full run at full
  * repetitions) replaces the committed results (bench/results/latest.json, latest.svg, headline.md) and
- * README's Performance block, all four together so they never disagree. Every other run (`npm run bench`,
- * `npm run bench:quick`, BENCH_ONLY) leaves tracked files alone: its results go to bench/results/local/
- * (git-ignored), and bench/run.mjs prints them.
+ * the Performance block of docs/performance.md, all four together so they never disagree. Every other run
+ * (`npm run bench`, `npm run bench:quick`, BENCH_ONLY) leaves tracked files alone: its results go to
+ * bench/results/local/ (git-ignored), and bench/run.mjs prints them.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { writeChart } from "./chart.mjs";
-import { withBenchBlock } from "../scripts/readme-bench.mjs";
+import { PAGE_PATH, withBenchBlock } from "../scripts/readme-bench.mjs";
 
 export const RECORDED_DIR = path.join("bench", "results");
 export const LOCAL_DIR = path.join("bench", "results", "local");
@@ -29,12 +29,12 @@ export function saveResults(output, { root, record }) {
   if (output.only !== undefined) return [file];
   const written = [file, ...writeChart(JSON.parse(json), dir)];
   if (record) {
-    const readme = path.join(root, "README.md");
-    const before = readFileSync(readme, "utf8");
+    const page = path.join(root, PAGE_PATH);
+    const before = readFileSync(page, "utf8");
     const after = withBenchBlock(before, readFileSync(path.join(dir, "headline.md"), "utf8"));
     if (after !== before) {
-      writeFileSync(readme, after);
-      written.push(readme);
+      writeFileSync(page, after);
+      written.push(page);
     }
   }
   return written;

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The distribution files, generated from one source so they cannot disagree: package.json (name, version,
- * description, author, license, engines, mcpName), the VARIABLES table below, and the tool list exactly as
- * the built server answers `tools/list` (describeTools() of dist/mcp/tool-list.js).
+ * description, author, license, engines, mcpName), the settings table of src/config/schema.ts (as built:
+ * which settings exist and their kinds; OFFERED below picks those an install offers and words its form), and
+ * the tool list exactly as the built server answers `tools/list` (describeTools() of dist/mcp/tool-list.js).
  *
  * - mcpb/manifest.json: the MCPB manifest Claude Desktop installs from (`npm run pack:mcpb` bundles it).
  * - server.json: the MCP Registry entry (schema 2025-12-11, kept in schemas/server.schema.json).
@@ -25,102 +26,100 @@ export const DISPLAY_NAME = "Video & image generation";
 export const ENTRY_POINT = "server/cli.js";
 export const PLATFORMS = ["darwin", "win32", "linux"];
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** The one table of settings (src/config/schema.ts), as built: which settings exist, their kinds, defaults. */
+const { SETTINGS, DEFAULTS } = await import(
+  pathToFileURL(path.join(root, "dist", "config", "schema.js")).href
+);
+
 /**
- * The settings a user can give an installed server, each under the environment variable CONTRACT.md names.
- * `key` is the MCPB user_config key (for those offered there). `in` says where each one is offered: "mcpb" (the Claude Desktop form),
- * "stdio" and "http" (the registry's npm entries: stdio, and `--http` where each caller sends its own key,
- * so no server-side key). `kind` "directories" is a folder list: MCPB passes it as one argument per folder
- * (a variable cannot carry a list there); elsewhere it is the path-list variable. `min` is the form's lower
- * bound of a number field.
+ * The settings an installed server offers, in this order, each as the table has it (its variable, what kind
+ * of field). `in` says where: "mcpb" (Claude Desktop's form, under `key`), "stdio" and "http" (the
+ * registry's npm entries: stdio, and `--http` where each caller sends its own key, so no server-side key).
+ * The titles and descriptions are the form's words for a person installing it.
  */
-export const VARIABLES = [
-  {
-    name: "GENERATION_API_KEY",
-    key: "api_key",
+const OFFERED = {
+  GENERATION_API_KEY: {
     title: "API key",
     description: "Your generation service API key. Not needed in sandbox mode.",
-    kind: "string",
-    secret: true,
     in: ["mcpb", "stdio"],
   },
-  {
-    name: "GENERATION_BASE_URL",
-    key: "base_url",
+  GENERATION_BASE_URL: {
     title: "Service address",
     description:
       "The service address up to and including /api/v1, e.g. https://<service>/api/v1. Not needed in sandbox mode.",
-    kind: "string",
     in: ["mcpb", "stdio", "http"],
   },
-  {
-    name: "GENERATION_SANDBOX",
-    key: "sandbox",
+  GENERATION_SANDBOX: {
     title: "Sandbox mode",
     description:
       "Run every tool against the built-in sandbox instead of the service: no account and no credits needed.",
-    kind: "boolean",
-    default: false,
     in: ["mcpb", "stdio", "http"],
   },
-  {
-    name: "GENERATION_OUTPUT_DIR",
-    key: "output_dir",
+  GENERATION_OUTPUT_DIR: {
     title: "Output folder",
     description:
       "Where download: true saves finished media. Default: Downloads/generation-mcp in your home folder.",
-    kind: "directory",
     in: ["mcpb", "stdio"],
   },
-  {
-    name: "GENERATION_ALLOWED_DIRS",
-    key: "allowed_dirs",
+  GENERATION_ALLOWED_DIRS: {
     title: "Upload folders",
     description:
       "Folders whose images may be uploaded. Default: Pictures, Downloads and Desktop in your home folder (those that exist).",
-    kind: "directories",
     in: ["mcpb", "stdio"],
   },
-  // The spend limits (CONTRACT.md "Spend limits"), offered in the Claude Desktop form and the registry's
-  // entries. Numbers of estimated credits; a blank field reaches the server as its placeholder or as "",
-  // which it takes as "no limit".
-  {
-    name: "GENERATION_DAILY_CREDITS",
-    key: "daily_credits",
+  // The spend limits (CONTRACT.md "Spend limits"): a blank field reaches the server as its placeholder or as
+  // "", which it takes as "no limit".
+  GENERATION_DAILY_CREDITS: {
     title: "Daily credit limit",
     description:
       "The most estimated credits the tools may start per day (UTC); a start that would pass it is refused until midnight UTC. Leave empty for no daily limit.",
-    kind: "number",
-    min: 0,
     in: ["mcpb", "stdio", "http"],
   },
-  {
-    name: "GENERATION_MAX_CREDITS_PER_CALL",
-    key: "max_credits_per_call",
+  GENERATION_MAX_CREDITS_PER_CALL: {
     title: "Max credits per call",
     description:
       "A video or image estimated above this many credits is not started unless you confirm its cost when asked (refused where the client cannot ask). Leave empty for no per-call limit.",
-    kind: "number",
-    min: 0,
     in: ["mcpb", "stdio", "http"],
   },
-  {
-    name: "GENERATION_CONFIRM_ABOVE_CREDITS",
-    key: "confirm_above_credits",
+  GENERATION_CONFIRM_ABOVE_CREDITS: {
     title: "Confirm cost above",
     description:
       "Above this many estimated credits you are asked to confirm the cost before anything starts (refused where it cannot ask). At most Max credits per call when both are set. Leave empty to never ask.",
-    kind: "number",
-    min: 0,
     in: ["mcpb", "stdio", "http"],
   },
-  {
-    name: "GENERATION_HTTP_PORT",
+  GENERATION_HTTP_PORT: {
     title: "HTTP port",
     description: "The port the server listens on (127.0.0.1).",
-    kind: "number",
     in: ["http"],
   },
-];
+};
+
+/** The table's kinds as form fields: a switch is a boolean (off), credits a number of at least 0. */
+const FIELD = {
+  secret: "string",
+  text: "string",
+  switch: "boolean",
+  number: "number",
+  credits: "number",
+  dir: "directory",
+  dirs: "directories",
+};
+
+/** Each offered setting: `key` is its MCPB user_config key, `kind` "directories" a folder list. */
+export const VARIABLES = Object.entries(OFFERED).map(([name, offer]) => {
+  const setting = SETTINGS[name];
+  if (setting === undefined) throw new Error(`distribution: ${name} is not in src/config/schema.ts`);
+  return {
+    name,
+    key: name.replace(/^GENERATION_/, "").toLowerCase(),
+    ...offer,
+    kind: FIELD[setting.kind] ?? "string",
+    ...(setting.kind === "secret" && { secret: true }),
+    ...(setting.kind === "switch" && { default: false }),
+    ...(setting.kind === "credits" && { min: 0 }),
+  };
+});
 
 const placeholder = (variable) => `\${user_config.${variable.key}}`;
 
@@ -257,15 +256,13 @@ export const toJsonFile = (value) => `${JSON.stringify(value, null, 2)}\n`;
 export async function renderDistribution(root) {
   const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
   const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "mcp", "tool-list.js")).href);
-  const { DEFAULT_HTTP_PORT } = await import(pathToFileURL(path.join(root, "dist", "config.js")).href);
   return {
     "mcpb/manifest.json": toJsonFile(buildManifest(pkg, describeTools())),
-    "server.json": toJsonFile(buildServerJson(pkg, { httpPort: DEFAULT_HTTP_PORT })),
+    "server.json": toJsonFile(buildServerJson(pkg, { httpPort: DEFAULTS.httpPort })),
   };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
   const files = await renderDistribution(root);
   for (const [file, text] of Object.entries(files)) {
     if (process.argv.includes("--write")) {

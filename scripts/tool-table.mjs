@@ -33,11 +33,12 @@ export function renderToolTable(tools) {
   ].join("\n");
 }
 
-export function replaceBlock(readme, table) {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < 0) throw new Error("README has no tools block markers");
-  return readme.slice(0, start) + table + readme.slice(end + END.length);
+/** README with the block between `start` and `end` (the tools block unless named) replaced by `table`. */
+export function replaceBlock(readme, table, start = START, end = END) {
+  const from = readme.indexOf(start);
+  const to = readme.indexOf(end);
+  if (from < 0 || to < 0) throw new Error(`README has no ${start} … ${end} block`);
+  return readme.slice(0, from) + table + readme.slice(to + end.length);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import path from "node:path";
 import { GenerationClient, type ClientOptions, type KeyState } from "./api/client.js";
 import { TokenBucketBudget } from "./api/rate-budget.js";
-import type { Config } from "./config.js";
+import type { Config } from "./config/index.js";
 import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
@@ -107,7 +107,6 @@ export async function createRuntime(
     budget,
     userAgent: `generation-mcp/${version}`,
     onWarning: (message, data) => logger.warning(message, data),
-    redactor,
     trustedKey: target.callerKey !== true,
     ...clientOverrides,
   });

@@ -2,7 +2,8 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, checkBaseUrl, loadConfig } from "../src/config.js";
+import { ConfigError, FLAG_TO_ENV, checkBaseUrl, describeOptions, loadConfig } from "../src/config/index.js";
+import { SETTINGS } from "../src/config/schema.js";
 
 const refusal = (value: string): string => {
   try {
@@ -275,5 +276,36 @@ describe("shared state on Redis", () => {
         env: { ...base, GENERATION_REDIS_URL: "redis://127.0.0.1:6379", GENERATION_REDIS_PREFIX: "a b" },
       }),
     ).toThrow(/^GENERATION_REDIS_PREFIX \(or --redis-prefix\): /);
+  });
+});
+
+describe("the one table of settings (src/config/schema.ts)", () => {
+  const flagged = Object.entries(SETTINGS).filter(([, setting]) => setting.flag !== undefined);
+
+  it("is what --help lists: every variable, with its flag on the same line", () => {
+    const help = describeOptions();
+    for (const [variable, setting] of Object.entries(SETTINGS)) {
+      const flag = setting.flag ?? "(variable only)";
+      expect(help, variable).toContain(`${flag}`);
+      expect(
+        help.split("\n").some((line) => line.includes(flag) && line.endsWith(variable)),
+        variable,
+      ).toBe(true);
+    }
+  });
+
+  it("maps every flag to its variable, and a refused value names both", () => {
+    expect(Object.values(FLAG_TO_ENV).sort()).toEqual(flagged.map(([variable]) => variable).sort());
+    let refused = 0;
+    for (const [variable, setting] of flagged) {
+      const flag = setting.flag?.split(" ")[0] ?? "";
+      expect(FLAG_TO_ENV[flag]).toBe(variable);
+      if (setting.parse.safeParse("%%%").success && variable !== "GENERATION_BASE_URL") continue;
+      refused++;
+      expect(() => loadConfig({ env: { GENERATION_SANDBOX: "1" }, flags: { [flag]: "%%%" } }), flag).toThrow(
+        new RegExp(`^${variable} \\(or ${flag}\\): `),
+      );
+    }
+    expect(refused).toBeGreaterThan(15);
   });
 });

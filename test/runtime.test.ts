@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Config } from "../src/config.js";
+import type { Config } from "../src/config/index.js";
 import { Logger } from "../src/logger.js";
 import { createRuntime, journalDir } from "../src/runtime.js";
 import { startSandbox } from "../src/sandbox/index.js";

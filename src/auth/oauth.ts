@@ -15,7 +15,7 @@
  * Loaded only when GENERATION_OAUTH_ISSUER is set (jose is a lazy chunk).
  */
 import { errors, jwtVerify, type JWTVerifyGetKey } from "jose";
-import type { OAuthConfig } from "../config.js";
+import type { OAuthConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { bearerToken, type Refusal } from "./bearer.js";
 import { digestOf, type Caller } from "./caller.js";

@@ -23,7 +23,7 @@ import {
   type ServerContext,
   type Tool,
 } from "@modelcontextprotocol/server";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import type { Logger } from "../logger.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps } from "../tools/define-tool.js";

@@ -13,7 +13,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { ValidationError } from "../api/errors.js";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import { observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
 import { checkSpend } from "../spend/confirm.js";

@@ -7,7 +7,7 @@
  */
 import { createHash, hkdfSync } from "node:crypto";
 import { createRequestStateCodec, type ServerContext } from "@modelcontextprotocol/server";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 
 /** What an answer must have been asked for. */
 export interface ConfirmQuestion {

@@ -15,9 +15,9 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { BudgetExceededError } from "../api/errors.js";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import { fix, renderAdvice } from "../advice.js";
-import type { SpendLimits } from "../config.js";
+import type { SpendLimits } from "../config/index.js";
 import type { Revision } from "../mcp/revisions.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import type { CallToolResult } from "../tools/result.js";

@@ -3,7 +3,7 @@
  * refusal uses: "a 10 s 1080p video on vendor-video-2-0". The tools and the protocol edge both ask here, so
  * the estimate a user confirms is the one the daily limit counts.
  */
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import {
   DEFAULT_DURATION_S,
   DEFAULT_IMAGE_MODEL,

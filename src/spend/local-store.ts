@@ -14,7 +14,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { GenerationError, type GenerationErrorInit } from "../api/errors.js";
 import { fix } from "../advice.js";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import { LockTimeoutError, withFileLock } from "../state/file-lock.js";
 import type { TaskLogger } from "../tasks/logger.js";
 import { silentLogger } from "../tasks/logger.js";

@@ -5,12 +5,13 @@
  * on, at the price of a possible 429 that the usual backoff absorbs.
  */
 import { AbortedError } from "../api/errors.js";
-import { headerValue, type HeaderBag } from "../api/headers.js";
 import {
   DEFAULT_MAX_WAIT_MS,
   MIN_RETRY_DELAY_MS,
+  headerValue,
   parseResetHeader,
   parseRetryAfter,
+  type HeaderBag,
   type RateBudget,
   type TokenBucketBudget,
 } from "../api/rate-budget.js";

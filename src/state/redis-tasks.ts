@@ -4,7 +4,7 @@
  * complete or cancel it decides, and every replica answers that. The index of task ids is bounded by age and
  * by count, so a flood of calls cannot fill Redis.
  */
-import { MAX_TASK_TTL_MS } from "../limits.js";
+import { MAX_TASK_TTL_MS } from "../config/index.js";
 import type { KeyContext } from "./redis.js";
 import type { TaskRecordStore } from "./shared-state.js";
 

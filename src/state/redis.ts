@@ -25,7 +25,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import type { TokenBucketBudget } from "../api/rate-budget.js";
-import type { RedisConfig } from "../config.js";
+import type { RedisConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { RedisBudget, type BudgetReading, type BudgetStore } from "./redis-budget.js";

@@ -5,9 +5,7 @@
  * already knows; the newest candidate wins.
  */
 import type { GenerateVideoBody, JsonObject } from "../api/types.js";
-import { findStatus, findVideoId } from "../api/find.js";
-import { findCreatedAt, findModel, findPrompt } from "../api/find-history.js";
-import { isObject } from "../api/walk.js";
+import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
 import { resolveVideoModel } from "../models.js";
 import { normalizePrompt } from "./fingerprint.js";
 

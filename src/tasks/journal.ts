@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { isObject } from "../api/normalize.js";
+import { isObject } from "../api/shapes.js";
 import type { JsonObject } from "../api/types.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";

@@ -8,7 +8,7 @@
 import { appendFile, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { NotFoundError } from "../api/errors.js";
-import { safeId } from "../api/fields.js";
+import { safeId } from "../api/shapes.js";
 import type { OwnedTask, OwnershipStore } from "../state/shared-state.js";
 import type { TaskLogger } from "./logger.js";
 import { silentLogger } from "./logger.js";

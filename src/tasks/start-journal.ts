@@ -6,7 +6,7 @@
  * refuse a start.
  */
 import { randomUUID } from "node:crypto";
-import { safeId } from "../api/fields.js";
+import { safeId } from "../api/shapes.js";
 import type { GenerateImageBody, GenerateVideoBody, ImageResult, JsonObject } from "../api/types.js";
 import { resolveVideoModel } from "../models.js";
 import type { StartClaims } from "../state/shared-state.js";

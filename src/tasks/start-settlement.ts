@@ -8,7 +8,7 @@
  * are left to the user (starter.ts).
  */
 import { GenerationError } from "../api/errors.js";
-import { findVideoId } from "../api/find.js";
+import { findVideoId } from "../api/shapes.js";
 import type { GenerateVideoBody, GenerationApi, JsonObject } from "../api/types.js";
 import type { Sleep } from "../sleep.js";
 import { pickMatch } from "./history-match.js";

@@ -2,7 +2,7 @@
 import * as z from "zod";
 import { ValidationError } from "../api/errors.js";
 import type { ServerDeps } from "./define-tool.js";
-import { isHttpUrl } from "../api/normalize.js";
+import { isHttpUrl } from "../api/shapes.js";
 import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 
 export const promptField = (what: string) =>

@@ -5,7 +5,7 @@
 import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import type * as z from "zod";
 import type { GenerationApi } from "../api/types.js";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import type { AdviceMode } from "../advice.js";
 import type { Redactor } from "../redact.js";

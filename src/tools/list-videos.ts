@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { findStatus, findVideoId, findVideoUrl } from "../api/find.js";
+import { findStatus, findVideoId, findVideoUrl } from "../api/shapes.js";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import type { Ownership } from "../tasks/ownership.js";

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
-import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../limits.js";
+import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../config/index.js";
 import { localPathField } from "./common.js";
 import { requestDeadline, waitWindowMs } from "./deadline.js";
 import { defineTool } from "./define-tool.js";

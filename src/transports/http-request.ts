@@ -7,8 +7,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { scopesNeeded } from "../auth/scopes.js";
 import type { Caller } from "../auth/caller.js";
-import type { HttpConfig } from "../config.js";
-import { isLoopbackHost } from "../config.js";
+import type { HttpConfig } from "../config/index.js";
+import { isLoopbackHost } from "../config/index.js";
 import { messagesOf } from "../mcp/http.js";
 import type { MetricsEndpoint } from "../metrics.js";
 

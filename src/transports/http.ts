@@ -23,7 +23,7 @@ import type { AddressInfo } from "node:net";
 import { isRefusal, type Authenticator } from "../auth/bearer.js";
 import type { OAuthGate } from "../auth/oauth.js";
 import type { Caller } from "../auth/caller.js";
-import type { HttpConfig } from "../config.js";
+import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Lease, RuntimePool } from "../runtime-pool.js";
 import { createMcpHttp, type Served } from "../mcp/http.js";

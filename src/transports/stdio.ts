@@ -15,7 +15,7 @@ import {
   type JSONRPCMessage,
   type Transport,
 } from "@modelcontextprotocol/server";
-import { MAX_MESSAGE_BYTES } from "../limits.js";
+import { MAX_MESSAGE_BYTES } from "../config/index.js";
 import type { LogLevel } from "../logger.js";
 
 export { MAX_MESSAGE_BYTES };

@@ -14,7 +14,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CreateTaskResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FLAG_TO_ENV } from "../../src/config.js";
+import { FLAG_TO_ENV } from "../../src/config/index.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { sha256Hex, tempRoot } from "../helpers/http-calls.js";

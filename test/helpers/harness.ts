@@ -14,7 +14,7 @@ import {
   type CallToolResult,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { Config } from "../../src/config.js";
+import type { Config } from "../../src/config/index.js";
 import { localCaller } from "../../src/auth/caller.js";
 import { Logger } from "../../src/logger.js";
 import { createRuntime } from "../../src/runtime.js";

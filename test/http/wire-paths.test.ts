@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { classifyInboundRequest } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { digestOf, type Caller } from "../../src/auth/caller.js";
-import type { Config } from "../../src/config.js";
+import type { Config } from "../../src/config/index.js";
 import { Logger } from "../../src/logger.js";
 import { createMcpHttp, type Served } from "../../src/mcp/http.js";
 import { plainModernRequest } from "../../src/mcp/modern-exchange.js";

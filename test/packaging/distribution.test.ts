@@ -12,11 +12,14 @@ import formats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain ESM script run by npm and here
 import { REGISTRY_SCHEMA, VARIABLES, renderDistribution } from "../../scripts/distribution.mjs";
+import { SETTINGS } from "../../src/config/schema.js";
 
 interface Variable {
   name: string;
   key?: string;
+  kind: string;
   secret?: boolean;
+  min?: number;
   in: string[];
 }
 interface RegistryInput {
@@ -149,6 +152,24 @@ describe("the distribution files", () => {
     // The URL's {placeholders} are the package's own variables, as the schema's package context requires.
     for (const [, variable] of (http?.transport.url ?? "").matchAll(/\{(\w+)\}/g)) {
       expect(names(http)).toContain(variable);
+    }
+  });
+
+  it("offer settings of the one table (src/config/schema.ts), each as the kind of field the table says", () => {
+    const fields: Record<string, string> = {
+      switch: "boolean",
+      credits: "number",
+      dir: "directory",
+      dirs: "directories",
+    };
+    for (const variable of variables) {
+      const setting = SETTINGS[variable.name as keyof typeof SETTINGS];
+      expect(setting, variable.name).toBeDefined();
+      expect(variable.kind, variable.name).toBe(
+        fields[setting.kind] ?? (setting.kind === "number" ? "number" : "string"),
+      );
+      expect(variable.secret === true, variable.name).toBe(setting.kind === "secret");
+      if (setting.kind === "credits") expect(variable.min, variable.name).toBe(0);
     }
   });
 });

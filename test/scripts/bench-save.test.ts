@@ -1,7 +1,7 @@
 /**
  * A bench run changes no tracked file unless asked to record (bench/save.mjs): `npm run bench` writes to
- * bench/results/local/ (git-ignored); `npm run bench:record` replaces the committed results and README's
- * block together, so test/scripts/readme-bench.test.ts passes after either.
+ * bench/results/local/ (git-ignored); `npm run bench:record` replaces the committed results and the block of
+ * docs/performance.md together, so test/scripts/readme-bench.test.ts passes after either.
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -16,10 +16,10 @@ import {
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-// @ts-expect-error -- plain ESM scripts (the bench's writer and the README copy)
+// @ts-expect-error -- plain ESM scripts (the bench's writer and the page's copy)
 import { saveResults } from "../../bench/save.mjs";
 // @ts-expect-error -- a plain ESM script
-import { benchBlock } from "../../scripts/readme-bench.mjs";
+import { PAGE_PATH, benchBlock } from "../../scripts/readme-bench.mjs";
 // @ts-expect-error -- a plain ESM script
 import { END, START } from "../../bench/chart.mjs";
 
@@ -29,20 +29,21 @@ const committed = JSON.parse(readFileSync(path.join(repo, "bench/results/latest.
   string,
   unknown
 >;
-const README = `# t\n\n${START}\nold figures\n${END}\n\nafter\n`;
+const PAGE = `# t\n\n${START}\nold figures\n${END}\n\nafter\n`;
 
 let root: string;
 beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), "bench-save-"));
   mkdirSync(path.join(root, "bench", "results"), { recursive: true });
-  writeFileSync(path.join(root, "README.md"), README);
+  mkdirSync(path.join(root, "docs"));
+  writeFileSync(path.join(root, PAGE_PATH as string), PAGE);
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const results = (...parts: string[]) => path.join(root, "bench", "results", ...parts);
 
 describe("where a bench run's results go", () => {
-  it("a plain run writes only to bench/results/local/ and leaves README alone", () => {
+  it("a plain run writes only to bench/results/local/ and leaves the Performance page alone", () => {
     const written = saveResults(committed, { root, record: false }) as string[];
     expect(written.map((file) => path.relative(root, file)).sort()).toEqual(
       ["latest.json", "latest.svg", "headline.md"]
@@ -50,7 +51,7 @@ describe("where a bench run's results go", () => {
         .sort(),
     );
     expect(readdirSync(results())).toEqual(["local"]);
-    expect(readFileSync(path.join(root, "README.md"), "utf8")).toBe(README);
+    expect(readFileSync(path.join(root, PAGE_PATH as string), "utf8")).toBe(PAGE);
   });
 
   it("a partial run writes its partial.json there too", () => {
@@ -59,13 +60,13 @@ describe("where a bench run's results go", () => {
     expect(readdirSync(results())).toEqual(["local"]);
   });
 
-  it("a recorded run replaces the committed files and README's block together", () => {
+  it("a recorded run replaces the committed files and the Performance page's block together", () => {
     saveResults(committed, { root, record: true });
     expect(readdirSync(results()).sort()).toEqual(["headline.md", "latest.json", "latest.svg"]);
     const headline = readFileSync(results("headline.md"), "utf8");
-    const readme = readFileSync(path.join(root, "README.md"), "utf8");
-    expect(benchBlock(readme)).toBe(headline.trimEnd());
-    expect(readme.endsWith(`${END}\n\nafter\n`)).toBe(true);
+    const page = readFileSync(path.join(root, PAGE_PATH as string), "utf8");
+    expect(benchBlock(page)).toBe(headline.trimEnd());
+    expect(page.endsWith(`${END}\n\nafter\n`)).toBe(true);
   });
 
   it("refuses to record a quick or partial run, before measuring anything", () => {

@@ -105,7 +105,7 @@ describe("buildState", () => {
     stamp();
     expect(buildState(root)).toMatchObject({ fresh: true, hash: hashBuildInputs(root) });
 
-    append("src/config.ts", "\n");
+    append("src/cli.ts", "\n");
     expect(buildState(root)).toMatchObject({
       fresh: false,
       reason: "build inputs changed since the last build",

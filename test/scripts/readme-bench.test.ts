@@ -1,19 +1,19 @@
 /**
- * README's Performance block is bench/results/headline.md, as bench/chart.mjs wrote it from the committed
- * results (scripts/readme-bench.mjs pastes it): a figure edited by hand, or a bench run not copied over,
- * fails here.
+ * The Performance page's block (docs/performance.md) is bench/results/headline.md, as bench/chart.mjs wrote
+ * it from the committed results (scripts/readme-bench.mjs pastes it): a figure edited by hand, or a bench
+ * run not copied over, fails here.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-// @ts-expect-error -- plain ESM scripts (the README copy and the bench's markers)
-import { HEADLINE, README, benchBlock, withBenchBlock } from "../../scripts/readme-bench.mjs";
+// @ts-expect-error -- plain ESM scripts (the page's copy and the bench's markers)
+import { HEADLINE, PAGE, benchBlock, withBenchBlock } from "../../scripts/readme-bench.mjs";
 // @ts-expect-error -- a plain ESM script
 import { END, START } from "../../bench/chart.mjs";
 
-describe("README's Performance block", () => {
+describe("the Performance block of docs/performance.md", () => {
   it("is bench/results/headline.md, exactly (run: node scripts/readme-bench.mjs --write)", () => {
     const headline: string = readFileSync(HEADLINE, "utf8");
-    expect(benchBlock(readFileSync(README, "utf8"))).toBe(headline.trimEnd());
+    expect(benchBlock(readFileSync(PAGE, "utf8"))).toBe(headline.trimEnd());
   });
 
   it("is introduced with how long a full run takes, as the committed results measured it", () => {
@@ -22,7 +22,7 @@ describe("README's Performance block", () => {
     ) as {
       elapsedSeconds: number;
     };
-    const minutes = Number(/A full run takes about (\d+) minutes/.exec(readFileSync(README, "utf8"))?.[1]);
+    const minutes = Number(/A full run takes about (\d+) minutes/.exec(readFileSync(PAGE, "utf8"))?.[1]);
     expect(Math.abs(minutes * 60 - elapsedSeconds)).toBeLessThanOrEqual(elapsedSeconds * 0.25);
   });
 

@@ -4,7 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/config/index.js";
 import { CLI } from "../helpers/stdio.js";
 
 const BASE = { GENERATION_SANDBOX: "1" };

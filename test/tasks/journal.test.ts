@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { JournalEntry } from "../../src/tasks/journal.js";
-import { defaultStateDir } from "../../src/state-dir.js";
+import { defaultStateDir } from "../../src/config/index.js";
 import { JOURNAL_FILE, Journal } from "../../src/tasks/journal.js";
 
 const TEN_MIN = 10 * 60 * 1000;

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../src/config.js";
+import type { Config } from "../../src/config/index.js";
 import { Logger } from "../../src/logger.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";

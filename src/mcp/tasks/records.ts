@@ -6,7 +6,7 @@
  * or from the shared store are checked here, field by field.
  */
 import * as z from "zod";
-import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../limits.js";
+import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { CallToolResult } from "../../tools/result.js";
 import { DISGUISE } from "./task-errors.js";
 

@@ -6,7 +6,7 @@
  * shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing shared, whatever the flood.
  */
 import { randomUUID } from "node:crypto";
-import { MIN_TASK_TTL_MS } from "../../limits.js";
+import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import { expiresAt, type StoredResult, type TaskRecord } from "./records.js";
 
 const MAX_REFUSED = 1000;
