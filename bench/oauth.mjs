@@ -4,7 +4,7 @@
  * `createOAuthGate(...).authenticate("Bearer <jwt>")` against a real issuer on 127.0.0.1 (discovery document
  * and JWKS served with jose's keys, fetched once at start), interleaved call by call with two baselines of
  * the same run: an empty async function (the floor: what an awaited check costs at all) and the gateway
- * token check (`gatewayAuth`: a SHA-256 and a constant-time compare, the other shared-key mode).
+ * token check (`authFor` in gateway mode: a SHA-256 and a constant-time compare, the other shared-key mode).
  *
  * Run alone: `node bench/oauth.mjs` (after `npm run build`); `npm run bench` runs it as section "oauth".
  */
@@ -12,7 +12,7 @@ import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
 import { SignJWT, exportJWK, generateKeyPair } from "jose";
 import { createOAuthGate } from "../dist/auth/oauth.js";
-import { gatewayAuth } from "../dist/auth/bearer.js";
+import { authFor } from "../dist/auth/bearer.js";
 import { digestOf } from "../dist/auth/caller.js";
 import { Logger } from "../dist/logger.js";
 import { now, quantile, summary } from "./lib.mjs";
@@ -72,7 +72,11 @@ export async function oauthBench({ rounds = 5, iterations = 20_000, warmup = 5_0
   try {
     const header = `Bearer ${issuer.token}`;
     const gatewayToken = "a-gateway-token-of-32-characters";
-    const gateway = gatewayAuth([digestOf(gatewayToken)], "service-key-held-by-the-server");
+    const { authenticate: gateway } = await authFor(
+      { tokenHashes: [digestOf(gatewayToken)] },
+      "service-key-held-by-the-server",
+      new Logger("error"),
+    );
     const gatewayHeader = `Bearer ${gatewayToken}`;
     const sides = {
       empty: async () => ({ id: "x" }),
@@ -106,7 +110,7 @@ export async function oauthBench({ rounds = 5, iterations = 20_000, warmup = 5_0
     const pick = (get) => summary(perRound.map(get));
     return {
       measured:
-        "createOAuthGate(...).authenticate('Bearer <RS256 JWT>') from dist/auth/oauth.js, keys cached (fetched once from a JWKS on 127.0.0.1), interleaved call by call with an empty async function and gatewayAuth (dist/auth/bearer.js)",
+        "createOAuthGate(...).authenticate('Bearer <RS256 JWT>') from dist/auth/oauth.js, keys cached (fetched once from a JWKS on 127.0.0.1), interleaved call by call with an empty async function and the gateway token check (authFor in dist/auth/bearer.js)",
       iterations,
       warmup,
       addedP50Ms: pick((x) => x.addedP50),

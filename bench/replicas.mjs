@@ -1,6 +1,6 @@
 /**
  * Replicas sharing state on Redis: K waits spread round-robin over R in-process replicas, each with its own
- * GenerationClient, rate budget and PollEngine wired to its own Redis connections (src/state/redis.ts from
+ * GenerationClient, rate budget and PollEngine wired to its own Redis connections (src/state/redis/ from
  * dist/), against one sandbox allowing 60 requests per window. Baseline: the single-process engine (local
  * state, no Redis). Same time scaling and scoring as bench/waiting.mjs: 429s, status requests per completed
  * task, median and p95 delay between a task's completion and its waiter learning of it.
@@ -15,8 +15,8 @@ import { pathToFileURL } from "node:url";
 import { GenerationClient } from "../dist/api/client.js";
 import { TokenBucketBudget } from "../dist/api/rate-budget.js";
 import { Logger } from "../dist/logger.js";
-import { connectRedis } from "../dist/state/redis.js";
-import { LOCAL_STATE } from "../dist/state/shared-state.js";
+import { connectRedis } from "../dist/state/redis/index.js";
+import { LOCAL_STATE } from "../dist/state/records.js";
 import { PollEngine } from "../dist/tasks/poll-engine.js";
 import { sleep } from "./lib.mjs";
 import { replicasTable } from "./report.mjs";

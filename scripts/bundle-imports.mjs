@@ -176,12 +176,21 @@ export function findSpecifiers(source) {
       const closes = tokens[k + 3];
       const single = closes?.type === "punct" && closes.value === ")";
       if (t.value === "import" && !member) found.push({ specifier: tokens[k + 2].value, kind: "dynamic" });
-      else if (!member && single && !GLOBAL_CALLS.has(t.value)) {
+      else if (!member && single && !GLOBAL_CALLS.has(t.value) && !namesItsOwnProperty(tokens, k)) {
         found.push({ specifier: tokens[k + 2].value, kind: "call" });
       }
     }
   }
   return found;
+}
+
+/**
+ * `o.debug=f("debug")`: a call assigned to the property its string names (OpenTelemetry's logger, bundled with
+ * prom-client, makes its levels so) loads nothing.
+ */
+function namesItsOwnProperty(tokens, k) {
+  const [dot, property, assign] = tokens.slice(k - 3, k);
+  return dot?.value === "." && property?.value === tokens[k + 2].value && assign?.value === "=";
 }
 
 /** `@scope/name/sub` -> `@scope/name`; `name/sub` -> `name`. */

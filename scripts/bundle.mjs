@@ -6,8 +6,7 @@
  * of files in node_modules was most of the start-up time of the unbundled build.
  *
  * The start-up path is one chunk (`oneStartupChunk` below): each ESM file loaded costs its own resolve,
- * read, compile and link. The MCP SDK's default JSON Schema validator (AJV, about 150 KiB minified, ~8 ms to
- * evaluate) is only evaluated when it is first asked to validate (`lazyAjv` below).
+ * read, compile and link. The MCP SDK is bundled as it is published: no module of it is swapped.
  *
  * Usage: node scripts/bundle.mjs   (`npm run build` runs tsc, then this)
  *        node scripts/bundle.mjs --readable DIR   the same bundle unminified into DIR, for CPU profiles whose
@@ -28,53 +27,6 @@ const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "ut
 const { describeTools } = await import(pathToFileURL(path.join(root, "dist", "mcp", "tool-list.js")).href);
 // The MCP Apps viewer as one self-contained page, served from memory (src/ui/viewer.ts).
 const viewerHtml = await buildViewerHtml();
-
-/**
- * The SDK's Node shim (`@modelcontextprotocol/server/_shims`) exports AJV as `DefaultJsonSchemaValidator`,
- * which every `Server` constructs. The SDK asks it for a validator only to check an elicitation answer
- * against the schema the server requested, or in `fromJsonSchema`: this server does neither. Reading and
- * evaluating AJV at start-up was a tenth of the cold start. The shim is replaced with one whose validator
- * loads AJV on its first use: the same SDK module, bundled on its own as chunks/ajv.cjs and required from
- * there (synchronously, as the SDK calls it). The same validator, the same answers, the cost paid only by a
- * process that validates.
- */
-const ajvModule = fileURLToPath(import.meta.resolve("@modelcontextprotocol/server/validators/ajv"));
-const AJV_FILE = "ajv.cjs";
-const LAZY_SHIM = `
-import { createRequire } from "node:module";
-import process from "node:process";
-const requireHere = createRequire(import.meta.url);
-let Ajv;
-export class DefaultJsonSchemaValidator {
-  #args;
-  #inner;
-  constructor(...args) {
-    this.#args = args;
-  }
-  #validator() {
-    Ajv ??= requireHere("./${AJV_FILE}").AjvJsonSchemaValidator;
-    return (this.#inner ??= new Ajv(...this.#args));
-  }
-  get ajv() {
-    return this.#validator().ajv;
-  }
-  getValidator(schema) {
-    return this.#validator().getValidator(schema);
-  }
-}
-export { process };
-`;
-const lazyAjv = {
-  name: "lazy-ajv",
-  setup(build) {
-    build.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, () => ({
-      path: "lazy-shims",
-      namespace: "lazy-ajv",
-    }));
-    // requireHere resolves beside the chunk the shim lands in (checked below to be chunks/, with the file).
-    build.onLoad({ filter: /.*/, namespace: "lazy-ajv" }, () => ({ contents: LAZY_SHIM, loader: "js" }));
-  },
-};
 
 /**
  * One chunk for the start-up path. esbuild puts each module in the chunk of the set of entry points that
@@ -147,29 +99,11 @@ const result = await build({
   banner: {
     js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
   },
-  plugins: [lazyAjv, oneStartupChunk],
+  plugins: [oneStartupChunk],
   metafile: true,
   logLevel: "warning",
 });
 
-// AJV on its own, beside the chunk whose shim requires it: that chunk must be in chunks/.
-const shimChunk = Object.entries(result.metafile.outputs).find(([, output]) =>
-  Object.keys(output.inputs).some((input) => input.startsWith("lazy-ajv:")),
-)?.[0];
-if (shimChunk === undefined || path.dirname(path.resolve(shimChunk)) !== path.join(outdir, "chunks")) {
-  throw new Error(`bundle: the AJV shim landed in ${shimChunk}, not in chunks/ beside ${AJV_FILE}`);
-}
-await build({
-  entryPoints: [ajvModule],
-  outfile: path.join(outdir, "chunks", AJV_FILE),
-  bundle: true,
-  format: "cjs",
-  platform: "node",
-  target: "node20",
-  minify: readable === undefined,
-  legalComments: "none",
-  logLevel: "warning",
-});
 // What went where, for `npx esbuild --analyze`-style reading (dist/bundle-meta.json is not shipped).
 writeFileSync(path.join(outdir, "..", "bundle-meta.json"), JSON.stringify(result.metafile));
 const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith(".js"));

@@ -9,16 +9,23 @@ import { parseArgs } from "node:util";
 import * as z from "zod";
 import {
   ConfigError,
+  type Config,
   FLAG_OPTIONS,
   describeOptions,
   isMetricsOn,
   isUnfilledPlaceholder,
   loadConfig,
 } from "./config/index.js";
+import { adviceModeFor } from "./advice.js";
+import { localCaller } from "./auth/caller.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
 import { missingFolders } from "./files/allowed-dirs.js";
-import { StartError, serve } from "./serve.js";
+// The runtime (the API client, the journal, the task store) and the HTTP server load once something needs
+// them: only the stdio session's opening path is imported statically (one chunk of the bundle).
+import type { ServiceTarget } from "./runtime.js";
+import type { StateHub } from "./state/records.js";
+import { serveStdio } from "./transports/stdio.js";
 
 // Every schema here is parsed a few times, not millions: compiling each parser on first use costs more.
 z.config({ jitless: true });
@@ -93,7 +100,129 @@ async function main(argv: string[]): Promise<void> {
       "GENERATION_METRICS=on applies to --http only (GET /metrics): a stdio session serves no metrics, so it is ignored here.",
     );
   }
-  await serve(config, logger, VERSION);
+  await serve(config, logger);
+}
+
+/** The longest a shutdown may take: running calls get a few seconds to answer, then everything closes. */
+const SHUTDOWN_LIMIT_MS = 6000;
+
+/** The server could not start where it was asked to: one line to print as is (no stack, no usage hint). */
+class StartError extends Error {
+  override name = "StartError";
+}
+
+/**
+ * The service (the real one, or a sandbox of this process's own), the state shared with other replicas
+ * (Redis), then MCP over stdio (one client, one runtime) or Streamable HTTP (one runtime per service key),
+ * until the client leaves or SIGTERM/SIGINT. Each way shuts down within SHUTDOWN_LIMIT_MS.
+ */
+async function serve(config: Config, logger: Logger): Promise<void> {
+  const { target, closeSandbox } = await serviceTarget(config, logger);
+  const hub = await openSharedState(config, logger);
+  const makeRuntime = async (serving: ServiceTarget) =>
+    (await import("./runtime.js")).createRuntime(config, serving, logger, VERSION, {}, hub);
+  const mediaOrigin = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined;
+  const closeAll = () => Promise.allSettled([closeSandbox(), hub?.close()]);
+  if (config.http === undefined) {
+    const serving = serveStdio({
+      version: VERSION,
+      session: { caller: localCaller(target.apiKey), advice: adviceModeFor(config, undefined), mediaOrigin },
+      makeRuntime: () => makeRuntime(target),
+      logger,
+    });
+    // Running calls answer first (a started task with its video_id), then the channel and the sandbox close.
+    const shutdown = onShutdown(async () => {
+      await serving.close();
+      await closeAll();
+    });
+    void serving.finished.then(shutdown);
+    return logger.info(`generation-mcp ${VERSION} ready on stdio`);
+  }
+  const http = config.http;
+  const server = await (
+    await import("./transports/http.js")
+  )
+    .serveHttp({
+      config,
+      http,
+      version: VERSION,
+      logger,
+      serviceKey: target.apiKey,
+      mediaOrigin,
+      // A caller's own key: nothing is kept for it before the service accepts it.
+      makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }),
+      sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
+    })
+    .catch(async (error: unknown) => {
+      // A port in use is a first mistake, not a bug: one line that says how to pick another, as `sandbox` does.
+      const syscall = typeof error === "object" && error !== null && "syscall" in error ? error.syscall : "";
+      if (syscall !== "listen" && syscall !== "bind" && syscall !== "getaddrinfo") throw error;
+      const { describeListenError } = await import("./sandbox/cli.js");
+      throw new StartError(describeListenError(error, http.host, http.port, "MCP server"));
+    });
+  onShutdown(async () => {
+    await server.close().catch(() => undefined);
+    await closeAll();
+  });
+}
+
+/** The real service, or a sandbox of this process's own (`--sandbox`). */
+async function serviceTarget(config: Config, logger: Logger) {
+  if (!config.sandbox) {
+    const target: ServiceTarget = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
+    return { target, closeSandbox: async () => {} };
+  }
+  const [{ startSandbox }, { describeSandboxKeys }] = await Promise.all([
+    import("./sandbox/index.js"),
+    import("./sandbox/cli.js"),
+  ]);
+  const sandbox = await startSandbox({ port: 0 });
+  logger.info(
+    `sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`,
+  );
+  if (config.http) {
+    // Over HTTP each caller sends a key: the sandbox's are the ones that work here.
+    process.stderr.write(
+      `  The sandbox's API keys (send one as 'Authorization: Bearer <key>'):\n${describeSandboxKeys(sandbox).join("\n")}\n`,
+    );
+  }
+  if (config.redis !== undefined) {
+    logger.warning(
+      "--sandbox with GENERATION_REDIS_URL: every --sandbox process has a sandbox of its own, so its tasks are " +
+        "never shared. To try replicas on Redis, start one `generation-mcp sandbox` and point every replica's " +
+        "GENERATION_BASE_URL at it (without --sandbox).",
+    );
+  }
+  const target: ServiceTarget = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid, ephemeral: true };
+  return { target, closeSandbox: () => sandbox.close() };
+}
+
+/**
+ * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk). The
+ * address may carry a password: that is registered with the redaction point (the rest of the address is not
+ * a secret, and masking it would mask every loopback address in the logs).
+ */
+async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
+  if (config.redis === undefined) return undefined;
+  const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
+  if (password !== "") registerSecret(decodeURIComponent(password));
+  const { connectRedis } = await import("./state/redis/index.js");
+  return connectRedis(config.redis, logger);
+}
+
+/** Ends the process once `close` is done, or after SHUTDOWN_LIMIT_MS whatever happens. */
+function onShutdown(close: () => Promise<unknown>): () => void {
+  let closing = false;
+  const shutdown = () => {
+    if (closing) return;
+    closing = true;
+    // A stuck close must not keep a client's server alive.
+    setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
+    void close().finally(() => process.exit(0));
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+  return shutdown;
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -1,13 +1,14 @@
 /**
- * Prometheus metrics (`GENERATION_METRICS=on`, `--http` only), the side the hot paths see: a tool call, a
- * request to the service and a wait report to `metrics()`, a no-op until `startMetrics` installs the
- * process's recorder. The metrics, their names and their bounded labels are in metrics-registry.ts, loaded
- * with prom-client only then (a lazy chunk of the bundle): a stdio session neither loads nor pays for them.
+ * Prometheus metrics (`GENERATION_METRICS=on`, `--http` only): the one place that names metrics and bounds
+ * their labels. The hot paths report to `metrics()`, a no-op until `startMetrics` loads prom-client (a lazy
+ * chunk: a stdio session never loads it). No label carries a key, token, subject, prompt or id: tools are the
+ * server's own names, routes templates, outcomes and statuses from fixed sets; anything else is "other".
  */
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { ERROR_CODES } from "./api/errors.js";
 
-/** What the hot paths report. Each method of the recorder in use when metrics are off does nothing. */
+/** What the hot paths report. */
 export interface MetricsRecorder {
-  readonly enabled: boolean;
   /** A tools/call answered with `result` (undefined: it threw) after `seconds`. */
   toolCall(tool: string, result: unknown, seconds: number): void;
   /** A start was sent to the service (not refused before it, not a dry run, not a reused task). */
@@ -18,47 +19,6 @@ export interface MetricsRecorder {
   waitStarted(): () => void;
 }
 
-const ignore = () => undefined;
-
-/** The recorder while metrics are off: nothing is measured, nothing allocated. */
-export const NO_METRICS: MetricsRecorder = {
-  enabled: false,
-  toolCall: ignore,
-  creditsStarted: ignore,
-  upstreamRequest: () => ignore,
-  waitStarted: () => ignore,
-};
-
-let current: MetricsRecorder = NO_METRICS;
-
-/** The process's recorder: `NO_METRICS` unless `startMetrics` installed one. */
-export function metrics(): MetricsRecorder {
-  return current;
-}
-
-/** Runs one tools/call and reports it (a call that throws, as such, and the error goes on). */
-export async function observeToolCall<T>(tool: string, run: () => Promise<T>): Promise<T> {
-  const recorder = current;
-  if (!recorder.enabled) return run();
-  const started = performance.now();
-  let result: T | undefined;
-  try {
-    result = await run();
-    return result;
-  } finally {
-    recorder.toolCall(tool, result, (performance.now() - started) / 1000);
-  }
-}
-
-export interface MetricsOptions {
-  /** The server's tool names: any other name is counted as "unknown". */
-  tools: readonly string[];
-  /** False while the state shared with other replicas (Redis) is unreachable; absent: in-process state. */
-  sharedStateReady?: (() => boolean) | undefined;
-  /** Node.js process metrics (CPU, memory, event loop lag, GC) beside ours; default true. */
-  processMetrics?: boolean;
-}
-
 /** The installed metrics: what `GET /metrics` answers. */
 export interface MetricsEndpoint {
   scrape(): Promise<{ contentType: string; text: string }>;
@@ -66,16 +26,145 @@ export interface MetricsEndpoint {
   stop(): void;
 }
 
-/** Loads prom-client and the metrics (metrics-registry.ts), and installs their recorder as the process's. */
-export async function startMetrics(options: MetricsOptions): Promise<MetricsEndpoint> {
-  const { createRegistry } = await import("./metrics-registry.js");
-  const { recorder, scrape, clear } = createRegistry(options);
+const ignore = () => undefined;
+const NO_METRICS: MetricsRecorder = {
+  toolCall: ignore,
+  creditsStarted: ignore,
+  upstreamRequest: () => ignore,
+  waitStarted: () => ignore,
+};
+let current = NO_METRICS;
+
+export function metrics(): MetricsRecorder {
+  return current;
+}
+
+/** Runs one tools/call and reports it (a call that throws, as such, and the error goes on). */
+export async function observeToolCall<T>(tool: string, run: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  let result: T | undefined;
+  try {
+    return (result = await run());
+  } finally {
+    current.toolCall(tool, result, (performance.now() - started) / 1000);
+  }
+}
+
+const HELP = {
+  tool_calls_total: "tools/call answers by tool and outcome (ok, task, or the error code of the result).",
+  tool_call_duration_seconds: "Time to answer a tools/call, waits included, by tool.",
+  credits_started_total: "Estimated credits of starts sent to the service (not dry runs or reused tasks).",
+  upstream_request_duration_seconds: "Time of one request to the generation service, by route template.",
+  upstream_responses_total: 'Answers of the generation service by route and status ("none": no answer).',
+  upstream_rate_limited_total: "HTTP 429 answers received from the generation service, by route template.",
+  waits_in_flight: "Waits for a video task running now (tool calls and MCP tasks).",
+  shared_state_ready: "1 while the state shared with other replicas (Redis) is reachable, else 0.",
+};
+const OUTCOMES = new Set<string>(["ok", "task", "cancelled", ...ERROR_CODES]);
+/** The service's routes, as templates. */
+const ROUTES = ["POST /generate", "POST /generate-image", "POST /upload"];
+ROUTES.push("GET /videos", "GET /videos/:id", "GET /credits");
+const STATUSES = [200, 201, 202, 400, 401, 402, 403, 404, 405, 408, 409, 413, 422, 429, 500, 502, 503, 504];
+
+/** The route template of a request path relative to the base URL; "other" for anything unknown. */
+function routeOf(method: string, path: string): string {
+  const shape = path.replace(/^\/+|\?.*$/g, "").replace(/^videos\/[^/]*$/, "videos/:id");
+  const route = `${method} /${shape}`;
+  return ROUTES.includes(route) ? route : "other";
+}
+
+/** Known statuses one by one, any other as its class ("4xx"), 0 (no answer) as "none". */
+function statusLabel(status: number): string {
+  if (status === 0) return "none";
+  if (STATUSES.includes(status)) return String(status);
+  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
+}
+
+/** "ok", "task", the error code the result's text starts with (else "other"), "protocol_error" if it threw. */
+function outcomeOf(result: unknown): string {
+  if (result === undefined) return "protocol_error";
+  if (typeof result !== "object" || result === null) return "other";
+  const { task, isError, content } = result as Partial<CallToolResult>;
+  if (typeof task === "object" && task !== null) return "task";
+  if (isError !== true) return "ok";
+  const first = Array.isArray(content) ? content.find((item) => item?.type === "text") : undefined;
+  const code = first?.type === "text" ? /^([a-z_]+):/.exec(first.text)?.[1] : undefined;
+  return code !== undefined && OUTCOMES.has(code) ? code : "other";
+}
+
+/** Loads prom-client, makes the process's registry, and installs its recorder. */
+export async function startMetrics(options: {
+  /** The server's tool names: any other name is counted as "unknown". */
+  tools: readonly string[];
+  /** False while the state shared with other replicas (Redis) is unreachable; absent: in-process state. */
+  sharedStateReady?: (() => boolean) | undefined;
+}): Promise<MetricsEndpoint> {
+  const { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } = (await import("prom-client"))
+    .default;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // The series must stay fixed: these grow with what the process happens to do (handle types, GC kinds).
+  for (const kind of ["handles", "requests", "resources"])
+    registry.removeSingleMetric(`nodejs_active_${kind}`);
+  registry.removeSingleMetric("nodejs_gc_duration_seconds");
+  const meta = <L extends string>(name: keyof typeof HELP, ...labelNames: L[]) => ({
+    name: `generation_mcp_${name}`,
+    help: HELP[name],
+    labelNames,
+    registers: [registry],
+  });
+  const calls = new Counter(meta("tool_calls_total", "tool", "outcome"));
+  const callBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+  const callSeconds = new Histogram({ ...meta("tool_call_duration_seconds", "tool"), buckets: callBuckets });
+  const credits = new Counter(meta("credits_started_total", "tool"));
+  const upstreamBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+  const upstreamSeconds = new Histogram({
+    ...meta("upstream_request_duration_seconds", "route"),
+    buckets: upstreamBuckets,
+  });
+  const upstreamAnswers = new Counter(meta("upstream_responses_total", "route", "status"));
+  const rateLimited = new Counter(meta("upstream_rate_limited_total", "route"));
+  const waits = new Gauge(meta("waits_in_flight"));
+  const ready = options.sharedStateReady;
+  new Gauge({
+    ...meta("shared_state_ready"),
+    collect() {
+      this.set(ready === undefined || ready() ? 1 : 0);
+    },
+  });
+  // Series present from the first scrape, so a rate over them reads 0 rather than "no data".
+  for (const route of [...ROUTES, "other"]) rateLimited.inc({ route }, 0);
+  const known = new Set(options.tools);
+  const toolLabel = (tool: string) => (known.has(tool) ? tool : "unknown");
+
+  const recorder: MetricsRecorder = {
+    toolCall(tool, result, seconds) {
+      calls.inc({ tool: toolLabel(tool), outcome: outcomeOf(result) });
+      callSeconds.observe({ tool: toolLabel(tool) }, seconds);
+    },
+    creditsStarted(tool, spent) {
+      if (spent > 0) credits.inc({ tool: toolLabel(tool) }, spent);
+    },
+    upstreamRequest(method, path) {
+      const route = routeOf(method, path);
+      const started = performance.now();
+      return (status) => {
+        upstreamSeconds.observe({ route }, (performance.now() - started) / 1000);
+        upstreamAnswers.inc({ route, status: statusLabel(status) });
+        if (status === 429) rateLimited.inc({ route });
+      };
+    },
+    waitStarted() {
+      waits.inc();
+      return () => waits.dec();
+    },
+  };
   current = recorder;
   return {
-    scrape,
+    scrape: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
     stop() {
       if (current === recorder) current = NO_METRICS;
-      clear();
+      registry.clear();
     },
   };
 }

@@ -6,13 +6,24 @@
  * the service refused is remembered as refused for a while, so a flood of made-up bearers costs one service
  * request each at most and leaves nothing behind. The pool is keyed by a hash of the key.
  */
+import { UnauthorizedError } from "./api/errors.js";
+import type { KeyState } from "./api/client.js";
 import { digestOf } from "./auth/caller.js";
-import { UnauthorizedError, type GenerationError } from "./api/errors.js";
-import type { Runtime } from "./runtime.js";
 
-export interface PoolOptions {
+/** What the pool needs of a runtime (runtime.ts). */
+export interface PooledRuntime {
+  /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
+  busy(): boolean;
+  /** Resolves once the calls running now have settled. */
+  callsSettled(): Promise<void>;
+  /** What the service has said of the key: accepted, refused, or nothing yet. */
+  keyState(): KeyState;
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface PoolOptions<R> {
   /** Makes the runtime of one service key (nothing is written for a caller's key until the service accepts it). */
-  create(serviceKey: string): Promise<Runtime>;
+  create(serviceKey: string): Promise<R>;
   /** A runtime with no call for this long is closed. Default 10 minutes. */
   idleMs?: number;
   /** Runtimes kept at most; past it, the longest idle one is closed first. Default 1000. */
@@ -22,85 +33,69 @@ export interface PoolOptions {
   now?: () => number;
 }
 
-interface Entry {
-  runtime: Promise<Runtime>;
-  /** Set once made: whether its background work keeps it busy. */
-  made?: Runtime;
+interface Entry<R> {
+  runtime: Promise<R>;
+  /** Set once made. */
+  made?: R;
   calls: number;
   lastUsed: number;
   /** Waiting for its calls to settle, to see whether it is worth keeping then. */
   rechecking?: boolean;
 }
 
-export interface Lease {
-  runtime: Runtime;
+export interface Lease<R> {
+  runtime: R;
   /** Ends the call: the runtime may be closed once it has been idle long enough. */
   release(): void;
 }
 
-/** What a call of a key the service refused meets, without asking the service again. */
-function refusedKey(): GenerationError {
-  return new UnauthorizedError("The service refused this API key (HTTP 401) a moment ago.");
-}
-
-const DEFAULT_IDLE_MS = 10 * 60 * 1000;
-const DEFAULT_MAX_RUNTIMES = 1000;
-const DEFAULT_REFUSED_MS = 60_000;
 /** Refused keys remembered at most; the oldest is forgotten first. */
 const MAX_REFUSED = 10_000;
 
-export class RuntimePool {
-  private readonly entries = new Map<string, Entry>();
-  /** Keys the service refused, by digest: until when they are answered from memory (a number each, so a
-   * flood of made-up keys holds little: the refusal itself is made when it is answered). */
+export class RuntimePool<R extends PooledRuntime> {
+  private readonly entries = new Map<string, Entry<R>>();
+  /** Keys the service refused, by digest: until when they are answered from memory. */
   private readonly refused = new Map<string, number>();
   private readonly idleMs: number;
-  private readonly maxRuntimes: number;
-  private readonly refusedMs: number;
   private readonly now: () => number;
   private readonly sweeper: ReturnType<typeof setInterval>;
   private closed = false;
 
-  constructor(private readonly options: PoolOptions) {
-    this.idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
-    this.maxRuntimes = Math.max(1, options.maxRuntimes ?? DEFAULT_MAX_RUNTIMES);
-    this.refusedMs = options.refusedMs ?? DEFAULT_REFUSED_MS;
+  constructor(private readonly options: PoolOptions<R>) {
+    this.idleMs = options.idleMs ?? 10 * 60 * 1000;
     this.now = options.now ?? Date.now;
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, this.idleMs));
     this.sweeper.unref();
   }
 
   /** The runtime of `serviceKey`, kept open until `release()`. */
-  async acquire(serviceKey: string): Promise<Lease> {
+  async acquire(serviceKey: string): Promise<Lease<R>> {
     if (this.closed) throw new Error("the runtime pool is closed");
     const digest = digestOf(serviceKey);
-    const refusedUntil = this.refused.get(digest);
-    if (refusedUntil !== undefined && refusedUntil > this.now()) throw refusedKey();
+    if ((this.refused.get(digest) ?? 0) > this.now()) {
+      throw new UnauthorizedError("The service refused this API key (HTTP 401) a moment ago.");
+    }
     let entry = this.entries.get(digest);
     if (entry === undefined) {
       // Nothing may await between the lookup and the insert, or two calls of a new key would each make a
       // runtime (and split its rate budget).
       this.makeRoom();
-      const created = this.options.create(serviceKey);
-      const fresh: Entry = { runtime: created, calls: 0, lastUsed: this.now() };
+      const fresh: Entry<R> = { runtime: this.options.create(serviceKey), calls: 0, lastUsed: this.now() };
       this.entries.set(digest, fresh);
-      created.then(
+      fresh.runtime.then(
         (runtime) => {
           fresh.made = runtime;
           // Its calls may all have ended while it was being made.
           this.dropIfWorthless(digest, fresh);
         },
-        () => undefined,
+        // A runtime that could not be made is not kept: the next call tries again.
+        () => this.entries.get(digest) === fresh && this.entries.delete(digest),
       );
-      // A runtime that could not be made is not kept: the next call tries again.
-      created.catch(() => {
-        if (this.entries.get(digest) === fresh) this.entries.delete(digest);
-      });
       entry = fresh;
     }
-    entry.calls += 1;
-    entry.lastUsed = this.now();
     const held = entry;
+    held.calls += 1;
+    held.lastUsed = this.now();
     let released = false;
     const release = () => {
       if (released) return;
@@ -122,10 +117,7 @@ export class RuntimePool {
     return this.entries.size;
   }
 
-  /**
-   * Closes every runtime: running calls answer at once with what they have (see Runtime.close), waited for
-   * at most `graceMs`.
-   */
+  /** Closes every runtime: running calls answer at once with what they have, waited for at most `graceMs`. */
   async close(graceMs?: number): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
@@ -138,7 +130,7 @@ export class RuntimePool {
    * A key the service has not accepted holds nothing worth keeping: its runtime goes with its last call
    * (cheap to make again), and a refusal is remembered.
    */
-  private dropIfWorthless(digest: string, entry: Entry): void {
+  private dropIfWorthless(digest: string, entry: Entry<R>): void {
     const runtime = entry.made;
     if (runtime === undefined || entry.calls > 0 || this.entries.get(digest) !== entry) return;
     const state = runtime.keyState();
@@ -155,42 +147,39 @@ export class RuntimePool {
       return;
     }
     void this.closeEntry(digest, entry);
-    if (state === "refused") this.remember(digest);
+    if (state !== "refused") return;
+    this.refused.delete(digest);
+    this.refused.set(digest, this.now() + (this.options.refusedMs ?? 60_000));
+    if (this.refused.size > MAX_REFUSED) this.refused.delete(this.refused.keys().next().value ?? "");
   }
 
-  private remember(digest: string): void {
-    this.refused.delete(digest);
-    this.refused.set(digest, this.now() + this.refusedMs);
-    if (this.refused.size > MAX_REFUSED) this.refused.delete(this.refused.keys().next().value ?? "");
+  private idle(entry: Entry<R>): boolean {
+    return entry.calls === 0 && !(entry.made?.busy() ?? false);
   }
 
   private async sweep(): Promise<void> {
     const now = this.now();
     for (const [digest, until] of this.refused) if (until <= now) this.refused.delete(digest);
     for (const [digest, entry] of [...this.entries]) {
-      const idle = entry.calls === 0 && !(entry.made?.busy() ?? false);
-      if (idle && now - entry.lastUsed >= this.idleMs) await this.closeEntry(digest, entry);
+      if (this.idle(entry) && now - entry.lastUsed >= this.idleMs) await this.closeEntry(digest, entry);
     }
   }
 
   /** Takes the longest idle runtimes out, so that one more fits; they close in the background. */
   private makeRoom(): void {
-    const excess = this.entries.size + 1 - this.maxRuntimes;
+    const excess = this.entries.size + 1 - Math.max(1, this.options.maxRuntimes ?? 1000);
     if (excess <= 0) return;
     // Only idle runtimes go; with none idle, the pool grows past its size until calls end.
     const idle = [...this.entries]
-      .filter(([, entry]) => entry.calls === 0 && !(entry.made?.busy() ?? false))
+      .filter(([, entry]) => this.idle(entry))
       .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)
       .slice(0, excess);
     for (const [digest, entry] of idle) void this.closeEntry(digest, entry);
   }
 
-  private async closeEntry(digest: string, entry: Entry): Promise<void> {
+  private async closeEntry(digest: string, entry: Entry<R>): Promise<void> {
     if (this.entries.get(digest) === entry) this.entries.delete(digest);
-    try {
-      await (await entry.runtime).close();
-    } catch {
-      // It was never made, or closing failed: either way it is out of the pool.
-    }
+    // It was never made, or closing failed: either way it is out of the pool.
+    await entry.runtime.then((runtime) => runtime.close()).catch(() => undefined);
   }
 }

@@ -1,9 +1,11 @@
 /**
- * Wires the parts together for one server process: rate budget -> API client -> poll engine, journal and
- * task starter. Used by the CLI (stdio) and by the in-process tests, so both run the same assembly.
+ * Wires the parts of one service key together: rate budget -> API client -> poll engine, journal, task
+ * starter, MCP task records, spend. Used by both transports (stdio: one key; HTTP: one per key, in
+ * runtime-pool.ts) and by the in-process tests, so all run the same assembly.
  */
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { GenerationClient, type ClientOptions, type KeyState } from "./api/client.js";
@@ -16,16 +18,15 @@ import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 import { errorText } from "./mcp/tasks/records.js";
 import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
-import { Journal } from "./tasks/journal.js";
-import { Ownership } from "./tasks/ownership.js";
-import type { TaskLogger } from "./tasks/logger.js";
+import { Journal } from "./state/local/journal.js";
+import { Ownership } from "./state/local/owners.js";
+import { LocalSpendStore } from "./state/local/spend.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
-import { LOCAL_STATE, type SharedState, type StateHub } from "./state/shared-state.js";
+import { LOCAL_STATE, type SharedState, type StateHub, type TaskLogger } from "./state/records.js";
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
-import { LocalSpendStore } from "./spend/local-store.js";
-import { confirmStatesFor } from "./spend/confirm-state.js";
+import { confirmStatesFor, type ConfirmStates } from "./mcp/confirm.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -62,6 +63,8 @@ export interface Runtime {
   logger: Logger;
   /** MCP task records and their background waits, kept beside the journal. */
   tasks: TaskRecords;
+  /** The `requestState`s of this key's cost confirmations (mcp/confirm.ts). */
+  confirmStates: ConfirmStates;
   client: GenerationClient;
   /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
   busy(): boolean;
@@ -161,7 +164,6 @@ export async function createRuntime(
     // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.
     callerId: callerId ?? digestOf(target.apiKey),
     daily,
-    confirmStates,
     track: (call) => {
       running.add(call);
       const done = () => running.delete(call);
@@ -199,6 +201,7 @@ export async function createRuntime(
     logger,
     client,
     tasks,
+    confirmStates,
     busy: () => running.size > 0 || tasks.running > 0,
     callsSettled: async () => {
       while (running.size > 0) await Promise.allSettled([...running]);
@@ -208,12 +211,7 @@ export async function createRuntime(
       stopping.abort();
       poller.close();
       if (running.size > 0) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const grace = new Promise((resolve) => {
-          timer = setTimeout(resolve, graceMs);
-        });
-        await Promise.race([Promise.allSettled([...running]), grace]);
-        clearTimeout(timer);
+        await Promise.race([Promise.allSettled([...running]), sleep(graceMs, undefined, { ref: false })]);
       }
       await client.close();
       // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.

@@ -6,24 +6,16 @@
 import { describe, expect, it } from "vitest";
 import { UnauthorizedError } from "../src/api/errors.js";
 import { redact } from "../src/redact.js";
-import type { Runtime } from "../src/runtime.js";
-import { RuntimePool } from "../src/runtime-pool.js";
+import { RuntimePool, type PooledRuntime } from "../src/runtime-pool.js";
 
 function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string>; settled?: Promise<void> } = {}) {
   const made: string[] = [];
   const closed: string[] = [];
   const asked: string[] = [];
-  const create = async (apiKey: string): Promise<Runtime> => {
+  const create = async (apiKey: string): Promise<PooledRuntime> => {
     asked.push(apiKey);
     made.push(apiKey);
     return {
-      depsFactory: () => {
-        throw new Error("not used");
-      },
-      redactor: undefined as never,
-      logger: undefined as never,
-      client: undefined as never,
-      tasks: undefined as never,
       busy: () => options.busy?.has(apiKey) ?? false,
       callsSettled: async () => {
         await options.settled;
@@ -39,7 +31,7 @@ function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string>; settl
   return { made, closed, asked, create };
 }
 
-const sweep = (pool: RuntimePool) => (pool as unknown as { sweep(): Promise<void> }).sweep();
+const sweep = (pool: RuntimePool<PooledRuntime>) => (pool as unknown as { sweep(): Promise<void> }).sweep();
 
 describe("RuntimePool", () => {
   it("makes one runtime per key, even for calls that arrive together", async () => {

@@ -1,59 +1,90 @@
 /**
- * The two bearer modes of `--http` without OAuth, each turning an `Authorization` header into a `Caller` or a
- * refusal (HTTP 401 with its `WWW-Authenticate` challenge):
- * - passthrough: the bearer is the caller's own service key. It is not judged here: the service judges it
- *   when the caller first needs the service (runtime-pool.ts), and nothing is kept for a key before that.
- * - gateway: the server holds the service key; callers present tokens whose SHA-256 hashes the operator
- *   listed. The token never leaves this module except as its digest.
+ * How `--http` turns each request's `Authorization` header into a `Caller`, or a refusal (HTTP 401 with its
+ * `WWW-Authenticate` challenge), in the mode the operator configured:
+ * - passthrough (the default): the bearer is the caller's own service key. It is not judged here: the
+ *   service judges it when the caller first needs the service (runtime-pool.ts), and nothing is kept for a
+ *   key before that.
+ * - gateway (GENERATION_HTTP_TOKEN_HASHES): the server holds the service key; callers present tokens whose
+ *   SHA-256 hashes the operator listed. The token never leaves this module except as its digest.
+ * - OAuth (GENERATION_OAUTH_ISSUER): the team's authorization server signs callers in (oauth.ts).
  */
 import { timingSafeEqual } from "node:crypto";
-import { digestOf, type Caller } from "./caller.js";
-
-export interface Refusal {
-  status: 401 | 403;
-  /** The `WWW-Authenticate` header value. */
-  challenge: string;
-  /** The JSON error code (`invalid_token`, `invalid_request` ...) and a sentence for the caller. */
-  error: string;
-  message: string;
-}
+import type { HttpConfig } from "../config/index.js";
+import type { Logger } from "../logger.js";
+import { bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
+import type { OAuthGate, Unavailable } from "./oauth.js";
 
 /** Turns a request's Authorization header into a caller or a refusal (OAuth: after checking the token). */
 export type Authenticator = (
   header: string | undefined,
-) => Caller | Refusal | { unavailable: string } | Promise<Caller | Refusal | { unavailable: string }>;
+) => Caller | Refusal | Unavailable | Promise<Caller | Refusal | Unavailable>;
 
-/** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
-export const MAX_TOKEN_CHARS = 1024;
-const REALM = 'Bearer realm="generation-mcp"';
-
-/** The token of `Authorization: Bearer <token>`, or undefined when the header is missing or malformed. */
-export function bearerToken(header: string | undefined, maxChars = MAX_TOKEN_CHARS): string | undefined {
-  if (header === undefined || header.length > maxChars + 16) return undefined;
-  const token = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)?.[1];
-  return token === undefined || token.length > maxChars ? undefined : token;
+export interface Auth {
+  authenticate: Authenticator;
+  /** OAuth mode: the resource server's metadata, challenges and readiness. */
+  oauth: OAuthGate | undefined;
+  /** Whether each caller's bearer is its own service key (passthrough). */
+  callerKeys: boolean;
+  /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
+  bearerHint: string;
+  /** The mode, in a few words for the start-up line. */
+  mode: string;
 }
 
-export function isRefusal(value: Caller | Refusal | { unavailable: string }): value is Refusal {
+/** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
+const MAX_TOKEN_CHARS = 1024;
+const REALM = 'Bearer realm="generation-mcp"';
+
+export function isRefusal(value: Caller | Refusal | Unavailable): value is Refusal {
   return "challenge" in value;
 }
 
-/** Each caller's bearer is its own service key. */
-export function passthroughAuth(): Authenticator {
-  return (header) => {
-    const token = bearerToken(header);
-    if (token === undefined) {
-      return missing("send your generation service API key as 'Authorization: Bearer <key>'.");
-    }
-    return { id: digestOf(token), kind: "key", serviceKey: token, scope: undefined };
+/** The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it). */
+export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger): Promise<Auth> {
+  if (config.oauth !== undefined) {
+    // The issuer's keys are fetched before serving; jose loads only in this mode.
+    const oauth = await (await import("./oauth.js")).createOAuthGate(config.oauth, serviceKey, logger);
+    return {
+      authenticate: (header) => oauth.authenticate(header),
+      oauth,
+      callerKeys: false,
+      bearerHint: "",
+      mode: `OAuth: callers sign in at ${config.oauth.issuer}; the server's own key serves them`,
+    };
+  }
+  if (config.tokenHashes !== undefined) {
+    return {
+      authenticate: gatewayAuth(config.tokenHashes, serviceKey),
+      oauth: undefined,
+      callerKeys: false,
+      bearerHint:
+        "This server has no OAuth: send the access token you were given for it as 'Authorization: Bearer <token>'.",
+      mode: `gateway: callers present tokens (${config.tokenHashes.length} accepted), the server's own key serves them`,
+    };
+  }
+  return {
+    authenticate: passthroughAuth,
+    oauth: undefined,
+    callerKeys: true,
+    bearerHint:
+      "This server has no OAuth: send your generation service API key as 'Authorization: Bearer <key>'.",
+    mode: "each caller sends its own service key as Authorization: Bearer",
   };
 }
 
+/** Each caller's bearer is its own service key. */
+function passthroughAuth(header: string | undefined): Caller | Refusal {
+  const token = bearerToken(header, MAX_TOKEN_CHARS);
+  if (token === undefined)
+    return missing("send your generation service API key as 'Authorization: Bearer <key>'.");
+  return { id: digestOf(token), kind: "key", serviceKey: token, scope: undefined };
+}
+
 /** Callers present tokens of this server (their SHA-256 hashes listed); the server's key serves them all. */
-export function gatewayAuth(tokenHashes: readonly string[], serviceKey: string): Authenticator {
+function gatewayAuth(tokenHashes: readonly string[], serviceKey: string): Authenticator {
   const hashes = tokenHashes.map((hash) => Buffer.from(hash, "hex"));
   return (header) => {
-    const token = bearerToken(header);
+    const token = bearerToken(header, MAX_TOKEN_CHARS);
     if (token === undefined) {
       return missing("send your access token for this server as 'Authorization: Bearer <token>'.");
     }

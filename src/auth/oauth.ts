@@ -17,10 +17,8 @@
 import { errors, jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { OAuthConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
-import { bearerToken, type Refusal } from "./bearer.js";
-import { digestOf, type Caller } from "./caller.js";
 import { keepIssuerKeys } from "./issuer-keys.js";
-import { SCOPES } from "./scopes.js";
+import { SCOPES, bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
 
 /** Longest access token accepted: JWTs run to a few KB; anything much longer is not one of them. */
 export const MAX_ACCESS_TOKEN_CHARS = 8192;

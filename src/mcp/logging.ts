@@ -10,9 +10,17 @@
  * Over HTTP in the 2025 revisions nothing is sent: a runtime serves every request of its key, and a
  * stateless request has no session to hold a level.
  */
-import type { LoggingLevel, Server, ServerContext } from "@modelcontextprotocol/server";
+import {
+  LOG_LEVEL_META_KEY,
+  type LoggingLevel,
+  type Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { LogLevel, LogSink, Logger } from "../logger.js";
+import type { LogSink, Logger } from "../logger.js";
+
+/** The `logger` field of every notification: the server's name. */
+export const LOGGER_NAME = "generation-mcp";
 
 const SEVERITY: Record<LoggingLevel, number> = {
   debug: 0,
@@ -32,11 +40,23 @@ const LEVEL = {
   params: z.looseObject({ level: z.enum(Object.keys(SEVERITY) as [LoggingLevel, ...LoggingLevel[]]) }),
 };
 
+function message(level: LoggingLevel, text: string, data: Record<string, unknown> | undefined) {
+  return {
+    method: "notifications/message" as const,
+    params: { level, logger: LOGGER_NAME, data: data ? { message: text, ...data } : text },
+  };
+}
+
 /**
  * Sends `logger`'s lines to the client of a 2025-era stdio `server` (which declares the `logging`
- * capability). Returns a function that stops it; it also stops by itself once the server's transport closed.
+ * capability), until the server's transport has closed; without a logger, only answers `logging/setLevel`.
  */
-export function attachSessionLogging(server: Server, logger: Logger, name: string): () => void {
+export function attachSessionLogging(server: Server, logger: Logger | undefined): void {
+  if (logger === undefined) {
+    // Nothing to relay (HTTP); the level is still checked, so a bad one is a clean -32602.
+    server.setRequestHandler("logging/setLevel", LEVEL, async () => ({}));
+    return;
+  }
   let initialized = false;
   let threshold = SEVERITY[DEFAULT_CLIENT_LOG_LEVEL];
   const previous = server.oninitialized;
@@ -48,39 +68,25 @@ export function attachSessionLogging(server: Server, logger: Logger, name: strin
     threshold = SEVERITY[level];
     return {};
   });
-  const detach = logger.addSink((level, message, data) => {
+  const detach = logger.addSink((level, text, data) => {
     if (!initialized || SEVERITY[level] < threshold) return;
-    if (server.transport === undefined) {
-      // Closed: a server made per connection must not stay attached to a long-lived logger.
-      detach();
-      return;
-    }
-    void server
-      .notification({
-        method: "notifications/message",
-        params: { level, logger: name, data: data ? { message, ...data } : message },
-      })
-      .catch(() => undefined);
+    // Closed: a server made per connection must not stay attached to a long-lived logger.
+    if (server.transport === undefined) return detach();
+    void server.notification(message(level, text, data)).catch(() => undefined);
   });
-  return detach;
 }
 
 /**
  * The sink that sends one 2026-07-28 call's own log lines on its stream, when the request asked for them
  * (`_meta` `io.modelcontextprotocol/logLevel`); undefined when it did not.
  */
-export function requestLogSink(ctx: ServerContext, name: string): LogSink | undefined {
+export function requestLogSink(ctx: ServerContext): LogSink | undefined {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const asked = envelope?.["io.modelcontextprotocol/logLevel"] as LoggingLevel | undefined;
-  if (asked === undefined || SEVERITY[asked] === undefined) return undefined;
-  const threshold = SEVERITY[asked];
-  return (level: LogLevel, message, data) => {
+  const asked = envelope?.[LOG_LEVEL_META_KEY] as LoggingLevel | undefined;
+  const threshold = asked === undefined ? undefined : SEVERITY[asked];
+  if (threshold === undefined) return undefined;
+  return (level, text, data) => {
     if (SEVERITY[level] < threshold || ctx.mcpReq.signal.aborted) return;
-    void ctx.mcpReq
-      .notify({
-        method: "notifications/message",
-        params: { level, logger: name, data: data ? { message, ...data } : message },
-      })
-      .catch(() => undefined);
+    void ctx.mcpReq.notify(message(level, text, data)).catch(() => undefined);
   };
 }

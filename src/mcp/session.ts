@@ -1,10 +1,20 @@
 /**
  * Who an MCP server instance (one per stdio connection, one per HTTP request) serves, and how it reaches the
- * caller's runtime. Made by the transport from one `Caller`.
+ * parts of the caller's service key. Made by the transport from one `Caller`.
  */
 import type { AdviceMode } from "../advice.js";
 import type { Caller } from "../auth/caller.js";
-import type { Runtime } from "../runtime.js";
+import type { DepsFactory } from "../tools/define-tool.js";
+import type { ConfirmStates } from "./confirm.js";
+import type { TaskRecords } from "./tasks/store.js";
+
+/** What the protocol edge uses of a service key's runtime (runtime.ts makes it). */
+export interface KeyParts {
+  depsFactory: DepsFactory;
+  /** MCP task records and their background waits. */
+  tasks: TaskRecords;
+  confirmStates: ConfirmStates;
+}
 
 export interface Session {
   caller: Caller;
@@ -13,9 +23,9 @@ export interface Session {
   /** The configured service's origin: the one origin the viewer may load media from. */
   mediaOrigin: string | undefined;
   /**
-   * The runtime of the caller's service key, made on the first call that needs the service (for a caller's
-   * own key, nothing is written before the service accepts it): requests that need nothing of it
-   * (discovery, initialize, lists ...) never make one.
+   * The parts of the caller's service key, made on the first call that needs the service (for a caller's own
+   * key, nothing is written before the service accepts it): requests that need nothing of it (discovery,
+   * initialize, lists ...) never make them.
    */
-  runtime(): Promise<Runtime>;
+  runtime(): Promise<KeyParts>;
 }

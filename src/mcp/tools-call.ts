@@ -16,16 +16,21 @@ import { ValidationError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
 import { observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
-import { checkSpend } from "../spend/confirm.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "../tools/define-tool.js";
-import { describeError, errorResult, validationMessage } from "../tools/format.js";
 import { TOOLS } from "../tools/index.js";
-import { backgroundContext, toolResult, type CallToolResult } from "../tools/result.js";
+import {
+  backgroundContext,
+  describeError,
+  errorResult,
+  toolResult,
+  validationMessage,
+  type CallToolResult,
+} from "../tools/result.js";
+import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { SERVER_NAME } from "./server.js";
-import type { TaskState } from "./tasks/records.js";
+import type { TaskState } from "../state/records.js";
 import { REFUSED_TASKS } from "./tasks/refused.js";
 import { createdTask2025 } from "./tasks/wire-2025.js";
 import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
@@ -91,6 +96,7 @@ async function runToolCall(
     tool: name,
     data,
     deps,
+    states: (await edge.session.runtime()).confirmStates,
     revision: edge.revision,
     ctx,
     clientCapabilities: edge.clientCapabilities?.(),
@@ -126,7 +132,7 @@ async function runToolCall(
   }
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;
-  const logSink = edge.revision.era === "modern" ? requestLogSink(ctx, SERVER_NAME) : undefined;
+  const logSink = edge.revision.era === "modern" ? requestLogSink(ctx) : undefined;
   const context: ToolContext = {
     signal: AbortSignal.any([ctx.mcpReq.signal, deps.stopping]),
     startedAt: Date.now(),

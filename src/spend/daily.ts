@@ -1,19 +1,15 @@
 /**
  * The daily limit (GENERATION_DAILY_CREDITS): estimated credits one caller may start per UTC day, reserved
- * when a start is about to be sent (tasks/starter.ts, after the duplicate guard decided it is new) and given
- * back only when the service said it did nothing. The totals live in a SpendStore: this process's file, or
- * Redis for every replica.
+ * when a start is about to be sent (after the duplicate guard decided it is new) and given back only when the
+ * service said it did nothing. The totals live in a SpendStore: the state folder's file, or Redis.
  */
 import { createHash } from "node:crypto";
-import { BudgetExceededError, GenerationError } from "../api/errors.js";
 import { fix } from "../advice.js";
-import type { SpendStore } from "../state/shared-state.js";
-import { SpendRecordUnavailableError } from "./local-store.js";
+import { BudgetExceededError, GenerationError } from "../api/errors.js";
+import { StateFileError } from "../state/local/store.js";
+import type { SpendStore } from "../state/records.js";
 
-/**
- * What get_credits reports of a caller's day: the count, or (`known: false`) why it cannot be told now and
- * what to do, rather than a count it cannot vouch for.
- */
+/** What get_credits reports of a caller's day: the count, or why it cannot be told now and what to do. */
 export type Allowance = {
   daily_limit: number;
   /** ISO time of the next UTC midnight, when the day's count starts again. */
@@ -30,28 +26,13 @@ export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
-/** The next UTC midnight after `now`, as ISO text. */
-export function nextUtcMidnight(now: number): string {
-  const date = new Date(now);
-  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1)).toISOString();
+function nextUtcMidnight(now: number): string {
+  return new Date(Date.parse(utcDay(now)) + 24 * 60 * 60 * 1000).toISOString();
 }
 
-/** Credits as the store counts them: whole hundredths. */
-function toHundredths(credits: number): number {
-  return Math.round(credits * 100);
-}
-
-function fromHundredths(amount: number): number {
-  return Math.round(amount) / 100;
-}
-
-/**
- * The name a caller's spend is stored under: a digest of its id (itself a digest of the credential), so the
- * store never holds anything a credential could be read or replayed from.
- */
-export function spendCaller(callerId: string): string {
-  return createHash("sha256").update(`generation-mcp spend\n${callerId}`).digest("hex").slice(0, 32);
-}
+/** The store counts whole hundredths of a credit (the price table has halves). */
+const hundredths = (credits: number) => Math.round(credits * 100);
+const credits = (amount: number) => Math.round(amount) / 100;
 
 export class DailySpend {
   constructor(
@@ -61,22 +42,25 @@ export class DailySpend {
   ) {}
 
   /**
-   * Reserves `credits` of the caller's day, or throws budget_exceeded naming what remains and when it
-   * resets. Throws SharedStateUnavailableError when the replicas cannot agree on it.
+   * Reserves `credits` of the caller's day, or throws budget_exceeded naming what remains and when it resets
+   * (or the store's error, when it cannot be recorded or agreed).
    */
-  async reserve(callerId: string, credits: number, what: string): Promise<Reservation> {
+  async reserve(callerId: string, amount: number, what: string): Promise<Reservation> {
     const now = this.now();
-    const day = utcDay(now);
-    const caller = spendCaller(callerId);
-    const amount = toHundredths(credits);
-    const { reserved, used } = await this.store.reserve(caller, day, amount, toHundredths(this.limit));
-    if (!reserved) throw this.refusal(credits, fromHundredths(used), now, what);
+    const [caller, day] = [spendCaller(callerId), utcDay(now)];
+    const { reserved, used } = await this.store.reserve(
+      caller,
+      day,
+      hundredths(amount),
+      hundredths(this.limit),
+    );
+    if (!reserved) throw this.refusal(amount, credits(used), now, what);
     let released = false;
     return {
       release: async () => {
         if (released) return;
         released = true;
-        await this.store.release(caller, day, amount);
+        await this.store.release(caller, day, hundredths(amount));
       },
     };
   }
@@ -84,15 +68,16 @@ export class DailySpend {
   async allowance(callerId: string): Promise<Allowance> {
     const now = this.now();
     const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
-    let used: number;
     try {
-      used = fromHundredths(await this.store.used(spendCaller(callerId), utcDay(now)));
+      const used = credits(await this.store.used(spendCaller(callerId), utcDay(now)));
+      return {
+        ...day,
+        used_today: used,
+        remaining_today: Math.max(0, credits(hundredths(this.limit - used))),
+      };
     } catch (error) {
       if (!(error instanceof GenerationError)) throw error;
-      const why =
-        error instanceof SpendRecordUnavailableError
-          ? `today's spend record ${error.problem}`
-          : error.message;
+      const why = error instanceof StateFileError ? `today's spend record ${error.problem}` : error.message;
       return {
         ...day,
         known: false,
@@ -100,21 +85,24 @@ export class DailySpend {
         next_step: error.nextStep,
       };
     }
-    return {
-      ...day,
-      used_today: used,
-      remaining_today: Math.max(0, Math.round((this.limit - used) * 100) / 100),
-    };
   }
 
-  private refusal(credits: number, used: number, now: number, what: string): BudgetExceededError {
-    const remaining = Math.max(0, Math.round((this.limit - used) * 100) / 100);
+  private refusal(amount: number, used: number, now: number, what: string): BudgetExceededError {
+    const remaining = Math.max(0, credits(hundredths(this.limit - used)));
     const resetsAt = nextUtcMidnight(now);
     return new BudgetExceededError(
-      `${what.charAt(0).toUpperCase()}${what.slice(1)} is estimated at ${credits} credits, but only ${remaining} of today's ${this.limit} credits remain for this caller (GENERATION_DAILY_CREDITS; ${used} started today). The allowance resets at ${resetsAt} (midnight UTC).`,
+      `${what.charAt(0).toUpperCase()}${what.slice(1)} is estimated at ${amount} credits, but only ${remaining} of today's ${this.limit} credits remain for this caller (GENERATION_DAILY_CREDITS; ${used} started today). The allowance resets at ${resetsAt} (midnight UTC).`,
       {
         nextStep: `The start was not sent to the service and nothing was charged. Wait until ${resetsAt}, or choose a request that fits the remaining ${remaining} credits (dry_run: true shows the cost; get_credits shows the allowance), or ask the user to ${fix("spend_limits")}.`,
       },
     );
   }
+}
+
+/**
+ * The name a caller's spend is stored under: a digest of its id (itself a digest of the credential), so the
+ * store never holds anything a credential could be read or replayed from.
+ */
+function spendCaller(callerId: string): string {
+  return createHash("sha256").update(`generation-mcp spend\n${callerId}`).digest("hex").slice(0, 32);
 }

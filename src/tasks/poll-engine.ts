@@ -4,13 +4,11 @@
  * cancellation and progress callback. Requests go out as background priority, so the rate budget keeps a
  * share of the key's limit for the user's own calls.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
 import type { GenerationApi, VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
-import type { PollCoordinator } from "../state/shared-state.js";
-import type { TaskLogger } from "./logger.js";
-import { silentLogger } from "./logger.js";
-import { sleep } from "../sleep.js";
+import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
 
 export interface PollUpdate {
   video_id: string;
@@ -73,9 +71,8 @@ interface Waiter {
   startedAt: number;
   polls: number;
   onUpdate: ((update: PollUpdate) => void) | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Clears the deadline and the abort listener. */
+  release: () => void;
   resolve: (result: WaitResult) => void;
   reject: (error: unknown) => void;
 }
@@ -91,11 +88,6 @@ interface Loop {
   failures: number;
 }
 
-interface Turn {
-  loop: Loop;
-  start: () => void;
-}
-
 export class PollEngine {
   private readonly api: Pick<GenerationApi, "getVideo">;
   private readonly intervalMs: number;
@@ -108,7 +100,8 @@ export class PollEngine {
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
   private readonly lastPolled = new Map<string, number>();
-  private readonly turns: Turn[] = [];
+  /** Loops waiting for a free slot to send their request. */
+  private readonly turns: Array<{ loop: Loop; start: () => void }> = [];
   private activePolls = 0;
   private closed = false;
 
@@ -134,44 +127,46 @@ export class PollEngine {
    * normal result with the last status.
    */
   wait(videoId: string, options: WaitOptions): Promise<WaitResult> {
-    const startedAt = this.now();
     const timeoutMs = Math.min(
       MAX_WAIT_MS,
       Math.max(0, Number.isFinite(options.timeoutMs) ? options.timeoutMs : 0),
     );
-    if (this.closed || options.signal?.aborted) {
+    const { signal } = options;
+    if (this.closed || signal?.aborted) {
       return Promise.resolve({ outcome: "cancelled", video: this.loops.get(videoId)?.last, elapsedMs: 0 });
     }
     this.logger("debug", "Waiting for a video task.", { video_id: videoId, timeout_ms: timeoutMs });
-
     return new Promise<WaitResult>((resolve, reject) => {
+      const existing = this.loops.get(videoId);
+      const loop: Loop = existing ?? {
+        videoId,
+        waiters: new Set(),
+        controller: new AbortController(),
+        last: undefined,
+        lastAt: 0,
+        lastError: undefined,
+        failures: 0,
+      };
+      this.loops.set(videoId, loop);
+      const timer = setTimeout(() => this.finish(loop, waiter, "timeout"), timeoutMs);
+      const onAbort = () => this.finish(loop, waiter, "cancelled");
+      signal?.addEventListener("abort", onAbort, { once: true });
       const waiter: Waiter = {
-        startedAt,
+        startedAt: this.now(),
         polls: 0,
         onUpdate: options.onUpdate,
-        signal: options.signal,
-        onAbort: undefined,
-        deadlineTimer: undefined,
+        release: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+        },
         resolve,
         reject,
       };
-      let loop = this.loops.get(videoId);
-      const fresh = loop === undefined;
-      loop ??= this.createLoop(videoId);
       loop.waiters.add(waiter);
-      const joined = loop;
-
-      waiter.deadlineTimer = setTimeout(() => this.finish(joined, waiter, "timeout"), timeoutMs);
-      if (options.signal) {
-        waiter.onAbort = () => this.finish(joined, waiter, "cancelled");
-        options.signal.addEventListener("abort", waiter.onAbort, { once: true });
-      }
-      if (fresh) {
-        void this.run(joined);
-      } else if (joined.last !== undefined && this.now() - joined.lastAt < this.intervalMs) {
-        // A fresh shared result is as good as a poll of our own: report it at once.
-        this.notify(waiter, joined, undefined);
-      }
+      if (existing === undefined) void this.run(loop);
+      // A fresh shared result is as good as a poll of our own: report it at once.
+      else if (loop.last !== undefined && this.now() - loop.lastAt < this.intervalMs)
+        this.notify(waiter, loop);
     });
   }
 
@@ -183,80 +178,50 @@ export class PollEngine {
     }
   }
 
-  private createLoop(videoId: string): Loop {
-    const loop: Loop = {
-      videoId,
-      waiters: new Set(),
-      controller: new AbortController(),
-      last: undefined,
-      lastAt: 0,
-      lastError: undefined,
-      failures: 0,
-    };
-    this.loops.set(videoId, loop);
-    return loop;
-  }
-
   /**
    * Polls until the task is final, a permanent error comes, or no waiter is left (each has a deadline). With a
    * coordinator, only the replica holding the task's lease polls; the others follow what it publishes.
    */
   private async run(loop: Loop): Promise<void> {
-    const signal = loop.controller.signal;
+    const { signal } = loop.controller;
+    const coordinator = this.coordinator;
+    const leaseMs = this.intervalMs * LEASE_INTERVALS;
     try {
       while (!signal.aborted) {
         const next =
-          this.coordinator === undefined ||
-          (await this.coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS))
+          coordinator === undefined || (await coordinator.lead(loop.videoId, leaseMs))
             ? await this.pollOnce(loop)
-            : await this.follow(loop, this.coordinator);
+            : await this.follow(loop, coordinator);
         if (next === "stop" || loop.waiters.size === 0) return;
-        try {
-          await sleep(next, signal);
-        } catch {
-          return;
-        }
+        await sleep(next, undefined, { signal }).catch(() => undefined);
       }
     } finally {
       // The last waiter here left: another replica may take the poll over at once. A final task keeps its
       // lease until it lapses, so no follower polls it again before reading the final status.
       const final = loop.last !== undefined && isFinalStatus(loop.last.status);
-      if (this.coordinator !== undefined && !final) void this.coordinator.release(loop.videoId);
+      if (coordinator !== undefined && !final) void coordinator.release(loop.videoId);
     }
   }
 
   /** One status request of our own; the delay before the next one, or "stop". */
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
+    const { signal } = loop.controller;
+    const coordinator = this.coordinator;
     // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
     // take the poll over and both would ask for the same task.
-    const coordinator = this.coordinator;
     const keep =
-      coordinator === undefined
-        ? undefined
-        : setInterval(
-            () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
-            this.intervalMs,
-          );
+      coordinator &&
+      setInterval(
+        () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
+        this.intervalMs,
+      );
     try {
-      return await this.pollWithLease(loop);
-    } finally {
-      clearInterval(keep);
-    }
-  }
-
-  private async pollWithLease(loop: Loop): Promise<number | "stop"> {
-    const signal = loop.controller.signal;
-    try {
-      await this.takeTurn(loop);
-    } catch {
-      return "stop";
-    }
-    try {
+      if (!(await this.takeTurn(loop))) return "stop";
       const video = await this.api
         .getVideo(loop.videoId, { priority: "background", signal })
         .finally(() => this.endTurn(loop));
       if (signal.aborted) return "stop";
-      if (this.coordinator !== undefined) void this.coordinator.publish(loop.videoId, video);
+      void coordinator?.publish(loop.videoId, video);
       return this.deliver(loop, video, this.now()) ? "stop" : this.intervalMs;
     } catch (error) {
       if (signal.aborted) return "stop";
@@ -274,6 +239,8 @@ export class PollEngine {
       });
       for (const waiter of [...loop.waiters]) this.notify(waiter, loop, error);
       return delay;
+    } finally {
+      clearInterval(keep);
     }
   }
 
@@ -283,47 +250,42 @@ export class PollEngine {
    * the lease go once the task is final, and a follower must see the final status rather than poll again.
    */
   private async follow(loop: Loop, coordinator: PollCoordinator): Promise<number | "stop"> {
-    if (await this.takeShared(loop, coordinator)) return "stop";
+    const takeShared = async () => {
+      const shared = await coordinator.latest(loop.videoId);
+      if (loop.controller.signal.aborted) return true;
+      return shared !== undefined && shared.at > loop.lastAt && this.deliver(loop, shared.video, shared.at);
+    };
+    if (await takeShared()) return "stop";
     await coordinator.nextChange(loop.videoId, this.intervalMs, loop.controller.signal);
-    return (await this.takeShared(loop, coordinator)) ? "stop" : 0;
-  }
-
-  /** Delivers the stored status when it is newer than ours; true when this loop is over. */
-  private async takeShared(loop: Loop, coordinator: PollCoordinator): Promise<boolean> {
-    const shared = await coordinator.latest(loop.videoId);
-    if (loop.controller.signal.aborted) return true;
-    return shared !== undefined && shared.at > loop.lastAt && this.deliver(loop, shared.video, shared.at);
+    return (await takeShared()) ? "stop" : 0;
   }
 
   /** Hands a good status to every waiter; true when it is final (the waiters are then finished). */
   private deliver(loop: Loop, video: VideoStatus, at: number): boolean {
-    loop.last = video;
-    loop.lastAt = at;
-    loop.lastError = undefined;
-    loop.failures = 0;
-    for (const waiter of [...loop.waiters]) this.notify(waiter, loop, undefined);
+    Object.assign(loop, { last: video, lastAt: at, lastError: undefined, failures: 0 });
+    for (const waiter of [...loop.waiters]) this.notify(waiter, loop);
     if (!isFinalStatus(video.status)) return false;
     for (const waiter of [...loop.waiters]) this.finish(loop, waiter, "final");
     return true;
   }
 
-  /** Resolves when this loop may send its request; rejects when the loop stops first. */
-  private takeTurn(loop: Loop): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const signal = loop.controller.signal;
+  /** Resolves true when this loop may send its request, false when it stops first. */
+  private takeTurn(loop: Loop): Promise<boolean> {
+    const { signal } = loop.controller;
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
       const onAbort = () => {
         const index = this.turns.indexOf(turn);
         if (index >= 0) this.turns.splice(index, 1);
-        reject(new Error("stopped"));
+        resolve(false);
       };
-      const turn: Turn = {
+      const turn = {
         loop,
         start: () => {
           signal.removeEventListener("abort", onAbort);
-          resolve();
+          resolve(true);
         },
       };
-      if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
       this.turns.push(turn);
       // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
@@ -338,8 +300,7 @@ export class PollEngine {
       this.lastPolled.delete(loop.videoId);
       this.lastPolled.set(loop.videoId, this.now());
       if (this.lastPolled.size > POLL_HISTORY_SIZE + this.loops.size) {
-        const oldest = this.lastPolled.keys().next().value;
-        if (oldest !== undefined) this.lastPolled.delete(oldest);
+        this.lastPolled.delete(this.lastPolled.keys().next().value ?? "");
       }
     }
     this.dispatch();
@@ -347,20 +308,16 @@ export class PollEngine {
 
   /** Hands out free slots, least recently polled id first (never polled first of all). */
   private dispatch(): void {
+    const rank = (turn: { loop: Loop }) => this.lastPolled.get(turn.loop.videoId) ?? Number.NEGATIVE_INFINITY;
     while (this.activePolls < this.maxConcurrentPolls && this.turns.length > 0) {
-      let best = 0;
-      for (let i = 1; i < this.turns.length; i++) {
-        if (this.rank(this.turns[i]!) < this.rank(this.turns[best]!)) best = i;
-      }
+      const best = this.turns.reduce(
+        (chosen, turn, index) => (rank(turn) < rank(this.turns[chosen]!) ? index : chosen),
+        0,
+      );
       const [turn] = this.turns.splice(best, 1);
-      if (!turn) return;
       this.activePolls += 1;
-      turn.start();
+      turn?.start();
     }
-  }
-
-  private rank(turn: Turn): number {
-    return this.lastPolled.get(turn.loop.videoId) ?? Number.NEGATIVE_INFINITY;
   }
 
   private backoff(failures: number, error: GenerationError): number {
@@ -373,38 +330,38 @@ export class PollEngine {
     return Math.round(delay);
   }
 
-  private notify(waiter: Waiter, loop: Loop, error: GenerationError | undefined): void {
+  private notify(waiter: Waiter, loop: Loop, error?: GenerationError): void {
     waiter.polls += 1;
-    if (!waiter.onUpdate) return;
-    const update: PollUpdate = {
-      video_id: loop.videoId,
-      status: loop.last?.status,
+    const { videoId: video_id, last } = loop;
+    const update = {
+      video_id,
+      status: last?.status,
       elapsedMs: this.now() - waiter.startedAt,
       polls: waiter.polls,
     };
-    if (error) update.error = error;
     try {
-      waiter.onUpdate(update);
+      waiter.onUpdate?.(error ? { ...update, error } : update);
     } catch (callbackError) {
       // A broken progress sink (a client gone away) must not stop the wait for the others.
-      this.logger("warning", "A progress callback failed.", {
-        video_id: loop.videoId,
-        error: String(callbackError),
-      });
+      this.logger("warning", "A progress callback failed.", { video_id, error: String(callbackError) });
     }
   }
 
   private finish(loop: Loop, waiter: Waiter, outcome: WaitResult["outcome"]): void {
     if (!this.detach(loop, waiter)) return;
-    const result: WaitResult = { outcome, video: loop.last, elapsedMs: this.now() - waiter.startedAt };
-    if (loop.lastError) result.lastError = loop.lastError;
+    const elapsedMs = this.now() - waiter.startedAt;
     this.logger(outcome === "final" ? "info" : "debug", "Stopped waiting for a video task.", {
       video_id: loop.videoId,
       outcome,
       status: loop.last?.status,
-      elapsed_ms: result.elapsedMs,
+      elapsed_ms: elapsedMs,
     });
-    waiter.resolve(result);
+    waiter.resolve({
+      outcome,
+      video: loop.last,
+      elapsedMs,
+      ...(loop.lastError && { lastError: loop.lastError }),
+    });
   }
 
   private fail(loop: Loop, error: unknown): void {
@@ -421,8 +378,7 @@ export class PollEngine {
   /** Removes a waiter; the loop stops (its request and sleep abort) when the last one leaves. */
   private detach(loop: Loop, waiter: Waiter): boolean {
     if (!loop.waiters.delete(waiter)) return false;
-    if (waiter.deadlineTimer !== undefined) clearTimeout(waiter.deadlineTimer);
-    if (waiter.signal && waiter.onAbort) waiter.signal.removeEventListener("abort", waiter.onAbort);
+    waiter.release();
     if (loop.waiters.size === 0) {
       loop.controller.abort();
       if (this.loops.get(loop.videoId) === loop) this.loops.delete(loop.videoId);

@@ -1,71 +1,58 @@
 /**
  * A tool is a plain object: name, title, description for the model, zod input and output schemas, honest
- * annotations, a handler returning structured output, and a one-line text mirror of it.
+ * annotations, a handler returning structured output, and a text mirror of it. Below the types: the schema
+ * fields several tools share, and the deadlines that keep every call inside the client's patience.
  */
 import type { ToolAnnotations } from "@modelcontextprotocol/server";
-import type * as z from "zod";
-import type { GenerationApi } from "../api/types.js";
+import * as z from "zod";
+import type { AdviceMode } from "../advice.js";
+import { isHttpUrl } from "../api/shapes.js";
+import type { GenerationApi, RequestOptions } from "../api/types.js";
 import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
-import type { AdviceMode } from "../advice.js";
+import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 import type { Redactor } from "../redact.js";
-import type { PollEngine } from "../tasks/poll-engine.js";
-import type { Ownership } from "../tasks/ownership.js";
-import type { TaskStarter } from "../tasks/starter.js";
 import type { DailySpend } from "../spend/daily.js";
-import type { ConfirmStates } from "../spend/confirm-state.js";
+import type { Ownership } from "../state/local/owners.js";
+import type { PollEngine } from "../tasks/poll-engine.js";
+import type { TaskStarter } from "../tasks/starter.js";
 
 export interface ServerDeps {
   api: GenerationApi;
   poller: PollEngine;
   starter: TaskStarter;
-  /** Who started which task (used when `scope` is set: a caller sees only its own). */
+  /** Who started which task (with `scope`, a caller sees only its own). */
   ownership: Ownership;
   config: Config;
   logger: Logger;
-  /** Masks the caller's key and the process's secrets in whatever the call emits (see redact.ts). */
+  /** Masks the caller's key and the process's secrets in whatever the call emits (redact.ts). */
   redactor: Redactor;
   /** How this call's user changes a setting: what next steps name (advice.ts). */
   advice: AdviceMode;
   /** The folders local files may be read from, including the client's MCP roots when it offers them. */
   allowedDirs(): Promise<string[]>;
-  /**
-   * Hosts a media download may reach even on a loopback or private address: the configured service's own
-   * (the sandbox serves its media beside its API on 127.0.0.1). Everything else must be public.
-   */
+  /** Hosts a media download may reach on a private address: the configured service's own (the sandbox). */
   mediaAllowHosts: readonly string[];
-  /**
-   * The configured service's origin, where it serves its media: the one origin the MCP Apps viewer may load
-   * media from (its CSP). Undefined when the base URL does not parse.
-   */
+  /** The service's origin, the one the MCP Apps viewer may load media from; undefined when unparsable. */
   mediaOrigin?: string | undefined;
   /** Aborts when the server is shutting down: every call then answers at once with what it has. */
   stopping: AbortSignal;
   /** Registers a running call, so a shutdown can wait for its answer to go out. */
   track?(call: Promise<unknown>): void;
-  /**
-   * Whether `download: true` may write onto this machine. Always over stdio; over HTTP only when the operator
-   * set GENERATION_OUTPUT_DIR (a remote caller cannot reach the file, and must not fill the server's disk).
-   */
+  /** Whether `download: true` may write here: always over stdio, over HTTP only with GENERATION_OUTPUT_DIR. */
   downloads: boolean;
-  /**
-   * The caller, when one service key serves several (the HTTP gateway): the duplicate guard then never
-   * hands one caller's task to another.
-   */
+  /** The caller, when one service key serves several (the HTTP gateway): never handed another's task. */
   scope?: string | undefined;
   /** Who is calling (Caller.id): what spend limits count per. */
   callerId: string;
   /** The daily limit (GENERATION_DAILY_CREDITS), shared with the task starter; undefined: none. */
   daily?: DailySpend | undefined;
-  /** Mints and checks the `requestState` that ties a cost confirmation to its call (2026-07-28). */
-  confirmStates: ConfirmStates;
 }
 
 /** What the deps of one connection (stdio) or request (HTTP) are made from. */
 export interface DepsHooks {
   /** The client's MCP roots as file URIs; empty when the client offers none. Cached until they change. */
   clientRoots(): Promise<string[]>;
-  /** Who is calling, when one service key serves several callers: see ServerDeps.scope. */
   scope?: string | undefined;
   /** Caller.id; when absent (a task taken up again after a restart starts nothing), the runtime's own. */
   callerId?: string | undefined;
@@ -118,4 +105,132 @@ export function defineTool<Input extends z.ZodType, Output extends z.ZodType>(
   definition: ToolDefinition<Input, Output>,
 ): ToolDefinition<Input, Output> {
   return definition;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Schema pieces several tools share. */
+export const fields = {
+  prompt: (what: string) =>
+    z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_PROMPT_LENGTH, `must be at most ${MAX_PROMPT_LENGTH} characters`)
+      .describe(`Text description of the ${what} (1-${MAX_PROMPT_LENGTH} characters).`),
+  httpUrl: (description: string) =>
+    z.string().max(4096).refine(isHttpUrl, "must be an http(s) URL").describe(description),
+  localPath: (description: string) => z.string().min(1, "must not be empty").max(4096).describe(description),
+  aspectRatio: (fallback: string) =>
+    z
+      .string()
+      .refine(
+        (value) => parseAspectRatio(value) !== undefined,
+        "must be W:H with whole numbers 1-64, e.g. 16:9",
+      )
+      .describe(`Width:height of the output, e.g. 16:9, 9:16, 1:1 (default ${fallback}).`),
+  download: (returned: string) =>
+    z
+      .boolean()
+      .describe(
+        `Also save the finished file into GENERATION_OUTPUT_DIR and return ${returned} (default false).`,
+      ),
+  dryRun: z
+    .boolean()
+    .describe("Only validate and estimate the cost in credits; nothing is started and nothing is charged."),
+  allowDuplicate: z
+    .boolean()
+    .describe(
+      "Default false: an identical request (same parameters and image bytes) made in the last 10 minutes returns " +
+        "that earlier task with reused: true instead of spending credits again. true starts a new task.",
+    ),
+  timeout: z
+    .number()
+    .min(0)
+    .max(3600)
+    .describe(
+      "Seconds to wait for the result in this call (0-3600; default GENERATION_WAIT_TIMEOUT_S, 45). Many clients " +
+        "cut a tool call at about 60 s; when the window ends the task keeps running.",
+    ),
+  videoId: z
+    .string()
+    .min(1, "must not be empty")
+    .max(256, "must be at most 256 characters")
+    .refine((value) => value !== "." && value !== "..", "is not a task id")
+    // eslint-disable-next-line no-control-regex
+    .refine((value) => !/[\u0000-\u001F\u007F]/.test(value), "must not contain control characters")
+    // A lone surrogate cannot be percent-encoded into a path segment.
+    .refine((value) => !LONE_SURROGATE.test(value), "must be valid Unicode text")
+    .describe("The video_id returned by generate_video (or found with list_videos)."),
+};
+
+/**
+ * What a result tells the assistant besides its data, also in `structuredContent`: some clients hand the
+ * model only that (Codex CLI, Mastra) or replace the text with it (Claude Code).
+ */
+export const guidanceFields = {
+  next_step: z.string().optional().describe("What to do next, when there is something to do."),
+  notes: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "What to know besides the fields: whether credits were charged, why no preview could be made, and the like.",
+    ),
+};
+
+/** Fields of a video result shared by generate_video and get_status. */
+export const videoResultFields = {
+  video_id: z.string().optional().describe("The task id; keep it to check the task later with get_status."),
+  status: z
+    .string()
+    .optional()
+    .describe("completed, failed, or an in-progress value such as queued/processing."),
+  video_url: z.string().optional().describe("Where the finished video can be fetched (when completed)."),
+  error: z.unknown().optional().describe("Why the task failed (when failed)."),
+  local_path: z.string().optional().describe("Where the video was saved (when download was requested)."),
+  elapsed_seconds: z.number().optional().describe("How long this call waited."),
+  ...guidanceFields,
+};
+export const videoResult = z.object(videoResultFields);
+
+/** Fields of a start's answer shared by generate_video and generate_image. */
+export const startFields = {
+  dry_run: z.boolean().optional(),
+  declined: z
+    .boolean()
+    .optional()
+    .describe("true when the user declined to confirm the cost: nothing was started or charged."),
+  request: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("With dry_run: the request that would be sent."),
+};
+
+/*
+ * Every call answers inside the client's patience: its wait window (timeout_seconds, else
+ * GENERATION_WAIT_TIMEOUT_S) counts from the moment the call arrived, and every request it makes (upload,
+ * start, reads, their retries and rate-budget waits) must be over by its deadline, whatever the service does.
+ * Requests get at least 20 s, so a window of 0 still leaves room to start a task or read; a call that only
+ * reads needs at most 30 s; a download after the wait gets at least 10 s.
+ */
+
+/** The call's wait window in milliseconds. */
+export function waitWindowMs(deps: ServerDeps, timeoutSeconds?: number): number {
+  return (timeoutSeconds ?? deps.config.waitTimeoutS) * 1000;
+}
+
+/** Epoch ms by which every request of this call must be over. */
+export function requestDeadline(context: ToolContext, windowMs: number): number {
+  return context.startedAt + Math.max(windowMs, 20_000);
+}
+
+/** Milliseconds a download may take now, bounded by the call's deadline but never unreasonably short. */
+export function downloadTimeoutMs(context: ToolContext, windowMs: number): number {
+  return Math.max(10_000, requestDeadline(context, windowMs) - Date.now());
+}
+
+/** The options of a request the user is waiting for, over by `deadline` (default: a read's). */
+export function foreground(context: ToolContext, deps: ServerDeps, deadline?: number): RequestOptions {
+  const read = () => requestDeadline(context, Math.min(waitWindowMs(deps), 30_000));
+  return { signal: context.signal, priority: "foreground", deadline: deadline ?? read() };
 }

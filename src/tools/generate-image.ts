@@ -12,28 +12,21 @@ import {
 } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import { estimateImage } from "../spend/estimate.js";
-import { fingerprintRequest } from "../tasks/fingerprint.js";
 import {
+  defineTool,
+  downloadTimeoutMs,
+  fields,
   guidanceFields,
-  allowDuplicateField,
-  aspectRatioField,
-  costLine,
-  downloadField,
-  dryRunField,
-  httpUrlField,
-  localPathField,
-  promptField,
-  refuseDownloadIfOff,
-} from "./common.js";
-import { downloadTimeoutMs, requestDeadline, waitWindowMs } from "./deadline.js";
-import { defineTool } from "./define-tool.js";
-import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
+  startFields,
+  waitWindowMs,
+} from "./define-tool.js";
+import { dryRunText, startGeneration } from "./steps.js";
 
 const MAX_IMAGE_DOWNLOAD_BYTES = 200 * 1024 * 1024;
 
 const input = z
   .strictObject({
-    prompt: promptField("image"),
+    prompt: fields.prompt("image"),
     model: z
       .enum(IMAGE_MODELS)
       .describe(`Image model (default ${DEFAULT_IMAGE_MODEL}; needs a paid plan).`)
@@ -42,34 +35,29 @@ const input = z
       .enum(IMAGE_RESOLUTIONS)
       .describe("Output size: 1k, 2k or 4k (the service's default when omitted).")
       .optional(),
-    aspect_ratio: aspectRatioField(DEFAULT_ASPECT_RATIO_IMAGE).optional(),
+    aspect_ratio: fields.aspectRatio(DEFAULT_ASPECT_RATIO_IMAGE).optional(),
     output_format: z.enum(OUTPUT_FORMATS).describe("png, jpg or webp (default png).").optional(),
     images: z
-      .array(httpUrlField("A reference image URL."))
+      .array(fields.httpUrl("A reference image URL."))
       .max(MAX_REFERENCE_IMAGES, `must hold at most ${MAX_REFERENCE_IMAGES} URLs`)
       .describe("Reference image URLs for edit mode (http(s)).")
       .optional(),
     image_paths: z
-      .array(localPathField("An absolute local path."))
+      .array(fields.localPath("An absolute local path."))
       .min(1, "must not be empty")
       .max(MAX_REFERENCE_IMAGES, `must hold at most ${MAX_REFERENCE_IMAGES} paths`)
       .describe(
         "Reference images as absolute local paths (JPG, PNG or WebP, at most 10 MB each, inside an allowed folder); uploaded first.",
       )
       .optional(),
-    download: downloadField("local_paths").optional(),
-    dry_run: dryRunField.optional(),
-    allow_duplicate: allowDuplicateField.optional(),
+    download: fields.download("local_paths").optional(),
+    dry_run: fields.dryRun.optional(),
+    allow_duplicate: fields.allowDuplicate.optional(),
   })
   .superRefine((args, ctx) => {
-    const total = (args.images?.length ?? 0) + (args.image_paths?.length ?? 0);
-    if (total > MAX_REFERENCE_IMAGES) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["image_paths"],
-        message: `images and image_paths together must hold at most ${MAX_REFERENCE_IMAGES}`,
-      });
-    }
+    if ((args.images?.length ?? 0) + (args.image_paths?.length ?? 0) <= MAX_REFERENCE_IMAGES) return;
+    const message = `images and image_paths together must hold at most ${MAX_REFERENCE_IMAGES}`;
+    ctx.addIssue({ code: "custom", path: ["image_paths"], message });
   });
 
 const output = z.object({
@@ -89,15 +77,7 @@ const output = z.object({
     .optional()
     .describe("true when an identical recent request was returned instead of a new one."),
   result: z.unknown().optional().describe("The service's data as received."),
-  dry_run: z.boolean().optional(),
-  declined: z
-    .boolean()
-    .optional()
-    .describe("true when the user declined to confirm the cost: nothing was started or charged."),
-  request: z
-    .record(z.string(), z.unknown())
-    .optional()
-    .describe("With dry_run: the request that would be sent."),
+  ...startFields,
 });
 
 export const generateImage = defineTool({
@@ -120,80 +100,64 @@ export const generateImage = defineTool({
       output_format: args.output_format ?? "png",
       ...(args.images !== undefined && { images: [...args.images] }),
     };
-    refuseDownloadIfOff(deps, args.download);
-    const estimate = estimateImage(body.model);
-    const estimated_credits = estimate.credits;
     const windowMs = waitWindowMs(deps);
-    const locals =
-      args.image_paths === undefined ? [] : await openLocalImages(args.image_paths, "image_paths", deps);
-    try {
-      if (args.dry_run) {
-        const uploads = locals.map((image) => `(uploaded from ${image.filename})`);
-        const request = uploads.length > 0 ? { ...body, images: [...(body.images ?? []), ...uploads] } : body;
-        return { image_urls: [], estimated_credits, dry_run: true, request };
-      }
-      const fingerprint = fingerprintRequest(
-        "image",
-        { ...body },
-        locals.map((image) => image.sha256),
-        deps.scope,
-      );
-      const allowDuplicate = args.allow_duplicate ?? false;
-      // A request the journal will answer with an earlier result needs no fresh upload of the same bytes.
-      if (locals.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate("image", fingerprint)))) {
-        body.images = [
-          ...(body.images ?? []),
-          ...(await uploadAll(locals, deps, context, requestDeadline(context, windowMs))),
-        ];
-      }
-      const started = await deps.starter.startImage(body, {
-        fingerprint,
-        allowDuplicate,
-        scope: deps.scope,
-        spend: { callerId: deps.callerId, credits: estimated_credits, what: estimate.what },
-        signal: context.signal,
-        deadline: requestDeadline(context, windowMs),
-      });
-      const image_urls = started.image_urls;
-      const result = {
-        image_urls,
-        estimated_credits,
-        ...(started.reused && { reused: true }),
-        result: sanitizeValue(started.raw),
-        notes: [costLine(estimated_credits, started.reused)],
-        ...(image_urls.length === 0 && {
-          next_step:
-            "The service answered with a task instead of finished images: its answer is in result. Look there for an id or a status to follow up.",
-        }),
-      };
-      if (!args.download || image_urls.length === 0) return result;
-      const baseName = imageBaseName(started.raw);
-      const local_paths: string[] = [];
-      for (const [index, url] of image_urls.entries()) {
-        const saved = await downloadMedia({
-          url,
-          dir: deps.config.outputDir,
-          baseName: image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName,
-          maxBytes: MAX_IMAGE_DOWNLOAD_BYTES,
-          signal: context.signal,
-          timeoutMs: downloadTimeoutMs(context, windowMs),
-          expected: "image",
-          allowHosts: deps.mediaAllowHosts,
-        });
-        local_paths.push(saved.path);
-      }
-      return { ...result, local_paths };
-    } finally {
-      await closeAll(locals);
+    const estimate = estimateImage(body.model);
+    const start = await startGeneration(
+      {
+        kind: "image",
+        body,
+        identity: body,
+        estimate,
+        args,
+        paths: args.image_paths,
+        param: "image_paths",
+        withImages: (request, urls) =>
+          urls.length === 0 ? request : { ...request, images: [...(request.images ?? []), ...urls] },
+        start: (request, options) => deps.starter.startImage(request, options),
+        windowMs,
+      },
+      deps,
+      context,
+    );
+    if ("request" in start) {
+      return { image_urls: [], estimated_credits: estimate.credits, dry_run: true, request: start.request };
     }
+    const { started, cost } = start;
+    const image_urls = started.image_urls;
+    const result = {
+      image_urls,
+      ...cost,
+      result: sanitizeValue(started.raw),
+      ...(image_urls.length === 0 && {
+        next_step:
+          "The service answered with a task instead of finished images: its answer is in result. Look there for an id or a status to follow up.",
+      }),
+    };
+    if (!args.download || image_urls.length === 0) return result;
+    // Named after the service's id when it gave one (sanitized again by downloadMedia).
+    const id = started.raw["image_id"] ?? started.raw["id"] ?? started.raw["task_id"];
+    const baseName = typeof id === "string" || typeof id === "number" ? `image-${id}` : `image-${Date.now()}`;
+    const local_paths: string[] = [];
+    for (const [index, url] of image_urls.entries()) {
+      const saved = await downloadMedia({
+        url,
+        dir: deps.config.outputDir,
+        baseName: image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName,
+        maxBytes: MAX_IMAGE_DOWNLOAD_BYTES,
+        signal: context.signal,
+        timeoutMs: downloadTimeoutMs(context, windowMs),
+        expected: "image",
+        allowHosts: deps.mediaAllowHosts,
+      });
+      local_paths.push(saved.path);
+    }
+    return { ...result, local_paths };
   },
   // As a task the call answers at once and the image comes with tasks/result. An image is made within the
   // start request, so a restart while it runs leaves nothing to follow: the task then fails with advice.
   task: {},
   summarize(result) {
-    if (result.dry_run) {
-      return `Dry run: nothing started. Estimated cost ${result.estimated_credits} credits. Request: ${JSON.stringify(result.request)}`;
-    }
+    if (result.dry_run) return dryRunText(result);
     const reused = result.reused ? " (an identical request from the last 10 minutes, reused)" : "";
     const lines =
       result.image_urls.length > 0
@@ -206,9 +170,3 @@ export const generateImage = defineTool({
     return lines.join("\n");
   },
 });
-
-/** Names saved images after the service's id when it gave one (sanitized again by downloadMedia). */
-function imageBaseName(raw: Record<string, unknown>): string {
-  const id = raw["image_id"] ?? raw["id"] ?? raw["task_id"];
-  return typeof id === "string" || typeof id === "number" ? `image-${id}` : `image-${Date.now()}`;
-}

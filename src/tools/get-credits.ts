@@ -1,8 +1,7 @@
 import * as z from "zod";
 import { renderAdvice } from "../advice.js";
 import { sanitizeValue } from "../redact.js";
-import { readDeadline } from "./deadline.js";
-import { defineTool } from "./define-tool.js";
+import { defineTool, foreground } from "./define-tool.js";
 
 const allowance = z
   .object({
@@ -35,12 +34,10 @@ export const getCredits = defineTool({
     .describe("The service's credits fields as received, and allowance when a daily limit is set."),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(_args, deps, context) {
-    const data = await deps.api.getCredits({
-      signal: context.signal,
-      priority: "foreground",
-      deadline: readDeadline(context, deps),
-    });
-    const fields = sanitizeValue(data) as Record<string, unknown>;
+    const fields = sanitizeValue(await deps.api.getCredits(foreground(context, deps))) as Record<
+      string,
+      unknown
+    >;
     // `allowance` is this server's: a field of that name from the service is kept under another name.
     const { allowance: theirs, ...rest } = fields;
     const kept = theirs === undefined ? rest : { ...rest, service_allowance: theirs };

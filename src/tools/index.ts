@@ -14,4 +14,4 @@ export const TOOLS: readonly ToolDefinition[] = [
   uploadImage,
   listVideos,
   getCredits,
-] as unknown as readonly ToolDefinition[];
+];

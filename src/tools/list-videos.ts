@@ -2,10 +2,7 @@ import * as z from "zod";
 import { findStatus, findVideoId, findVideoUrl } from "../api/shapes.js";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_LIMIT_MIN } from "../models.js";
 import { sanitizeValue } from "../redact.js";
-import type { Ownership } from "../tasks/ownership.js";
-import { guidanceFields } from "./common.js";
-import { readDeadline } from "./deadline.js";
-import { defineTool } from "./define-tool.js";
+import { defineTool, foreground, guidanceFields, type ServerDeps } from "./define-tool.js";
 
 const input = z.strictObject({
   page: z
@@ -36,6 +33,8 @@ const output = z
   .catchall(z.unknown())
   .describe("Plus the service's totals (total, total_pages ...) when it gives any.");
 
+type Page = { page: number; limit: number; items: Record<string, unknown>[] } & Record<string, unknown>;
+
 export const listVideos = defineTool({
   name: "list_videos",
   title: "List video history",
@@ -46,26 +45,22 @@ export const listVideos = defineTool({
   output,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(args, deps, context) {
-    const limit = args.limit ?? PAGE_LIMIT_DEFAULT;
-    if (deps.scope !== undefined) return ownVideos(deps.ownership, deps.scope, args.page ?? 1, limit);
-    const page = await deps.api.listVideos(
-      { page: args.page ?? 1, limit },
-      {
-        signal: context.signal,
-        priority: "foreground",
-        deadline: readDeadline(context, deps),
-      },
-    );
-    const totals = sanitizeValue(page.totals) as Record<string, unknown>;
-    const items = page.items.map((item) => sanitizeValue(item) as Record<string, unknown>);
-    return withPagingStep({ ...totals, items, page: page.page, limit: page.limit });
+    const query = { page: args.page ?? 1, limit: args.limit ?? PAGE_LIMIT_DEFAULT };
+    if (deps.scope !== undefined) return withPagingStep(await ownVideos(deps, deps.scope, query));
+    const { totals, items, page, limit } = await deps.api.listVideos(query, foreground(context, deps));
+    const kept = items.map((item) => sanitizeValue(item) as Record<string, unknown>);
+    return withPagingStep({
+      ...(sanitizeValue(totals) as Record<string, unknown>),
+      items: kept,
+      page,
+      limit,
+    });
   },
   summarize(result) {
-    const page = result.page;
-    const total = numberOf(result["total"]);
+    const { page, items } = result;
+    const total = count(result["total"]);
     const pages = pagesOf(result);
-    const of = total !== undefined ? ` of ${total}` : "";
-    if (result.items.length === 0) {
+    if (items.length === 0) {
       if (page === 1) return "No videos yet for this API key.";
       const where =
         pages !== undefined ? ` (the history has ${total ?? "its"} video(s) on ${pages} page(s))` : "";
@@ -73,73 +68,57 @@ export const listVideos = defineTool({
     }
     // Items are as the service gives them (maybe nested); their id, status and URL pass the same checks as
     // every other field of the service before they reach this text.
-    const lines = result.items.map((item) => {
+    const lines = items.map((item) => {
       const url = findVideoUrl(item);
       return `- ${findVideoId(item) ?? "(no usable id)"} ${findStatus(item) ?? "unknown"}${url ? ` ${url}` : ""}`;
     });
-    const pageOf = pages !== undefined ? ` of ${pages}` : "";
-    const next = result.next_step ?? "This is the last page.";
-    return [`Page ${page}${pageOf}, ${result.items.length} item(s)${of}:`, ...lines, next].join("\n");
+    const heading = `Page ${page}${pages !== undefined ? ` of ${pages}` : ""}, ${items.length} item(s)`;
+    const of = total !== undefined ? ` of ${total}` : "";
+    return [`${heading}${of}:`, ...lines, result.next_step ?? "This is the last page."].join("\n");
   },
 });
-
-/** The page with its next step: the next page to ask for, when there may be one. */
-function withPagingStep<
-  T extends { page: number; limit: number; items: unknown[] } & Record<string, unknown>,
->(result: T): T & { next_step?: string } {
-  const last = isLastPage(result, pagesOf(result));
-  if (last === true || result.items.length === 0) return result;
-  return {
-    ...result,
-    next_step:
-      last === false
-        ? `More: call list_videos with page ${result.page + 1}.`
-        : `There may be more: call list_videos with page ${result.page + 1} to see.`,
-  };
-}
 
 /**
  * Where one key serves several callers, the account's history is the operator's: a caller lists the videos
  * it started through this server, newest first (their current status is one get_status away).
  */
-async function ownVideos(ownership: Ownership, scope: string, page: number, limit: number) {
-  const { items, total } = await ownership.list(scope, (page - 1) * limit, limit);
-  return withPagingStep({
-    items: items.map((task) => ({
-      video_id: task.video_id,
-      prompt: task.prompt,
-      ...(task.model !== undefined && { model: task.model }),
-      created_at: new Date(task.started_at).toISOString(),
-    })),
-    page,
-    limit,
-    total,
-    // As the service answers an empty history: no videos, no pages.
-    total_pages: Math.ceil(total / limit),
-  });
+async function ownVideos(deps: ServerDeps, scope: string, { page, limit }: { page: number; limit: number }) {
+  const { items, total } = await deps.ownership.list(scope, (page - 1) * limit, limit);
+  const listed = items.map((task) => ({
+    video_id: task.video_id,
+    prompt: task.prompt,
+    ...(task.model !== undefined && { model: task.model }),
+    created_at: new Date(task.started_at).toISOString(),
+  }));
+  // As the service answers an empty history: no videos, no pages.
+  return { items: listed, page, limit, total, total_pages: Math.ceil(total / limit) };
 }
 
-/** How many pages the history has, from whatever totals the service gave. */
-function pagesOf(result: { limit: number } & Record<string, unknown>): number | undefined {
-  const total = numberOf(result["total"]);
-  return (
-    numberOf(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined)
-  );
-}
-
-function numberOf(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+/** The page with its next step: the next page to ask for, when there may be one. */
+function withPagingStep<T extends Page>(result: T): T & { next_step?: string } {
+  if (result.items.length === 0 || isLastPage(result) === true) return result;
+  const next = `call list_videos with page ${result.page + 1}`;
+  const step = isLastPage(result) === false ? `More: ${next}.` : `There may be more: ${next} to see.`;
+  return { ...result, next_step: step };
 }
 
 /** Whether this page is the last, from whatever the service says; undefined when it says nothing usable. */
-function isLastPage(
-  result: { page: number; limit: number; items: unknown[] } & Record<string, unknown>,
-  pages: number | undefined,
-): boolean | undefined {
+function isLastPage(result: Page): boolean | undefined {
   const hasMore = result["has_more"] ?? result["hasMore"];
+  const pages = pagesOf(result);
   if (typeof hasMore === "boolean") return !hasMore;
   if (pages !== undefined) return result.page >= pages;
   if ("next_page" in result) return result["next_page"] === null;
   // A short page is the last one; a full page without totals may or may not be.
   return result.items.length < result.limit ? true : undefined;
+}
+
+/** How many pages the history has, from whatever totals the service gave. */
+function pagesOf(result: { limit: number } & Record<string, unknown>): number | undefined {
+  const total = count(result["total"]);
+  return count(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined);
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
 }

@@ -1,17 +1,27 @@
 /**
  * A tool's run as the result a client gets, whatever protocol era it speaks: the output checked against the
  * tool's schema, its text mirror, secrets masked, then its media items (previews, links: media/content.ts);
- * every failure an `isError` result. Used by plain calls, by task runs, and by a task taken up again after
- * a restart.
+ * every failure an `isError` result whose text starts with the error code and gives a next step. Used by
+ * plain calls, by task runs, and by a task taken up again after a restart.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { AbortedError } from "../api/errors.js";
-import { renderAdvice } from "../advice.js";
-import { withMedia, type MediaSettings } from "../media/content.js";
+import type * as z from "zod";
+import { renderAdvice, type AdviceMode } from "../advice.js";
+import { AbortedError, GenerationError } from "../api/errors.js";
+import { withMedia } from "../media/content.js";
+import { PROCESS_REDACTOR, cleanText, type Redactor } from "../redact.js";
 import type { ServerDeps, ToolContext, ToolDefinition } from "./define-tool.js";
-import { StoppingError, errorResult } from "./format.js";
 
 export type { CallToolResult };
+
+/** A call cut short because the server is shutting down (SIGTERM, the client closed stdin). */
+export class StoppingError extends AbortedError {
+  constructor() {
+    super(
+      "the server is shutting down, so this call stopped before it started anything new. Call it again once the server is back.",
+    );
+  }
+}
 
 /**
  * `cancelled` is the caller's own signal: an abort from it is a cancellation, one from `deps.stopping` alone
@@ -27,16 +37,13 @@ export async function toolResult(
   try {
     const returned = await running;
     const result = tool.output.parse(returned) as Record<string, unknown>;
-    const answer: CallToolResult = {
-      content: [
-        { type: "text", text: deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice)) },
-      ],
-      structuredContent: deps.redactor.value(result),
-    };
+    const text = deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice));
+    const { previews, previewMaxSide, resourceLinks } = deps.config;
+    // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
     return await withMedia(
-      answer,
+      { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
       returned,
-      mediaSettings(deps),
+      { previews, previewMaxSide, resourceLinks, allowHosts: deps.mediaAllowHosts },
       AbortSignal.any([cancelled, deps.stopping]),
     );
   } catch (error) {
@@ -66,7 +73,50 @@ export function backgroundContext(
   };
 }
 
-function mediaSettings(deps: ServerDeps): MediaSettings {
-  const { previews, previewMaxSide, resourceLinks } = deps.config;
-  return { previews, previewMaxSide, resourceLinks, allowHosts: deps.mediaAllowHosts };
+/**
+ * `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts); `advice`: how
+ * the user of this call changes a setting (advice.ts).
+ */
+export function errorResult(
+  error: unknown,
+  redactor: Redactor = PROCESS_REDACTOR,
+  advice: AdviceMode = "stdio",
+): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: "text", text: redactor.text(renderAdvice(describeError(error), advice)) }],
+  };
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof GenerationError) {
+    const charge = error.maybeProcessed
+      ? "\nA charge is possible: the request may have reached the service before the failure. Do not retry blindly; call list_videos (or get_credits) to check first."
+      : "";
+    const reference = error.requestId ? ` (request id ${cleanText(error.requestId, 80)})` : "";
+    return `${error.code}: ${error.message}${reference}${charge}\nNext step: ${error.nextStep}`;
+  }
+  if (error instanceof AbortedError) {
+    return error instanceof StoppingError
+      ? `cancelled: ${error.message}`
+      : "cancelled: the call was cancelled by the client.";
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    `internal_error: generation-mcp hit an unexpected problem (${cleanText(message, 200)}).` +
+    "\nNext step: try again; if it repeats, report it with the server's log (stderr)."
+  );
+}
+
+/** A validation_error naming every offending parameter, for zod's verdict on the arguments. */
+export function validationMessage(tool: string, error: z.ZodError): string {
+  const problems = error.issues.slice(0, 10).map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.map(String).join(".") : "arguments";
+    const message =
+      issue.code === "unrecognized_keys"
+        ? `unknown parameter(s) ${issue.keys.map((key) => cleanText(key, 40)).join(", ")}`
+        : issue.message;
+    return `${cleanText(where, 80)}: ${message}`;
+  });
+  return `Invalid arguments for ${tool}: ${problems.join("; ")}.`;
 }

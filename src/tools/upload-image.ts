@@ -1,38 +1,35 @@
 import * as z from "zod";
+import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../config/index.js";
 import { imageFromBase64 } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
-import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../config/index.js";
-import { localPathField } from "./common.js";
-import { requestDeadline, waitWindowMs } from "./deadline.js";
-import { defineTool } from "./define-tool.js";
-import { closeAll, openLocalImages, uploadAll } from "./local-images.js";
+import { defineTool, fields, requestDeadline, waitWindowMs } from "./define-tool.js";
+import { closeAll, openLocalImages, uploadAll } from "./steps.js";
 
 const MIB = 1024 * 1024;
 const MB = MAX_UPLOAD_BYTES / MIB;
-
 /**
- * Room a stdio message needs besides data_base64: the JSON-RPC envelope (about 150 bytes), the filename
- * (255 characters, at most 6 bytes each once JSON-escaped) and the client's `_meta`.
+ * Room a message needs besides data_base64: the JSON-RPC envelope (about 150 bytes), the filename (255
+ * characters, at most 6 bytes each once JSON-escaped) and the client's `_meta`. Base64 text is one byte per
+ * character in JSON (a line break in it costs two, hence "on one line").
  */
 const ENVELOPE_BYTES = 16 * 1024;
-/**
- * Longest data_base64 that fits one stdio message with its envelope: base64 text is one byte per character
- * in JSON (a line break in it costs two, hence "on one line").
- */
+/** Longest data_base64 that fits one stdio message with its envelope. */
 export const MAX_DATA_BASE64_CHARS = MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
 /** Largest image data_base64 can carry (about 7.5 MB); a larger one (up to MAX_UPLOAD_BYTES) goes by path. */
 export const MAX_DATA_BASE64_BYTES = Math.floor(MAX_DATA_BASE64_CHARS / 4) * 3;
-const DATA_MB = (Math.floor((MAX_DATA_BASE64_BYTES / MIB) * 10) / 10).toFixed(1);
+/** Megabytes, to one decimal, rounded down. */
+const megabytes = (bytes: number) => (Math.floor((bytes / MIB) * 10) / 10).toFixed(1);
+const DATA_MB = megabytes(MAX_DATA_BASE64_BYTES);
 /** Over Streamable HTTP the body limit (4 MiB by default) is lower: about 3 MB of image. */
-const HTTP_DATA_MB = (
-  Math.floor(((((DEFAULT_HTTP_MAX_BODY_BYTES - ENVELOPE_BYTES) / 4) * 3) / MIB) * 10) / 10
-).toFixed(1);
+const HTTP_DATA_MB = megabytes(((DEFAULT_HTTP_MAX_BODY_BYTES - ENVELOPE_BYTES) / 4) * 3);
 
 const input = z
   .strictObject({
-    path: localPathField(
-      `Absolute path of a local JPG, PNG or WebP (at most ${MB} MB) inside an allowed folder (GENERATION_ALLOWED_DIRS or the client's roots).`,
-    ).optional(),
+    path: fields
+      .localPath(
+        `Absolute path of a local JPG, PNG or WebP (at most ${MB} MB) inside an allowed folder (GENERATION_ALLOWED_DIRS or the client's roots).`,
+      )
+      .optional(),
     data_base64: z
       .string()
       .min(1, "must not be empty")
@@ -55,16 +52,14 @@ const input = z
       .optional(),
   })
   .superRefine((args, ctx) => {
-    const given = Number(args.path !== undefined) + Number(args.data_base64 !== undefined);
-    if (given !== 1) {
-      ctx.addIssue({ code: "custom", path: ["path"], message: "give exactly one of path or data_base64" });
+    const refuse = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
+    if ((args.path === undefined) === (args.data_base64 === undefined)) {
+      refuse("path", "give exactly one of path or data_base64");
     }
-    if (args.data_base64 !== undefined && args.filename === undefined) {
-      ctx.addIssue({ code: "custom", path: ["filename"], message: "is required with data_base64" });
-    }
-    if (args.path !== undefined && args.filename !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["filename"], message: "goes only with data_base64" });
-    }
+    if (args.data_base64 !== undefined && args.filename === undefined)
+      refuse("filename", "is required with data_base64");
+    if (args.path !== undefined && args.filename !== undefined)
+      refuse("filename", "goes only with data_base64");
   });
 
 export const uploadImage = defineTool({

@@ -1,12 +1,11 @@
 /**
- * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (the SDK's stateless
- * pattern), so any replica can answer any request. Quick calls get a JSON answer; a call that asked for
- * progress gets an SSE stream carrying its progress notifications. Before any MCP processing each request
- * passes, in order: the Host check (DNS rebinding), the Origin check, authentication (one `Caller`), the
- * body limits and the caller's concurrency cap; a refusal is a small JSON answer, never a stack trace. A
- * client that disconnects, or sends `notifications/cancelled` for a call still running here, cancels it (the
- * task itself goes on and stays recoverable). `GET /healthz` says the process is alive, `GET /readyz`
- * whether it serves; with GENERATION_METRICS=on, `GET /metrics` the Prometheus metrics (src/metrics.ts).
+ * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (mcp/http.ts), so any
+ * replica can answer any request; one runtime per service key (runtime-pool.ts). Before any MCP processing
+ * each request passes, in order: the Host check (DNS rebinding), the Origin check, authentication (one
+ * `Caller`), the body limits and the caller's concurrency cap; a refusal is a small JSON answer, never a
+ * stack trace. A client that disconnects, or sends `notifications/cancelled` for a call still running here,
+ * cancels it (the task itself goes on and stays recoverable). `GET /healthz` says the process is alive,
+ * `GET /readyz` whether it serves; with GENERATION_METRICS=on, `GET /metrics` the Prometheus metrics.
  *
  * Bounded before anyone is trusted: connections (`maxConnections`), the bytes of bodies being read at once
  * (whatever the bearer), the time to send headers and the whole request (checked every second, so the
@@ -16,55 +15,64 @@
  * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
  * does not store (any replica accepts any value, or none); a cancel names the call by caller, that id and the
  * request id.
+ *
+ * Host and Origin are checked here rather than with the SDK's validators: those compare host names only,
+ * and this server also holds a Host to its own port (and an Origin to its scheme, name and port).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isRefusal, type Authenticator } from "../auth/bearer.js";
-import type { OAuthGate } from "../auth/oauth.js";
-import type { Caller } from "../auth/caller.js";
-import type { HttpConfig } from "../config/index.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { authFor, isRefusal, type Auth } from "../auth/bearer.js";
+import { missingScopes, type Caller } from "../auth/caller.js";
+import { isLoopbackHost, type Config, type HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
-import type { Lease, RuntimePool } from "../runtime-pool.js";
-import { createMcpHttp, type Served } from "../mcp/http.js";
-import type { Session } from "../mcp/session.js";
-import type { MetricsEndpoint } from "../metrics.js";
-import { CallerSlots } from "./caller-slots.js";
-import {
-  answerMetrics,
-  busy,
-  cancelledIds,
-  effectiveHosts,
-  headerText,
-  hostAllowed,
-  isInitialize,
-  json,
-  jsonRpcError,
-  missingScopes,
-  readBody,
-  requestIds,
-  sameOrigin,
-  sessionIdOf,
-  type Body,
-} from "./http-request.js";
+import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
+import { startMetrics, type MetricsEndpoint } from "../metrics.js";
+import { registerSecret } from "../redact.js";
+import { RuntimePool, type PooledRuntime } from "../runtime-pool.js";
+import type { KeyParts, Session } from "../mcp/session.js";
 
-export interface HttpServerOptions {
-  config: HttpConfig;
+/** Longest a client may take to send its headers, and its whole request. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** Bodies being read at once, in bytes, are bounded by this many full-size bodies. */
+const BUFFERED_BODIES = 16;
+/** Bodies one caller may have being read at once. */
+const BODIES_PER_CALLER = 4;
+const CORS_HEADERS =
+  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
+/** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
+const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
+/**
+ * Where Protected Resource Metadata is looked for, besides the RFC 9728 §3.1 location of the resource
+ * (`/.well-known/oauth-protected-resource/gen/mcp` for `https://host/gen/mcp`, config/http.ts): the root
+ * form, and the form for `/mcp`, which is also what that location becomes behind a proxy that strips `/gen`.
+ */
+const PROTECTED_RESOURCE_PATHS = [
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+];
+/** Where OAuth clients look for an authorization server (RFC 9728, RFC 8414, OpenID discovery, DCR). */
+const OAUTH_PATHS =
+  /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
+
+/** A service key's runtime as the HTTP server uses it: its parts, kept in the pool. */
+export type KeyRuntime = KeyParts & PooledRuntime;
+
+export interface HttpServing {
+  config: Config;
+  http: HttpConfig;
   version: string;
   logger: Logger;
-  pool: RuntimePool;
-  /** Turns each request's `Authorization` header into a caller, or a refusal. */
-  authenticate: Authenticator;
-  /** OAuth mode: the resource server's metadata, challenges and readiness (auth/oauth.ts). */
-  oauth?: OAuthGate | undefined;
-  /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
-  bearerHint: string;
+  /** The key the server holds (gateway and OAuth callers are served with it). */
+  serviceKey: string;
   /** The configured service's origin (the viewer's media origin). */
   mediaOrigin: string | undefined;
+  /** Makes the runtime of one service key; `callerKey`: the key is a caller's own (passthrough). */
+  makeRuntime(apiKey: string, callerKey: boolean): Promise<KeyRuntime>;
   /** False while the state shared with other replicas (Redis) is unreachable: `/readyz` says not ready. */
-  sharedStateReady?: () => boolean;
-  /** GENERATION_METRICS=on: `GET /metrics` (behind the Host and Origin checks, and the token when set). */
-  metrics?: { endpoint: MetricsEndpoint; token: string | undefined } | undefined;
+  sharedStateReady?: (() => boolean) | undefined;
 }
 
 export interface HttpServerHandle {
@@ -78,40 +86,80 @@ export interface HttpServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Longest a client may take to send its headers, and its whole request. */
-export const HEADERS_TIMEOUT_MS = 10_000;
-export const REQUEST_TIMEOUT_MS = 30_000;
-const KEEP_ALIVE_TIMEOUT_MS = 5_000;
-/** How often Node checks those two: the limits hold to within this. */
-const TIMEOUT_CHECK_MS = 1000;
-/** Bodies being read at once, in bytes, are bounded by this many full-size bodies. */
-const BUFFERED_BODIES = 16;
-/** Bodies one caller may have being read at once. */
-const BODIES_PER_CALLER = 4;
-const CORS_HEADERS =
-  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
-/** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
-const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
-/**
- * Where Protected Resource Metadata is looked for, besides the RFC 9728 §3.1 location of the resource
- * (`/.well-known/oauth-protected-resource/gen/mcp` for `https://host/gen/mcp`, config-http.ts): the root form,
- * and the form for `/mcp`, which is also what that location becomes behind a proxy that strips its `/gen`.
- */
-const PROTECTED_RESOURCE_PATHS = [
-  "/.well-known/oauth-protected-resource",
-  "/.well-known/oauth-protected-resource/mcp",
-];
-/** Where OAuth clients look for an authorization server (RFC 9728, RFC 8414, OpenID discovery, DCR). */
-const OAUTH_PATHS =
-  /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
+/** `--http`: the caller's authentication as configured, the metrics when on, and the server. */
+export async function serveHttp(options: HttpServing): Promise<HttpServerHandle> {
+  const { http, logger } = options;
+  registerSecret(http.metrics?.token);
+  // Loads prom-client only now; every other mode keeps the no-op recorder (src/metrics.ts).
+  const metrics =
+    http.metrics === undefined
+      ? undefined
+      : await startMetrics({
+          tools: (await import("../tools/index.js")).TOOLS.map((tool) => tool.name),
+          sharedStateReady: options.sharedStateReady,
+        });
+  const auth = await authFor(http, options.serviceKey, logger);
+  const pool = new RuntimePool<KeyRuntime>({
+    create: (apiKey) => options.makeRuntime(apiKey, auth.callerKeys),
+  });
+  try {
+    const server = await startHttpServer({ ...options, auth, pool, metrics });
+    logger.info(`generation-mcp ${options.version} serving MCP at ${server.url} (${auth.mode})`);
+    if (metrics !== undefined) {
+      const access = http.metrics?.token === undefined ? "no auth" : "Bearer GENERATION_METRICS_TOKEN";
+      logger.info(`Prometheus metrics at ${server.url.replace(/\/mcp$/, "/metrics")} (${access})`);
+    }
+    return {
+      ...server,
+      close: async (graceMs) => {
+        await server.close(graceMs);
+        auth.oauth?.close();
+      },
+    };
+  } catch (error) {
+    auth.oauth?.close();
+    throw error;
+  }
+}
 
-export async function startHttpServer(options: HttpServerOptions): Promise<HttpServerHandle> {
-  const { config, logger, pool } = options;
+interface Slots {
+  take(callerId: string, count: number): (() => void) | undefined;
+}
+
+/** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
+function callerSlots(max: number): Slots {
+  const held = new Map<string, number>();
+  return {
+    take(callerId, count) {
+      const now = held.get(callerId) ?? 0;
+      if (count > 0 && now + count > max) return undefined;
+      held.set(callerId, now + count);
+      let given = false;
+      return () => {
+        if (given) return;
+        given = true;
+        const left = (held.get(callerId) ?? 0) - count;
+        if (left > 0) held.set(callerId, left);
+        else held.delete(callerId);
+      };
+    },
+  };
+}
+
+async function startHttpServer(
+  options: HttpServing & {
+    auth: Auth;
+    pool: RuntimePool<KeyRuntime>;
+    metrics: MetricsEndpoint | undefined;
+  },
+): Promise<HttpServerHandle> {
+  const { http: config, logger, pool, auth } = options;
+  const { oauth } = auth;
   const open = new Set<ServerResponse>();
   /** Calls running on this replica, by caller, session and request id: what a cancel notification ends. */
   const running = new Map<string, Set<() => void>>();
-  const calls = new CallerSlots(config.maxConcurrentPerKey);
-  const bodies = new CallerSlots(BODIES_PER_CALLER);
+  const calls = callerSlots(config.maxConcurrentPerKey);
+  const bodies = callerSlots(BODIES_PER_CALLER);
   const bodyBytes = { buffered: 0, limit: config.maxBodyBytes * BUFFERED_BODIES };
   const mcpHttp = createMcpHttp({ version: options.version, logger });
   let ready = false;
@@ -124,8 +172,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     {
       headersTimeout: HEADERS_TIMEOUT_MS,
       requestTimeout: REQUEST_TIMEOUT_MS,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: TIMEOUT_CHECK_MS,
+      keepAliveTimeout: 5_000,
+      // How often Node checks those two: the limits hold to within this.
+      connectionsCheckingInterval: 1000,
     },
     (req, res) => {
       open.add(res);
@@ -142,12 +191,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const probe = req.method === "GET" || req.method === "HEAD";
     // Probes carry whatever Host a load balancer uses, and reveal nothing: no Host or auth check.
-    if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
-      return json(res, 200, { status: "ok" });
-    }
-    if (path === "/readyz" && (req.method === "GET" || req.method === "HEAD")) {
-      const shared = (options.sharedStateReady?.() ?? true) && (options.oauth?.ready() ?? true);
+    if (path === "/healthz" && probe) return json(res, 200, { status: "ok" });
+    if (path === "/readyz" && probe) {
+      const shared = (options.sharedStateReady?.() ?? true) && (oauth?.ready() ?? true);
       const status = !ready
         ? stopping
           ? "stopping"
@@ -171,22 +219,23 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
-    if (path === "/metrics" && options.metrics !== undefined) return answerMetrics(req, res, options.metrics);
-    if (options.oauth !== undefined && metadataPaths.has(path)) {
+    if (path === "/metrics" && options.metrics !== undefined) {
+      return answerMetrics(req, res, options.metrics, config.metrics?.token);
+    }
+    if (oauth !== undefined && metadataPaths.has(path)) {
       // Public metadata (RFC 9728): where to sign in for this resource, readable from any page.
       res.setHeader("access-control-allow-origin", "*");
-      return json(res, 200, options.oauth.metadata());
+      return json(res, 200, oauth.metadata());
     }
     if (OAUTH_PATHS.test(path)) {
-      if (options.oauth !== undefined) {
-        const issuer = options.oauth.metadata()["authorization_servers"];
-        return json(res, 404, {
-          error: "not_found",
-          message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at ${config.oauth?.metadataUrl ?? "/.well-known/oauth-protected-resource/mcp"}.`,
-        });
-      }
       // Clients that try OAuth first (Claude Code, mcp-remote) learn what this server takes instead.
-      return json(res, 404, { error: "not_found", oauth: false, message: options.bearerHint });
+      if (oauth === undefined)
+        return json(res, 404, { error: "not_found", oauth: false, message: auth.bearerHint });
+      const issuer = oauth.metadata()["authorization_servers"];
+      return json(res, 404, {
+        error: "not_found",
+        message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at ${config.oauth?.metadataUrl ?? "/.well-known/oauth-protected-resource/mcp"}.`,
+      });
     }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
     if (req.method === "OPTIONS" && listed) {
@@ -204,7 +253,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     }
     if (stopping) return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
 
-    const caller = await options.authenticate(req.headers.authorization);
+    const caller = await auth.authenticate(req.headers.authorization);
     if ("unavailable" in caller) {
       res.setHeader("retry-after", "5");
       return jsonRpcError(res, 503, -32000, `Service unavailable: ${caller.unavailable}; retry in a moment.`);
@@ -213,8 +262,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader("www-authenticate", caller.challenge);
       return jsonRpcError(res, caller.status, -32001, `unauthorized: ${caller.message}`);
     }
-    const type = req.headers["content-type"] ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
+    if (!/^application\/json\s*(;|$)/i.test(req.headers["content-type"] ?? "")) {
       return jsonRpcError(
         res,
         415,
@@ -225,14 +273,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const bodySlot = bodies.take(caller.id, 1);
     if (bodySlot === undefined)
       return busy(res, "Too many requests of yours are still sending their bodies.");
-    let body: Body;
-    try {
-      body = await readBody(req, config.maxBodyBytes, bodyBytes);
-    } finally {
-      bodySlot();
-    }
-    if (body.kind === "busy") return busy(res, "The server is reading too many request bodies at once.");
-    if (body.kind === "too-large") {
+    const body = await readBody(req, config.maxBodyBytes, bodyBytes).finally(bodySlot);
+    if (body === "busy") return busy(res, "The server is reading too many request bodies at once.");
+    if (body === "too-large") {
       // No "Connection: close": closing while the client still sends would cost it the answer (it sees
       // EPIPE, not 413). Node discards the rest of the body; the request timeout bounds a client that
       // never stops sending.
@@ -243,89 +286,82 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         `The request body is larger than this server accepts (${config.maxBodyBytes} bytes). For an image, pass its URL as image_url instead of data_base64.`,
       );
     }
-    if (body.kind === "aborted") return;
+    if (body === "aborted") return;
     let message: unknown;
     try {
       message = JSON.parse(body.text);
     } catch {
       return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
     }
-    const missing = missingScopes(caller, message);
-    if (missing.length > 0 && options.oauth !== undefined) {
+    const missing = missingScopes(caller, messagesOf(message));
+    if (missing.length > 0 && oauth !== undefined) {
       // Step-up: the client asks the user for more, and nothing reached the service.
       res.setHeader(
         "www-authenticate",
-        options.oauth.challenge({ error: "insufficient_scope", scope: missing.join(" ") }),
+        oauth.challenge({ error: "insufficient_scope", scope: missing.join(" ") }),
       );
-      return json(res, 403, {
-        jsonrpc: "2.0",
-        error: {
-          code: -32001,
-          message: `insufficient_scope: this call needs the scope ${missing.join(" ")}; sign in again granting it.`,
-        },
-        id: null,
-      });
+      const text = `insufficient_scope: this call needs the scope ${missing.join(" ")}; sign in again granting it.`;
+      return json(res, 403, { jsonrpc: "2.0", error: { code: -32001, message: text }, id: null });
     }
-    if (Array.isArray(message) && NO_BATCH_REVISIONS.test(headerText(req, "mcp-protocol-version"))) {
-      return jsonRpcError(
-        res,
-        400,
-        -32600,
-        "Invalid Request: this protocol revision has no JSON-RPC batches; send one message per POST.",
-      );
+    const revision = req.headers["mcp-protocol-version"];
+    if (Array.isArray(message) && typeof revision === "string" && NO_BATCH_REVISIONS.test(revision.trim())) {
+      const text =
+        "Invalid Request: this protocol revision has no JSON-RPC batches; send one message per POST.";
+      return jsonRpcError(res, 400, -32600, text);
     }
     await serveMcp(req, res, message, caller);
   }
 
-  async function serveMcp(
-    req: IncomingMessage,
-    res: ServerResponse,
-    message: unknown,
-    caller: Caller,
-  ): Promise<void> {
-    const correlation = `${caller.id}:${sessionIdOf(req) ?? "-"}:`;
-    for (const requestId of cancelledIds(message)) {
-      const calls = running.get(correlation + requestId);
+  async function serveMcp(req: IncomingMessage, res: ServerResponse, message: unknown, caller: Caller) {
+    const sessionId = req.headers["mcp-session-id"];
+    // Only an id that could be ours (a UUID) correlates.
+    const correlation = `${caller.id}:${typeof sessionId === "string" && /^[0-9a-f-]{36}$/i.test(sessionId) ? sessionId.toLowerCase() : "-"}:`;
+    const messages = messagesOf(message);
+    for (const entry of messages) {
+      if (entry.method !== "notifications/cancelled") continue;
+      const id = (entry.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof id !== "string" && typeof id !== "number") continue;
+      const cancels = running.get(correlation + JSON.stringify(id));
       // Two running calls with one id (clients without a session id): cancelling either could be wrong.
-      if (calls?.size === 1) for (const cancel of calls) cancel();
+      if (cancels?.size === 1) for (const cancel of cancels) cancel();
     }
-    const ids = requestIds(message);
+    const keys = messages
+      .filter((entry) => typeof entry.method === "string" && entry.id !== undefined && entry.id !== null)
+      .map((entry) => correlation + JSON.stringify(entry.id));
     // Each request of a batch is a call of its own against the caller's cap.
-    const slot = calls.take(caller.id, ids.length);
+    const slot = calls.take(caller.id, keys.length);
     if (slot === undefined) {
       res.setHeader("retry-after", "1");
-      return jsonRpcError(
-        res,
-        429,
-        -32000,
-        `Too many calls at once for this caller (at most ${config.maxConcurrentPerKey}); retry in a moment.`,
-      );
+      const text = `Too many calls at once for this caller (at most ${config.maxConcurrentPerKey}); retry in a moment.`;
+      return jsonRpcError(res, 429, -32000, text);
     }
-    let lease: Promise<Lease> | undefined;
+    let lease: ReturnType<RuntimePool<KeyRuntime>["acquire"]> | undefined;
+    let served: Served | undefined;
+    let ended = false;
+    const release = () =>
+      void lease?.then(
+        (held) => held.release(),
+        () => undefined,
+      );
     const session: Session = {
       caller,
       advice: caller.scope === undefined ? "http-key" : "shared",
       mediaOrigin: options.mediaOrigin,
       runtime: async () => {
-        if (lease === undefined) {
-          lease = pool.acquire(caller.serviceKey);
-          // Asked for after the client went away: the call is being cancelled, and nothing releases it later.
-          if (ended)
-            lease.then(
-              (held) => held.release(),
-              () => undefined,
-            );
-        }
+        lease ??= pool.acquire(caller.serviceKey);
+        // Asked for after the client went away: the call is being cancelled, and nothing releases it later.
+        if (ended) release();
         return (await lease).runtime;
       },
     };
-    const keys = ids.map((id) => correlation + id);
-    let served: Served | undefined;
-    let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
-      for (const key of keys) forget(key, end);
+      for (const key of keys) {
+        const cancels = running.get(key);
+        cancels?.delete(end);
+        if (cancels?.size === 0) running.delete(key);
+      }
       // Closing aborts the calls still running: a client that went away cancelled them. A cancelled call
       // sends no answer (the protocol says so), but its HTTP response must still end.
       void (served?.close() ?? Promise.resolve())
@@ -336,14 +372,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
           res.end();
         });
       slot();
-      lease?.then(
-        (held) => held.release(),
-        () => undefined,
-      );
+      release();
     };
-    for (const key of keys) remember(key, end);
+    for (const key of keys) running.set(key, (running.get(key) ?? new Set()).add(end));
     res.once("close", end);
-    if (isInitialize(message)) res.setHeader("mcp-session-id", randomUUID());
+    if (messages.some((entry) => entry.method === "initialize"))
+      res.setHeader("mcp-session-id", randomUUID());
     try {
       served = await mcpHttp.serve(req, res, message, session);
       // The client went away while the call was being set up: end() found nothing to close then.
@@ -353,18 +387,6 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       end();
       throw error;
     }
-  }
-
-  function remember(key: string, cancel: () => void): void {
-    const calls = running.get(key) ?? new Set();
-    calls.add(cancel);
-    running.set(key, calls);
-  }
-
-  function forget(key: string, cancel: () => void): void {
-    const calls = running.get(key);
-    calls?.delete(cancel);
-    if (calls?.size === 0) running.delete(key);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -390,8 +412,138 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       // Running calls answer now (waits end with their video_id); then the last answers are written.
       await pool.close(graceMs);
       const deadline = Date.now() + 2000;
-      while (open.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (open.size > 0 && Date.now() < deadline) await sleep(20);
       server.closeAllConnections();
     },
   };
+}
+
+/**
+ * The Host values served: those configured, else (loopback only) the loopback names with the port and the
+ * public address (GENERATION_PUBLIC_URL) when there is one. A Host header a DNS-rebinding page would send
+ * (its own name) is then refused.
+ */
+function effectiveHosts(config: HttpConfig, port: number): Set<string> {
+  if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
+  const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
+  if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
+  const served = new Set([...names].map((name) => `${name}:${port}`));
+  // Behind a reverse proxy that passes the public Host on: the public address is this server's too.
+  if (config.oauth !== undefined) served.add(new URL(config.oauth.publicUrl).host.toLowerCase());
+  return served;
+}
+
+/** A configured entry without a port allows the name on any port. */
+function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
+  const host = header?.trim().toLowerCase();
+  return host !== undefined && (allowed.has(host) || allowed.has(host.replace(/:\d+$/, "")));
+}
+
+/** An Origin whose host (and port) is one this server answers to. */
+function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
+  const url = URL.canParse(origin) ? new URL(origin) : undefined;
+  return (url?.protocol === "http:" || url?.protocol === "https:") && hostAllowed(url.host, allowed);
+}
+
+/**
+ * Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. The bytes
+ * held by every body being read count against `budget`: past it this body is refused (`busy`) rather than
+ * buffered, so many slow senders cannot hold the memory of many full bodies.
+ */
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  budget: { buffered: number; limit: number },
+): Promise<{ text: string } | "too-large" | "aborted" | "busy"> {
+  if (Number(req.headers["content-length"]) > limit) {
+    req.resume();
+    return Promise.resolve("too-large");
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (body: { text: string } | "too-large" | "aborted" | "busy") => {
+      if (settled) return;
+      settled = true;
+      budget.buffered -= size;
+      req.off("data", onData);
+      resolve(body);
+    };
+    const onData = (chunk: Buffer) => {
+      if (size + chunk.length > limit) {
+        req.resume();
+        return settle("too-large");
+      }
+      if (budget.buffered + chunk.length > budget.limit) {
+        // Stop reading this one: the connection is closed once the refusal is written.
+        req.pause();
+        return settle("busy");
+      }
+      size += chunk.length;
+      budget.buffered += chunk.length;
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => settle({ text: Buffer.concat(chunks, size).toString("utf8") }));
+    req.once("error", () => settle("aborted"));
+    req.once("close", () => {
+      if (!req.complete) settle("aborted");
+    });
+  });
+}
+
+/** A refusal for load: try again in a moment; the connection is closed so its unread body goes too. */
+function busy(res: ServerResponse, message: string): void {
+  res.setHeader("retry-after", "1");
+  res.setHeader("connection", "close");
+  jsonRpcError(res, 503, -32000, `${message} Retry in a moment.`);
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
+  res.end(text);
+}
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  json(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
+}
+
+/**
+ * `GET /metrics`: the Prometheus text. Its labels hold no key, token, subject, prompt or id, so it needs no
+ * caller's credentials; with GENERATION_METRICS_TOKEN set, a scrape must present that token (compared as
+ * digests, so neither its length nor its content leaks through timing).
+ */
+async function answerMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  metrics: MetricsEndpoint,
+  token: string | undefined,
+): Promise<void> {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("allow", "GET, HEAD");
+    return json(res, 405, { error: "method_not_allowed", message: "GET /metrics." });
+  }
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1] ?? "";
+  if (token !== undefined && !timingSafeEqual(digest(presented), digest(token))) {
+    res.setHeader("www-authenticate", 'Bearer realm="metrics"');
+    return json(res, 401, {
+      error: "unauthorized",
+      message: "Send the metrics token (GENERATION_METRICS_TOKEN) as 'Authorization: Bearer <token>'.",
+    });
+  }
+  const { contentType, text } = await metrics.scrape();
+  res.writeHead(200, {
+    "content-type": contentType,
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+  });
+  res.end(req.method === "HEAD" ? undefined : text);
 }

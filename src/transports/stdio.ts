@@ -1,25 +1,33 @@
 /**
- * MCP over stdio, one JSON-RPC message per line, with a limit per message that fails loudly. The SDK's
- * StdioServerTransport buffers at most 10 MiB and then errors and closes, ending the session with nothing
- * said. Here a longer line is skipped as it streams in (only a small head and tail are kept, so memory
- * stays bounded whatever its size), logged on stderr as one line, and answered with a JSON-RPC error when
- * its head or tail shows a request id; the session goes on. A malformed line is logged and skipped, as
- * the SDK does. A failed write on stdout (EPIPE once the client went away) closes the transport instead
- * of crashing the process.
+ * MCP over stdio for one client, in either era (the SDK's `serveStdio` decides per connection from its
+ * opening exchange), on the SDK's StdioServerTransport. The service key's runtime is made by the first call
+ * that needs it, or RUNTIME_AFTER_MS after start, whichever comes first.
+ *
+ * One adapter sits in front of the SDK transport (`limitLines`): the SDK buffers a message up to 10 MiB and
+ * then errors and closes, ending the session with nothing said. Here a longer line is skipped as it streams
+ * in (only a small head and tail are kept, so memory stays bounded whatever its size), logged on stderr as
+ * one line, and answered with a JSON-RPC error when its head or tail shows a request id; the session goes
+ * on. A line that is not even shaped like JSON is logged and skipped; one that is JSON but not JSON-RPC is
+ * skipped by the SDK, which reports it (logged too). Upstream change that would remove the adapter: an
+ * option of StdioServerTransport to skip (and report, with the line's size and head) an over-long line
+ * instead of closing.
  */
-import process from "node:process";
-import type { Readable, Writable } from "node:stream";
-import {
-  ProtocolErrorCode,
-  parseJSONRPCMessage,
-  type JSONRPCMessage,
-  type Transport,
-} from "@modelcontextprotocol/server";
+import { Transform, type Readable, type Writable } from "node:stream";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { StdioServerTransport, serveStdio as sdkServeStdio } from "@modelcontextprotocol/server/stdio";
 import { MAX_MESSAGE_BYTES } from "../config/index.js";
-import type { LogLevel } from "../logger.js";
+import type { LogLevel, Logger } from "../logger.js";
+import { createMcpServer } from "../mcp/server.js";
+import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
+import type { KeyParts, Session } from "../mcp/session.js";
 
 export { MAX_MESSAGE_BYTES };
 
+/**
+ * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
+ * process was waiting for, late enough that the client's opening exchange never waits for it.
+ */
+const RUNTIME_AFTER_MS = 250;
 /** How much of the start and the end of a skipped line is kept to find its method and id. */
 const EDGE_BYTES = 1024;
 const NEWLINE = 0x0a;
@@ -32,187 +40,92 @@ export interface StdioTransportOptions {
   logger?: { log(level: LogLevel, message: string, data?: Record<string, unknown>): void };
 }
 
-export class StdioTransport implements Transport {
-  onclose?: (() => void) | undefined;
-  /** Resolves once the transport has closed (stdin ended, stdout broke, or close() was called). */
-  readonly finished: Promise<void>;
-  private markFinished: () => void = () => {};
-  onerror?: ((error: Error) => void) | undefined;
-  onmessage?: ((message: JSONRPCMessage) => void) | undefined;
+/** The SDK's stdio transport, reading stdin through `limitLines`. */
+export function stdioTransport(options: StdioTransportOptions = {}): StdioServerTransport {
+  const limit = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+  const stdin = options.stdin ?? process.stdin;
+  const lines = limitLines(
+    limit,
+    (size, head, tail) => {
+      const { method, id } = describeLine(head.toString("utf8"), tail.toString("utf8"));
+      const what = [method, id === undefined ? undefined : `id ${JSON.stringify(id)}`]
+        .filter(Boolean)
+        .join(" ");
+      options.logger?.log(
+        "warning",
+        `skipped a ${size}-byte message on stdin${what ? ` (${what})` : ""}: over the ${limit}-byte limit per message`,
+        { bytes: size, limit, ...(method && { method }), ...(id !== undefined && { id }) },
+      );
+      // Only a request gets an answer: an oversized response or notification has nobody waiting for one.
+      if (id === undefined || method === undefined) return;
+      const hint =
+        method === "tools/call"
+          ? " To upload an image, save it to a file and pass its path to upload_image (path) instead of data_base64."
+          : "";
+      const mib = limit / (1024 * 1024);
+      const shown = Number.isInteger(mib) ? `${limit}-byte (${mib} MiB)` : `${limit}-byte`;
+      const message = `The message (${size} bytes) exceeded the ${shown} limit per message on stdio and was not read.${hint}`;
+      const error = { code: ProtocolErrorCode.InvalidRequest, message, data: { bytes: size, limit } };
+      void transport.send({ jsonrpc: "2.0", id, error }).catch(() => undefined);
+    },
+    (size) =>
+      options.logger?.log("warning", `skipped a malformed message on stdin (${size} bytes): not JSON`),
+  );
+  // A complete line within the limit never makes the SDK's buffer overflow.
+  const transport = new StdioServerTransport(stdin.pipe(lines), options.stdout, { maxBufferSize: limit + 2 });
+  return transport;
+}
 
-  private readonly stdin: Readable;
-  private readonly stdout: Writable;
-  private readonly maxBytes: number;
-  private readonly logger: StdioTransportOptions["logger"];
-  private started = false;
-  private closed = false;
-  /** The current line's pieces while it is within the limit. */
-  private pieces: Buffer[] = [];
-  private size = 0;
-  /** Set once the current line went over the limit: its head and latest tail, nothing else. */
-  private skipped: { head: Buffer; tail: Buffer } | undefined;
-
-  constructor(options: StdioTransportOptions = {}) {
-    this.stdin = options.stdin ?? process.stdin;
-    this.stdout = options.stdout ?? process.stdout;
-    this.maxBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
-    this.logger = options.logger;
-    this.finished = new Promise((resolve) => (this.markFinished = resolve));
-  }
-
-  async start(): Promise<void> {
-    if (this.started) throw new Error("StdioTransport already started");
-    this.started = true;
-    this.stdin.on("data", this.onData);
-    this.stdin.on("error", this.onStdinError);
-    // Stays attached after close: a write still in flight may fail later, and an 'error' event nobody
-    // listens to would crash the process.
-    this.stdout.on("error", this.onStdoutError);
-  }
-
-  send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed) return Promise.reject(new Error("stdio transport is closed"));
-    return new Promise((resolve, reject) => {
-      this.stdout.write(`${JSON.stringify(message)}\n`, (error) => {
-        if (error) {
-          this.onStdoutError(error);
-          reject(error);
-        } else resolve();
-      });
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.stdin.off("data", this.onData);
-    this.stdin.off("error", this.onStdinError);
-    if (this.stdin.listenerCount("data") === 0) this.stdin.pause();
-    this.pieces = [];
-    this.skipped = undefined;
-    this.onclose?.();
-    this.markFinished();
-  }
-
-  private readonly onData = (chunk: Buffer | string): void => {
-    const data = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
-    let from = 0;
-    while (from < data.length && !this.closed) {
-      const newline = data.indexOf(NEWLINE, from);
-      const to = newline === -1 ? data.length : newline;
-      this.take(data.subarray(from, to));
-      if (newline === -1) break;
-      this.endLine();
-      from = newline + 1;
-    }
-  };
-
-  private take(piece: Buffer): void {
-    if (piece.length === 0) return;
-    this.size += piece.length;
-    if (this.skipped !== undefined) {
-      this.skipped.tail = keepTail(this.skipped.tail, piece);
-    } else if (this.size > this.maxBytes) {
-      const pieces = [...this.pieces, piece];
-      const head = Buffer.concat(pieces.slice(0, firstCovering(pieces, EDGE_BYTES)));
-      this.skipped = {
-        head: Buffer.from(head.subarray(0, EDGE_BYTES)),
-        tail: pieces.reduce(keepTail, Buffer.alloc(0)),
+/**
+ * stdin as whole lines of at most `limit` bytes (a longer one is handed to `oversized`, with its size, head
+ * and tail, never buffered whole); a line that does not start like a JSON object or array goes to
+ * `malformed`; blank lines are dropped.
+ */
+function limitLines(
+  limit: number,
+  oversized: (size: number, head: Buffer, tail: Buffer) => void,
+  malformed: (size: number) => void,
+): Transform {
+  let pieces: Buffer[] = [];
+  let size = 0;
+  let skipped: { head: Buffer; tail: Buffer } | undefined;
+  const take = (piece: Buffer) => {
+    size += piece.length;
+    if (skipped !== undefined) skipped.tail = keepTail(skipped.tail, piece);
+    else if (size <= limit) pieces.push(piece);
+    else {
+      const all = [...pieces, piece];
+      skipped = {
+        head: Buffer.concat(all, Math.min(size, EDGE_BYTES)),
+        tail: all.reduce(keepTail, Buffer.alloc(0)),
       };
-      this.pieces = [];
-    } else {
-      this.pieces.push(piece);
+      pieces = [];
     }
-  }
-
-  private endLine(): void {
-    const { skipped, size } = this;
-    const line = skipped === undefined ? Buffer.concat(this.pieces) : undefined;
-    this.pieces = [];
-    this.size = 0;
-    this.skipped = undefined;
-    if (skipped !== undefined) this.refuseOversized(size, skipped.head, skipped.tail);
-    else if (line !== undefined) this.deliver(line);
-  }
-
-  private deliver(line: Buffer): void {
-    const text = line.toString("utf8").replace(/\r$/, "");
-    if (text.trim() === "") return;
-    let message: JSONRPCMessage;
-    try {
-      message = parseJSONRPCMessage(JSON.parse(text));
-    } catch (error) {
-      const reason = error instanceof SyntaxError ? error.message : "not a JSON-RPC 2.0 message";
-      this.logger?.log("warning", `skipped a malformed message on stdin (${line.length} bytes): ${reason}`);
-      this.onerror?.(new Error(`malformed message on stdin: ${reason}`));
-      return;
-    }
-    try {
-      this.onmessage?.(message);
-    } catch (error) {
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
-    }
-  }
-
-  private refuseOversized(size: number, head: Buffer, tail: Buffer): void {
-    const { method, id } = describeLine(head.toString("utf8"), tail.toString("utf8"));
-    const what = [method, id === undefined ? undefined : `id ${JSON.stringify(id)}`]
-      .filter(Boolean)
-      .join(" ");
-    this.logger?.log(
-      "warning",
-      `skipped a ${size}-byte message on stdin${what ? ` (${what})` : ""}: over the ${this.maxBytes}-byte limit per message`,
-      { bytes: size, limit: this.maxBytes, ...(method && { method }), ...(id !== undefined && { id }) },
-    );
-    // Only a request gets an answer: an oversized response or notification has nobody waiting for one.
-    if (id === undefined || method === undefined) return;
-    const hint =
-      method === "tools/call"
-        ? " To upload an image, save it to a file and pass its path to upload_image (path) instead of data_base64."
-        : "";
-    void this.send({
-      jsonrpc: "2.0",
-      id,
-      error: {
-        code: ProtocolErrorCode.InvalidRequest,
-        message:
-          `The message (${size} bytes) exceeded the ${describeLimit(this.maxBytes)} limit per message on stdio ` +
-          `and was not read.${hint}`,
-        data: { bytes: size, limit: this.maxBytes },
-      },
-    }).catch(() => undefined);
-  }
-
-  private readonly onStdinError = (error: Error): void => {
-    this.onerror?.(error);
   };
-
-  private readonly onStdoutError = (error: Error): void => {
-    if (this.closed) return;
-    this.onerror?.(error);
-    void this.close();
-  };
-}
-
-function describeLimit(bytes: number): string {
-  const mib = bytes / (1024 * 1024);
-  return Number.isInteger(mib) ? `${bytes}-byte (${mib} MiB)` : `${bytes}-byte`;
-}
-
-/** How many of the first pieces it takes to hold `bytes` bytes (all of them if they hold fewer). */
-function firstCovering(pieces: readonly Buffer[], bytes: number): number {
-  let held = 0;
-  for (let count = 0; count < pieces.length; count++) {
-    held += pieces[count]?.length ?? 0;
-    if (held >= bytes) return count + 1;
-  }
-  return pieces.length;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      for (let from = 0; from < chunk.length;) {
+        const newline = chunk.indexOf(NEWLINE, from);
+        take(chunk.subarray(from, newline === -1 ? chunk.length : newline));
+        if (newline === -1) break;
+        from = newline + 1;
+        const line = Buffer.concat(pieces);
+        const first = line.find((byte) => byte > 0x20);
+        if (skipped !== undefined) oversized(size, skipped.head, skipped.tail);
+        else if (first === 0x7b || first === 0x5b) this.push(Buffer.concat([line, Buffer.of(NEWLINE)]));
+        else if (first !== undefined) malformed(size);
+        pieces = [];
+        size = 0;
+        skipped = undefined;
+      }
+      done();
+    },
+  });
 }
 
 function keepTail(tail: Buffer, piece: Buffer): Buffer {
-  if (piece.length >= EDGE_BYTES) return Buffer.from(piece.subarray(piece.length - EDGE_BYTES));
-  const joined = Buffer.concat([tail, piece]);
-  return joined.length > EDGE_BYTES ? Buffer.from(joined.subarray(joined.length - EDGE_BYTES)) : joined;
+  const joined = piece.length >= EDGE_BYTES ? piece : Buffer.concat([tail, piece]);
+  return Buffer.from(joined.subarray(Math.max(0, joined.length - EDGE_BYTES)));
 }
 
 const SCALAR = String.raw`(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")`;
@@ -227,7 +140,12 @@ function describeLine(head: string, tail: string): { method?: string; id?: strin
   const found: { method?: string; id?: string | number } = {};
   const members = `${HEAD.exec(head)?.[1] ?? ""} ${TAIL.exec(tail.replace(/\r$/, ""))?.[1] ?? ""}`;
   for (const [, key, raw] of members.matchAll(MEMBER)) {
-    const value = parseScalar(raw ?? "");
+    let value: unknown;
+    try {
+      value = JSON.parse(raw ?? "");
+    } catch {
+      continue;
+    }
     if (
       key === "id" &&
       found.id === undefined &&
@@ -240,10 +158,74 @@ function describeLine(head: string, tail: string): { method?: string; id?: strin
   return found;
 }
 
-function parseScalar(raw: string): unknown {
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    return undefined;
-  }
+/** The runtime of the stdio client's key: its parts, and its shutdown (see runtime.ts). */
+export interface StdioRuntime extends KeyParts {
+  close(): Promise<void>;
+}
+
+export interface StdioServing {
+  /** Lets running calls answer (a started task with its video_id), then closes the runtime and the channel. */
+  close(): Promise<void>;
+  /** Resolves once the connection has ended (the client closed stdin, or stdout broke). */
+  finished: Promise<void>;
+}
+
+export function serveStdio(options: {
+  version: string;
+  session: Omit<Session, "runtime">;
+  /** Makes the runtime (loaded only then: it is not on the start-up path). */
+  makeRuntime(): Promise<StdioRuntime>;
+  /** The process's log: the runtime's lines (masked by its own scoped logger) reach its sinks too. */
+  logger: Logger;
+}): StdioServing {
+  const { logger } = options;
+  // A runtime that cannot be made (a state folder it cannot write) fails the calls that need it, each with
+  // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
+  let runtime: Promise<StdioRuntime> | undefined;
+  const runtimeOnce = (): Promise<StdioRuntime> => {
+    const making = (runtime ??= options.makeRuntime());
+    making.catch(() => {
+      if (runtime === making) runtime = undefined;
+    });
+    return making;
+  };
+  const early = setTimeout(() => {
+    runtimeOnce().catch((error: unknown) =>
+      logger.error("Could not get ready to take up earlier tasks.", { error: String(error) }),
+    );
+  }, RUNTIME_AFTER_MS);
+  const session: Session = { ...options.session, runtime: runtimeOnce };
+  const transport = stdioTransport({ logger });
+  const handle = sdkServeStdio(
+    ({ era }) =>
+      createMcpServer({
+        version: options.version,
+        session,
+        // A 2025 session's revision is what `initialize` negotiates; until then, the newest.
+        revision: era === "modern" ? MODERN : { era: "legacy", version: LEGACY_REVISIONS[0] },
+        negotiates: era !== "modern",
+        logger,
+        ...(era !== "modern" && { sessionLog: logger }),
+      }),
+    {
+      transport,
+      onerror: (error) =>
+        // What the SDK skipped: a line that is JSON but not a JSON-RPC message (its schema's issues).
+        "issues" in error
+          ? logger.warning("skipped a malformed message on stdin: not a JSON-RPC 2.0 message")
+          : logger.debug("stdio: a message could not be handled", { error: String(error) }),
+    },
+  );
+  const finished = new Promise<void>((resolve) => {
+    process.stdin.once("end", resolve);
+    process.stdout.once("error", () => resolve());
+  });
+  return {
+    finished,
+    async close() {
+      clearTimeout(early);
+      await runtime?.then((made) => made.close()).catch(() => undefined);
+      await handle.close();
+    },
+  };
 }

@@ -443,7 +443,7 @@ describe("the access tokens stay secret", () => {
     const files = await filesUnder(root.dir);
     // The journal of the tasks the signed-in callers started is among them.
     expect(
-      [...files.keys()].some((name) => name.endsWith("tasks.jsonl")),
+      [...files.keys()].some((name) => name.endsWith("tasks.json")),
       [...files.keys()].join(", "),
     ).toBe(true);
     for (const [name, text] of files) haystacks.push([`file ${name}`, text]);

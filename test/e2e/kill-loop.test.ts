@@ -15,6 +15,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { JOURNAL_FILE } from "../../src/state/local/journal.js";
 import { CLI, connectStdio } from "../helpers/stdio.js";
 
 const ROUNDS = 32;
@@ -144,7 +145,7 @@ async function journalOf(stateDir: string): Promise<string> {
   const state = path.join(stateDir, "state");
   const folders = await readdir(state).catch(() => [] as string[]);
   const texts = await Promise.all(
-    folders.map((folder) => readFile(path.join(state, folder, "tasks.jsonl"), "utf8").catch(() => "")),
+    folders.map((folder) => readFile(path.join(state, folder, JOURNAL_FILE), "utf8").catch(() => "")),
   );
   return texts.join("");
 }

@@ -166,11 +166,11 @@ describe("the stdio transport's resources", () => {
     const module = pathToFileURL(path.resolve(import.meta.dirname, "../../dist/transports/stdio.js")).href;
     const script = `
       import { PassThrough, Writable } from "node:stream";
-      const { StdioTransport } = await import(${JSON.stringify(module)});
+      const { stdioTransport } = await import(${JSON.stringify(module)});
       const stdin = new PassThrough();
       let out = "";
       const stdout = new Writable({ write(chunk, _e, done) { out += chunk; done(); } });
-      const transport = new StdioTransport({ stdin, stdout, logger: { log() {} } });
+      const transport = stdioTransport({ stdin, stdout, logger: { log() {} } });
       await transport.start();
       gc();
       const before = process.memoryUsage().arrayBuffers;

@@ -21,7 +21,7 @@ import { createRuntime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
 import { createMcpServer } from "../../src/mcp/server.js";
-import type { StateHub } from "../../src/state/shared-state.js";
+import type { StateHub } from "../../src/state/records.js";
 
 export interface Harness {
   sandbox: SandboxHandle;

@@ -1,20 +1,24 @@
 /**
- * The direct paths of MCP over HTTP (src/mcp/modern-exchange.ts for 2026-07-28, JsonExchange for 2025)
- * answer on the wire exactly as the SDK's own entries do: the same requests go to two servers, one serving
- * them directly where it can and one through the SDK only (`direct: false`), and their answers must agree
- * byte for byte: status, every header but Date (names, values and order, framing included), and body. The
- * requests cover what takes a direct path (lists, calls, discovery, errors a handler or the dispatch
- * answers) and what must not (a bad envelope, a header that disagrees or is missing, progress, logs).
+ * MCP over HTTP (src/mcp/http.ts) answers on the wire exactly as the SDK's own building blocks do, with
+ * nothing of ours in between: the same requests go to two servers, ours and one wired from the SDK's stock
+ * pieces alone with the same server factory (`createMcpHandler` for 2026-07-28, the Node Streamable HTTP
+ * transport in JSON mode for 2025), and their answers must agree byte for byte: status, every header but
+ * Date (names, values and order, framing included), and body. The requests cover lists, calls, discovery,
+ * errors a handler or the dispatch answers, a bad envelope, headers that disagree or are missing, progress
+ * (SSE) and logs. Only where this server differs on purpose is an answer pinned apart: a 2026-07-28 method
+ * it does not serve is HTTP 404.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { classifyInboundRequest } from "@modelcontextprotocol/server";
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
+import { createMcpHandler, isLegacyRequest } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { digestOf, type Caller } from "../../src/auth/caller.js";
 import type { Config } from "../../src/config/index.js";
 import { Logger } from "../../src/logger.js";
 import { createMcpHttp, type Served } from "../../src/mcp/http.js";
-import { plainModernRequest } from "../../src/mcp/modern-exchange.js";
+import { MODERN, type Revision } from "../../src/mcp/revisions.js";
+import { createMcpServer } from "../../src/mcp/server.js";
 import type { Session } from "../../src/mcp/session.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
@@ -39,27 +43,53 @@ interface Exchange {
 let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
 let runtime: Runtime;
-let direct: Server;
-let viaSdk: Server;
+let ours: Server;
+let stock: Server;
 
-/** What transports/http.ts does around McpHttp for one POST, on a port of its own. */
-async function serveOn(useDirect: boolean, session: Session): Promise<Server> {
-  const mcpHttp = createMcpHttp({
-    version: "test",
-    logger: new Logger("error", () => {}),
-    direct: useDirect,
-  });
+/** A server on a port of its own that hands each POST's parsed body to `serve`. */
+async function listen(
+  serve: (req: IncomingMessage, res: ServerResponse, body: unknown) => void,
+): Promise<Server> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let text = "";
     req.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
-    req.on("end", () => {
-      let served: Served | undefined;
-      res.once("close", () => void served?.close());
-      void mcpHttp.serve(req, res, JSON.parse(text), session).then((answer) => (served = answer));
-    });
+    req.on("end", () => serve(req, res, JSON.parse(text)));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return server;
+}
+
+/** What transports/http.ts does around McpHttp for one POST. */
+function serveOurs(session: Session): Promise<Server> {
+  const mcpHttp = createMcpHttp({ version: "test", logger: new Logger("error", () => {}) });
+  return listen((req, res, body) => {
+    let served: Served | undefined;
+    res.once("close", () => void served?.close());
+    void mcpHttp.serve(req, res, body, session).then((answer) => (served = answer));
+  });
+}
+
+/** The SDK's stock pieces with the same server factory: the wire ours must match. */
+function serveStock(session: Session): Promise<Server> {
+  const logger = new Logger("error", () => {});
+  const modern = toNodeHandler(
+    createMcpHandler(() => createMcpServer({ version: "test", session, revision: MODERN, logger }), {
+      legacy: "reject",
+    }),
+  );
+  return listen((req, res, body) => {
+    const request = { method: "POST", url: "/mcp", headers: req.headers, async *[Symbol.asyncIterator]() {} };
+    void (async () => {
+      // The SDK's documented hand-wired routing: its own predicate picks the era.
+      if (!(await isLegacyRequest(await toWebRequest(request, body), body)))
+        return modern(request, res, body);
+      const legacy: Revision = { era: "legacy", version: "2025-11-25" };
+      const server = createMcpServer({ version: "test", session, revision: legacy, logger });
+      const transport = new NodeStreamableHTTPServerTransport({ enableJsonResponse: true });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    })();
+  });
 }
 
 beforeAll(async () => {
@@ -98,10 +128,10 @@ beforeAll(async () => {
     mediaOrigin: new URL(sandbox.baseUrl).origin,
     runtime: async () => runtime,
   };
-  [direct, viaSdk] = await Promise.all([serveOn(true, session), serveOn(false, session)]);
+  [ours, stock] = await Promise.all([serveOurs(session), serveStock(session)]);
 });
 afterAll(async () => {
-  for (const server of [direct, viaSdk]) server?.close();
+  for (const server of [ours, stock]) server?.close();
   await runtime?.close();
   await sandbox?.close();
   await root?.remove();
@@ -142,7 +172,7 @@ function modernHeaders(method: string, params: Record<string, unknown>): Record<
 
 let nextId = 1;
 
-/** Sends `exchange` to both servers; returns both answers and whether the direct path takes it. */
+/** Sends `exchange` to both servers; returns both answers. */
 async function both(exchange: Exchange, era: "2026" | "2025" = "2026") {
   const params = exchange.params ?? {};
   const base =
@@ -160,24 +190,14 @@ async function both(exchange: Exchange, era: "2026" | "2025" = "2026") {
   }
   const message = { jsonrpc: "2.0", id: exchange.id ?? nextId++, method: exchange.method, params };
   const body = JSON.stringify(message);
-  const route = classifyInboundRequest({
-    httpMethod: "POST",
-    ...(headers["mcp-protocol-version"] !== undefined && {
-      protocolVersionHeader: headers["mcp-protocol-version"],
-    }),
-    ...(headers["mcp-method"] !== undefined && { mcpMethodHeader: headers["mcp-method"] }),
-    ...(headers["mcp-name"] !== undefined && { mcpNameHeader: headers["mcp-name"] }),
-    body: message,
-  });
-  const plain = plainModernRequest({ headers } as unknown as IncomingMessage, route) !== undefined;
-  const [fast, sdk] = await Promise.all([post(direct, headers, body), post(viaSdk, headers, body)]);
-  return { fast, sdk, plain };
+  const [mine, sdk] = await Promise.all([post(ours, headers, body), post(stock, headers, body)]);
+  return { mine, sdk };
 }
 
 const meta = (options: Parameters<typeof envelope>[0] = {}) => ({ _meta: envelope(options) });
 
-describe("2026-07-28: the direct path answers as the SDK's entry does", () => {
-  const plainCases: Array<[string, Exchange]> = [
+describe("2026-07-28: ours answers as the SDK's entry does", () => {
+  const cases: Array<[string, Exchange]> = [
     ["server/discover", { method: "server/discover", params: meta() }],
     ["tools/list", { method: "tools/list", params: meta() }],
     [
@@ -223,15 +243,8 @@ describe("2026-07-28: the direct path answers as the SDK's entry does", () => {
       { method: "tools/list", params: { cursor: 42, ...meta() } },
     ],
   ];
-  for (const [name, exchange] of plainCases) {
-    it(`${name}: served directly, the same wire`, async () => {
-      const { fast, sdk, plain } = await both(exchange);
-      expect(plain).toBe(true);
-      expect(fast).toEqual(sdk);
-    });
-  }
 
-  const sdkCases: Array<[string, Exchange]> = [
+  const refusals: Array<[string, Exchange]> = [
     [
       "a bad envelope",
       {
@@ -294,47 +307,46 @@ describe("2026-07-28: the direct path answers as the SDK's entry does", () => {
       },
     ],
   ];
-  for (const [name, exchange] of sdkCases) {
-    it(`${name}: left to the SDK, the same wire`, async () => {
-      const { fast, sdk, plain } = await both(exchange);
-      expect(plain).toBe(false);
-      expect(fast).toEqual(sdk);
+  for (const [name, exchange] of [...cases, ...refusals]) {
+    it(`${name}: the same wire`, async () => {
+      const { mine, sdk } = await both(exchange);
+      expect(mine).toEqual(sdk);
     });
   }
 
   it("compares answers of every kind: JSON and SSE, 200 and 4xx", async () => {
-    const ok = await both(plainCases[2]![1]);
+    const ok = await both(cases[2]![1]);
     expect(ok.sdk.status).toBe(200);
     expect(ok.sdk.headers).toContain("content-type: application/json");
     expect(ok.sdk.headers).toContain("Transfer-Encoding: chunked");
     expect(JSON.parse(ok.sdk.body)).toMatchObject({ result: { resultType: "complete" } });
-    const streamed = await both(sdkCases[5]![1]);
+    const streamed = await both(refusals[5]![1]);
     expect(streamed.sdk.headers).toContain("content-type: text/event-stream");
-    const refused = await both(sdkCases[1]![1]);
+    const refused = await both(refusals[1]![1]);
     expect(refused.sdk.status).toBe(400);
   });
 
-  it("a method this server does not serve: the same 404 before either path", async () => {
-    const { fast, sdk } = await both({ method: "prompts/list", params: meta() });
-    expect(sdk.status).toBe(404);
-    expect(fast).toEqual(sdk);
+  it("a method this server does not serve: HTTP 404 with -32601", async () => {
+    const { mine } = await both({ method: "prompts/list", params: meta() });
+    expect(mine.status).toBe(404);
+    expect(JSON.parse(mine.body)).toMatchObject({ error: { code: -32601 } });
   });
 });
 
-describe("2025-11-25: the direct path answers as the SDK's transport does", () => {
+describe("2025-11-25: ours answers as the SDK's transport does", () => {
   const cases: Array<[string, Exchange]> = [
     ["tools/list", { method: "tools/list" }],
     ["tools/call get_credits", { method: "tools/call", params: { name: "get_credits", arguments: {} } }],
     ["an unknown method", { method: "prompts/list" }],
     [
-      "a request whose envelope names 2026-07-28 under a 2025 header (left to the SDK)",
+      "a request whose envelope names 2026-07-28 under a 2025 header",
       { method: "tools/list", params: meta() },
     ],
   ];
   for (const [name, exchange] of cases) {
     it(`${name}: the same wire`, async () => {
-      const { fast, sdk } = await both(exchange, "2025");
-      expect(fast).toEqual(sdk);
+      const { mine, sdk } = await both(exchange, "2025");
+      expect(mine).toEqual(sdk);
     });
   }
 });

@@ -21,7 +21,7 @@ describe("findSpecifiers", () => {
     "#!/usr/bin/env node",
     'import{a as h}from"./chunks/chunk.js";import"side-effect";export*from"re-export";',
     'import def,{x}from "spaced";const u=await import("undici"),o=import("opts",{with:{type:"json"}});',
-    'var m=h("mime-types"),s=h("stream"),n=require("node:fs");',
+    'var m=h("mime-types"),s=h("stream"),n=require("node:fs");r.debug=e("debug");',
     // Code held in strings, comments and regular expressions is not loaded.
     'var q=\'require("ajv/dist/runtime/uri").default\',t=`require("ajv/dist/runtime/equal") ${h("zod")} x`;',
     '/* import("commented") */ // require("line-comment")',

@@ -1,17 +1,17 @@
 /**
- * The stdio transport takes whatever arrives on stdin without losing the session: a line over the limit
- * is skipped (answered when it is a request), a malformed line is skipped, and a failed write on stdout
- * closes the transport instead of crashing the process. Real streams, small limits; the 10 MiB limit
- * itself is exercised against the built bin in test/e2e/large-messages.test.ts.
+ * The stdio transport (the SDK's, behind our line limit) takes whatever arrives on stdin without losing the
+ * session: a line over the limit is skipped (answered when it is a request), a malformed line is skipped, and
+ * a failed write on stdout closes the transport instead of crashing the process. Real streams, small limits;
+ * the 10 MiB limit itself is exercised against the built bin in test/e2e/large-messages.test.ts.
  */
 import { PassThrough, Writable } from "node:stream";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LogLevel } from "../../src/logger.js";
-import { MAX_MESSAGE_BYTES, StdioTransport } from "../../src/transports/stdio.js";
+import { MAX_MESSAGE_BYTES, stdioTransport } from "../../src/transports/stdio.js";
 
 interface Rig {
-  transport: StdioTransport;
+  transport: ReturnType<typeof stdioTransport>;
   stdin: PassThrough;
   received: JSONRPCMessage[];
   /** Every line the transport wrote on stdout, parsed. */
@@ -38,7 +38,7 @@ async function rig(options: { maxMessageBytes?: number; stdout?: Writable } = {}
       },
     });
   const logs: Rig["logs"] = [];
-  const transport = new StdioTransport({
+  const transport = stdioTransport({
     stdin,
     stdout,
     ...(options.maxMessageBytes !== undefined && { maxMessageBytes: options.maxMessageBytes }),
@@ -176,9 +176,10 @@ describe("StdioTransport reading", () => {
     expect(r.received).toEqual([JSON.parse(ping(2))]);
     expect(r.logs.map((entry) => entry.message)).toEqual([
       expect.stringMatching(/^skipped a malformed message on stdin \(16 bytes\): .*JSON/),
-      expect.stringMatching(/^skipped a malformed message on stdin \(24 bytes\): not a JSON-RPC 2.0 message/),
     ]);
-    expect(r.errors).toHaveLength(2);
+    // JSON but not JSON-RPC: the SDK skips it and reports its schema issues (serveStdio logs them).
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toHaveProperty("issues");
     expect(r.closed()).toBe(false);
   });
 });

@@ -10,12 +10,8 @@ import { AbortedError } from "../../src/api/errors.js";
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { VideoStatus } from "../../src/api/types.js";
 import { Logger } from "../../src/logger.js";
-import { connectRedis } from "../../src/state/redis.js";
-import {
-  SharedStateUnavailableError,
-  type SharedState,
-  type StateHub,
-} from "../../src/state/shared-state.js";
+import { connectRedis } from "../../src/state/redis/index.js";
+import { SharedStateUnavailableError, type SharedState, type StateHub } from "../../src/state/records.js";
 import { freePort, startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const API_KEY = "sk-live-shared-state-0123456789";
@@ -248,7 +244,9 @@ describe("without Redis", () => {
       expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
       await expect(a.claims?.claim("fp", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
       expect(await a.polls?.latest("vid-1")).toBeUndefined();
-      expect(logs.join("\n")).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/);
+      await vi.waitFor(() =>
+        expect(logs.join("\n")).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/),
+      );
     } finally {
       await redis.restart();
       await inspect.connect().catch(() => undefined);

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -17,7 +17,8 @@ import {
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { GenerateVideoBody } from "../../src/api/types.js";
 import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
-import { JOURNAL_FILE, Journal } from "../../src/tasks/journal.js";
+import { JOURNAL_FILE, Journal } from "../../src/state/local/journal.js";
+import { StateFileError } from "../../src/state/local/store.js";
 import { IMAGE_CHARGE_POSSIBLE, TaskStarter, VIDEO_CHARGE_POSSIBLE } from "../../src/tasks/starter.js";
 import { FakeApi } from "./fake-api.js";
 
@@ -36,8 +37,10 @@ describe("TaskStarter", () => {
   let api: FakeApi;
   let sleeps: number[];
   let starter: TaskStarter;
+  let stopping: AbortController;
 
   beforeEach(async () => {
+    stopping = new AbortController();
     dir = await mkdtemp(join(tmpdir(), "starter-"));
     clock = Date.now();
     journal = await Journal.open(dir, { now: () => clock });
@@ -53,20 +56,18 @@ describe("TaskStarter", () => {
         sleeps.push(ms);
         clock += ms;
       },
+      stopping: stopping.signal,
     });
   });
   afterEach(async () => {
+    // The background search for a lost start ends with the runtime; a write it had begun may still land.
+    stopping.abort();
     await journal.close();
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 5 });
   });
 
   async function journalOnDisk(): Promise<Record<string, unknown>[]> {
-    const text = await readFile(join(dir, JOURNAL_FILE), "utf8");
-    return text
-      .trim()
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    return JSON.parse(await readFile(join(dir, JOURNAL_FILE), "utf8")) as Record<string, unknown>[];
   }
 
   it("starts a video with one idempotency key and journals it on disk before returning", async () => {
@@ -93,6 +94,22 @@ describe("TaskStarter", () => {
         status: "queued",
       },
     ]);
+  });
+
+  it("refuses a start whose intent cannot be written: nothing is sent, and the error names the folder", async () => {
+    // The journal's folder is a file now: nothing can be written there, as on a full or broken disk.
+    await rm(dir, { recursive: true, force: true });
+    await writeFile(dir, "not a folder");
+    const refused = await starter
+      .startVideo(body, { fingerprint, allowDuplicate: false })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StateFileError);
+    expect(refused).toMatchObject({ code: "internal_error", maybeProcessed: false });
+    expect((refused as Error).message).toContain(dir);
+    expect((refused as Error).message).toContain("GENERATION_STATE_DIR");
+    expect((refused as Error).message).toContain("nothing reached the service and nothing was charged");
+    expect(api.generateCalls).toHaveLength(0);
+    await rm(dir, { force: true });
   });
 
   it("returns the identical task started within ten minutes, without a request", async () => {

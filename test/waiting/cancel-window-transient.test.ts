@@ -5,7 +5,7 @@
 import type { Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../helpers/harness.js";
-import { credits, delay, journalText, statusPolls, until } from "./support.js";
+import { credits, delay, journalEntries, journalText, statusPolls, until } from "./support.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -113,10 +113,7 @@ describe("cancellation", () => {
     );
     harness.sandbox.faults.latency("generate", 0);
     await delay(200);
-    const entries = journalText(harness.config.stateDir)
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as { id: string; phase: string; key: string });
+    const entries = journalEntries(harness.config.stateDir);
     // The intent went to disk before the start was sent; the task after its answer, under the same key.
     expect(entries.map((entry) => entry.phase)).toEqual(["intent", "started"]);
     expect(entries[1]!.key).toBe(entries[0]!.key);

@@ -4,7 +4,7 @@
  * out with "a charge is possible") is settled from the history; while it may still appear, an identical
  * request within the duplicate window sends nothing by itself. Each test reproduces the state a dead process or a lost answer leaves behind.
  */
-import { appendFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { DEFAULT_ASPECT_RATIO_VIDEO, DEFAULT_DURATION_S, DEFAULT_VIDEO_MODEL } f
 import { journalDir } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { JOURNAL_FILE } from "../../src/state/local/journal.js";
 import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
 import { startHarness, type Harness } from "../helpers/harness.js";
 import { byRoute, credits } from "./support.js";
@@ -53,7 +54,7 @@ async function setup(): Promise<{ sandbox: SandboxHandle; stateDir: string; jour
   );
   const dir = journalDir(stateDir, { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid });
   await mkdir(dir, { recursive: true });
-  return { sandbox, stateDir, journalFile: path.join(dir, "tasks.jsonl") };
+  return { sandbox, stateDir, journalFile: path.join(dir, JOURNAL_FILE) };
 }
 
 async function harnessOn(sandbox: SandboxHandle, stateDir: string): Promise<Harness> {
@@ -63,11 +64,7 @@ async function harnessOn(sandbox: SandboxHandle, stateDir: string): Promise<Harn
 }
 
 async function journalLines(file: string): Promise<Record<string, unknown>[]> {
-  const text = await readFile(file, "utf8");
-  return text
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>[];
 }
 
 describe("a start whose answer was lost is settled before anything pays again", () => {
@@ -76,9 +73,11 @@ describe("a start whose answer was lost is settled before anything pays again", 
     const { body, fingerprint } = bareRequest("a lighthouse in a storm");
     // The dead process synced its intent, sent the POST (the service charged), and died before the answer.
     const sentAt = Date.now() - 500;
-    await appendFile(
+    await writeFile(
       journalFile,
-      `${JSON.stringify({ kind: "video", phase: "intent", key: "key-dead-1", fingerprint, started_at: sentAt, request: body })}\n`,
+      JSON.stringify([
+        { kind: "video", phase: "intent", key: "key-dead-1", fingerprint, started_at: sentAt, request: body },
+      ]),
     );
     const charged = await startDirectly(sandbox, body);
     const before = credits({ sandbox } as Harness);
@@ -98,9 +97,18 @@ describe("a start whose answer was lost is settled before anything pays again", 
   it("killed around its POST with nothing in the history yet: an identical request sends nothing until allow_duplicate says so", async () => {
     const { sandbox, stateDir, journalFile } = await setup();
     const { body, fingerprint } = bareRequest("a paper crane");
-    await appendFile(
+    await writeFile(
       journalFile,
-      `${JSON.stringify({ kind: "video", phase: "intent", key: "key-dead-2", fingerprint, started_at: Date.now() - 500, request: body })}\n`,
+      JSON.stringify([
+        {
+          kind: "video",
+          phase: "intent",
+          key: "key-dead-2",
+          fingerprint,
+          started_at: Date.now() - 500,
+          request: body,
+        },
+      ]),
     );
     const before = credits({ sandbox } as Harness);
     const h = await harnessOn(sandbox, stateDir);
@@ -129,9 +137,18 @@ describe("a start whose answer was lost is settled before anything pays again", 
   it("killed around its POST longer ago than the duplicate window: the identical request is a new one", async () => {
     const { sandbox, stateDir, journalFile } = await setup();
     const { body, fingerprint } = bareRequest("a paper boat");
-    await appendFile(
+    await writeFile(
       journalFile,
-      `${JSON.stringify({ kind: "video", phase: "intent", key: "key-dead-3", fingerprint, started_at: Date.now() - 11 * 60_000, request: body })}\n`,
+      JSON.stringify([
+        {
+          kind: "video",
+          phase: "intent",
+          key: "key-dead-3",
+          fingerprint,
+          started_at: Date.now() - 11 * 60_000,
+          request: body,
+        },
+      ]),
     );
     const h = await harnessOn(sandbox, stateDir);
     const mark = sandbox.requests.length;

@@ -4,6 +4,8 @@ import path from "node:path";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Harness } from "../helpers/harness.js";
 import type { RequestRecord } from "../../src/sandbox/types.js";
+import { JOURNAL_FILE } from "../../src/state/local/journal.js";
+import type { JournalEntry } from "../../src/state/records.js";
 
 export const credits = (h: Harness, name = "paid"): number =>
   h.sandbox.accounts.find((account) => account.name === name)?.credits ?? Number.NaN;
@@ -20,24 +22,25 @@ export function statusPolls(requests: readonly RequestRecord[], videoId?: string
 export const byRoute = (requests: readonly RequestRecord[], route: RequestRecord["route"]) =>
   requests.filter((request) => request.route === route);
 
-/** The journals' text under a state folder (one folder per service), read synchronously; "" when none yet. */
-export function journalText(stateDir: string): string {
+/** The journals' entries under a state folder (one folder per service), read synchronously; none yet: []. */
+export function journalEntries(stateDir: string): JournalEntry[] {
   let folders: string[];
   try {
     folders = readdirSync(stateDir);
   } catch {
-    return "";
+    return [];
   }
-  return folders
-    .map((folder) => {
-      try {
-        return readFileSync(path.join(stateDir, folder, "tasks.jsonl"), "utf8");
-      } catch {
-        return "";
-      }
-    })
-    .join("");
+  return folders.flatMap((folder) => {
+    try {
+      return JSON.parse(readFileSync(path.join(stateDir, folder, JOURNAL_FILE), "utf8")) as JournalEntry[];
+    } catch {
+      return [];
+    }
+  });
 }
+
+/** The journals' entries as JSON text, to look for an id or a phase in. */
+export const journalText = (stateDir: string): string => JSON.stringify(journalEntries(stateDir));
 
 /** Collects the MCP logging notifications the server sends to the client. */
 export function collectLogNotifications(h: Harness): string[] {

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
-import { expiresAt, type StoredResult, type TaskRecord } from "./records.js";
+import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 
 const MAX_REFUSED = 1000;
 

@@ -7,7 +7,8 @@
  */
 import type { Logger } from "../../logger.js";
 import type { ResumeInfo } from "../../tools/define-tool.js";
-import { errorText, expiresAt, failed, type StoredResult, type TaskRecord } from "./records.js";
+import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
+import { errorText, failed } from "./records.js";
 
 /** A progress message that names the started task: "video_id <id>: started". */
 const ANNOUNCEMENT = /^video_id (\S+?):/;

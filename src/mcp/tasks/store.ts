@@ -17,27 +17,24 @@
  * its video_id, as after a restart. A task's outcome is decided once for all replicas (TaskRecordStore
  * `finalize`).
  *
- * Its parts: the background waits (runs.ts), the copy in the shared store (shared-records.ts), the file
- * (records-file.ts).
+ * Its parts: the background waits (runs.ts); the records' shared copy (state/records.ts TaskRecordStore)
+ * and file (state/local/task-records.ts) are the state's.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../sleep.js";
-import type { TaskRecordStore } from "../../state/shared-state.js";
+import { RecordsFile, followedElsewhere } from "../../state/local/task-records.js";
 import {
-  TERMINAL,
-  boundTtl,
-  errorText,
   expiresAt,
   type StoredResult,
   type TaskRecord,
+  type TaskRecordStore,
   type TaskState,
   type TaskStatus,
-} from "./records.js";
-import { RecordsFile, followedElsewhere } from "./records-file.js";
-import { TaskEndedError, TaskNotFoundError } from "./task-errors.js";
+} from "../../state/records.js";
+import { TERMINAL, boundTtl, errorText } from "./records.js";
+import { TaskEndedError, TaskNotFoundError } from "../errors.js";
 import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
-import { SharedRecords } from "./shared-records.js";
 
 /** Records kept per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
@@ -66,7 +63,7 @@ export class TaskRecords {
     private readonly file: RecordsFile | undefined,
     readonly pollIntervalMs: number,
     logger: Logger,
-    private readonly shared: SharedRecords | undefined,
+    private readonly shared: TaskRecordStore | undefined,
   ) {
     this.runs = new TaskRuns(
       {
@@ -97,7 +94,7 @@ export class TaskRecords {
       dir === undefined ? undefined : new RecordsFile(dir, logger),
       pollIntervalMs,
       logger,
-      shared === undefined ? undefined : new SharedRecords(shared, pollIntervalMs, logger),
+      shared,
     );
     for (const record of (await tasks.file?.load()) ?? []) {
       // Another process of this key, still running, follows it: left to that one (and kept in the file).
@@ -138,7 +135,7 @@ export class TaskRecords {
     this.trim();
     if (record.ephemeral === true) return { ...record.task };
     this.persist();
-    await this.shared?.follow(record.task.taskId);
+    await this.shared?.follow(record.task.taskId, this.leaseMs);
     await this.shared?.share(record);
     // On disk before the client hears of it: a task id handed out survives even a kill -9.
     await this.file?.written();
@@ -215,12 +212,17 @@ export class TaskRecords {
         continue;
       }
       // Another replica may have taken the task over while this one was down.
-      void this.shared.follow(record.task.taskId).then((mine) => {
+      void this.shared.follow(record.task.taskId, this.leaseMs).then((mine) => {
         if (mine) this.runs.takeUp(record);
         else this.records.delete(record.task.taskId);
       });
     }
     this.persist();
+  }
+
+  /** How long a follower's lease lasts: a few polls, so a dead replica's tasks are taken over soon. */
+  private get leaseMs(): number {
+    return Math.max(3 * this.pollIntervalMs, 1000);
   }
 
   /** Background waits running now. */
@@ -257,7 +259,7 @@ export class TaskRecords {
       this.adopt(local, record);
       return local;
     }
-    if (record.task.status === "working" && (await this.shared.follow(taskId))) {
+    if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
       this.records.set(taskId, record);
       this.runs.takeUp(record);
       this.persist();
@@ -334,7 +336,7 @@ export class TaskRecords {
       await this.cancelRecord(record);
       return;
     }
-    await shared.follow(record.task.taskId);
+    await shared.follow(record.task.taskId, this.leaseMs);
     await shared.share(record);
   }
 

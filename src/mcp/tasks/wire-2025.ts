@@ -6,7 +6,8 @@
  */
 import { RELATED_TASK_META_KEY, type Server } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { TaskState } from "./records.js";
+import type { TaskState } from "../../state/records.js";
+import { guarded } from "../errors.js";
 import { cancelTask, endedTask, findTask, listTasks, type CallerTasks } from "./access.js";
 
 const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
@@ -18,16 +19,28 @@ export function createdTask2025(task: TaskState): { task: TaskState } {
 }
 
 export function registerTasks2025(server: Server, tasks: CallerTasks): void {
-  server.setRequestHandler("tasks/get", TASK_ID, async ({ taskId }) => ({
-    ...(await findTask(tasks, taskId)).task,
-  }));
-  server.setRequestHandler("tasks/result", TASK_ID, async ({ taskId }, ctx) => {
-    const record = await endedTask(tasks, taskId, ctx.mcpReq.signal);
-    const result = record.result ?? { content: [] };
-    return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
-  });
-  server.setRequestHandler("tasks/list", CURSOR, async ({ cursor }) => listTasks(tasks, cursor));
-  server.setRequestHandler("tasks/cancel", TASK_ID, async ({ taskId }) => ({
-    ...(await cancelTask(tasks, taskId)).task,
-  }));
+  const { logger } = tasks;
+  server.setRequestHandler(
+    "tasks/get",
+    TASK_ID,
+    guarded("tasks/get", logger, async ({ taskId }) => ({ ...(await findTask(tasks, taskId)).task })),
+  );
+  server.setRequestHandler(
+    "tasks/result",
+    TASK_ID,
+    guarded("tasks/result", logger, async ({ taskId }, ctx) => {
+      const { result = { content: [] } } = await endedTask(tasks, taskId, ctx.mcpReq.signal);
+      return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
+    }),
+  );
+  server.setRequestHandler(
+    "tasks/list",
+    CURSOR,
+    guarded("tasks/list", logger, async ({ cursor }) => listTasks(tasks, cursor)),
+  );
+  server.setRequestHandler(
+    "tasks/cancel",
+    TASK_ID,
+    guarded("tasks/cancel", logger, async ({ taskId }) => ({ ...(await cancelTask(tasks, taskId)).task })),
+  );
 }

@@ -6,11 +6,18 @@
  * (`ttl`, `pollInterval`) never appear, and a tool result with isError is a completed call, as the extension
  * says. tasks/result and tasks/list do not exist in this revision (the SDK answers -32601).
  */
-import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server";
-import type { Server } from "@modelcontextprotocol/server";
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import * as z from "zod";
+import type { TaskRecord, TaskState } from "../../state/records.js";
+import { TaskEndedError, guarded } from "../errors.js";
 import { TASKS_EXTENSION } from "../revisions.js";
-import { TERMINAL, type TaskRecord, type TaskState } from "./records.js";
+import { TERMINAL } from "./records.js";
 import { cancelTask, findTask, type CallerTasks } from "./access.js";
 
 const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
@@ -18,7 +25,7 @@ const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.["io.modelcontextprotocol/clientCapabilities"] as
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
     { extensions?: Record<string, unknown> } | undefined;
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
@@ -29,24 +36,29 @@ export function createdTask2026(task: TaskState): Record<string, unknown> {
 }
 
 export function registerTasks2026(server: Server, tasks: CallerTasks): void {
-  server.setRequestHandler("tasks/get", TASK_ID, async ({ taskId }, ctx) => {
-    requireExtension(ctx);
-    return detailed(await findTask(tasks, taskId));
-  });
-  server.setRequestHandler("tasks/update", TASK_ID, async ({ taskId }, ctx) => {
-    requireExtension(ctx);
-    // No task of ours waits for input: what a client sends is acknowledged and has nothing to change.
+  const handle = (
+    method: "tasks/get" | "tasks/update" | "tasks/cancel",
+    answer: (taskId: string) => Promise<Record<string, unknown>>,
+  ) =>
+    server.setRequestHandler(
+      method,
+      TASK_ID,
+      guarded(method, tasks.logger, async ({ taskId }, ctx) => {
+        requireExtension(ctx);
+        return answer(taskId);
+      }),
+    );
+  handle("tasks/get", async (taskId) => detailed(await findTask(tasks, taskId)));
+  // No task of ours waits for input: what a client sends is acknowledged and has nothing to change.
+  handle("tasks/update", async (taskId) => {
     await findTask(tasks, taskId);
     return {};
   });
-  server.setRequestHandler("tasks/cancel", TASK_ID, async ({ taskId }, ctx) => {
-    requireExtension(ctx);
-    try {
-      await cancelTask(tasks, taskId);
-    } catch (error) {
-      // Cancellation is cooperative: a task that ended first keeps its outcome, and the cancel is still acked.
-      if (!(error instanceof ProtocolError && /already/.test(error.message))) throw error;
-    }
+  handle("tasks/cancel", async (taskId) => {
+    // Cancellation is cooperative: a task that ended first keeps its outcome, and the cancel is still acked.
+    await cancelTask(tasks, taskId).catch((error: unknown) => {
+      if (!(error instanceof TaskEndedError)) throw error;
+    });
     return {};
   });
 }

@@ -1,10 +1,11 @@
 /**
- * The key's rate budget shared by every replica: the token bucket lives in Redis and is taken from and fed by
- * two Lua scripts (redis-scripts.ts), so replicas together stay under the service's limit. When Redis does not
- * answer, the replica falls back on its own local bucket (always kept seeded from the same headers): calls go
- * on, at the price of a possible 429 that the usual backoff absorbs.
+ * The key's rate budget shared by every replica: the token bucket lives in Redis, taken from and fed by two
+ * Lua scripts (scripts.ts), so replicas together stay under the service's limit. When Redis does not answer,
+ * the replica falls back on its own local bucket (always kept seeded from the same headers): calls go on, at
+ * the price of a possible 429 that the usual backoff absorbs.
  */
-import { AbortedError } from "../api/errors.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { AbortedError } from "../../api/errors.js";
 import {
   DEFAULT_MAX_WAIT_MS,
   MIN_RETRY_DELAY_MS,
@@ -14,51 +15,51 @@ import {
   type HeaderBag,
   type RateBudget,
   type TokenBucketBudget,
-} from "../api/rate-budget.js";
-import type { RequestPriority } from "../api/types.js";
-import { sleep } from "../sleep.js";
-
-/** The two scripts, bound to this key's Redis keys. */
-export interface BudgetStore {
-  take(grantId: string, background: boolean, now: number): Promise<number>;
-  observe(grantId: string, reading: BudgetReading): Promise<void>;
-}
-
-export interface BudgetReading {
-  now: number;
-  status: number;
-  /** -1 when the header is absent or unreadable. */
-  limit: number;
-  remaining: number;
-  /** Epoch ms; -1 when unknown. */
-  resetAt: number;
-}
+} from "../../api/rate-budget.js";
+import type { RequestPriority } from "../../api/types.js";
+import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../../models.js";
+import type { KeyContext } from "./context.js";
 
 /** Longest one sleep between two takes: another replica's answer may free a token sooner than predicted. */
 const MAX_STEP_MS = 1000;
 const HINTLESS_BACKOFF_MS = 1000;
+/** The budget's keys outlive a window by far, and go once the key has been idle that long. */
+const BUDGET_TTL_MS = 10 * 60 * 1000;
+/** The share of the window kept for foreground calls, as the local budget's default. */
+const RESERVE_FRACTION = 0.2;
 
 export class RedisBudget implements RateBudget {
   /** Grant ids in the order they were given; undefined for a grant of the local fallback. */
   private readonly grants: Array<string | undefined> = [];
   private nextGrant = 0;
+  private readonly keys: [string, string];
 
   constructor(
-    private readonly store: BudgetStore,
+    private readonly context: KeyContext,
     private readonly local: TokenBucketBudget,
-    private readonly owner: string,
-    private readonly onStoreError: (error: unknown) => void,
-  ) {}
+  ) {
+    this.keys = [`${context.base}budget`, `${context.base}inflight`];
+  }
 
   async acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
     for (;;) {
       if (signal?.aborted) throw new AbortedError();
-      const grantId = `${this.owner}:${this.nextGrant++}`;
+      const grantId = `${this.context.owner}:${this.nextGrant++}`;
       let waitMs: number;
       try {
-        waitMs = await this.store.take(grantId, priority === "background", Date.now());
+        waitMs = Number(
+          await this.context.commands.budgetTake(
+            ...this.keys,
+            Date.now(),
+            priority === "background" ? 1 : 0,
+            RESERVE_FRACTION,
+            DEFAULT_RATE_LIMIT_PER_MINUTE,
+            grantId,
+            BUDGET_TTL_MS,
+          ),
+        );
       } catch (error) {
-        this.onStoreError(error);
+        this.context.onError(error);
         await this.local.acquire(priority, signal);
         this.grants.push(undefined);
         return;
@@ -67,7 +68,9 @@ export class RedisBudget implements RateBudget {
         this.grants.push(grantId);
         return;
       }
-      await sleep(Math.min(waitMs, MAX_STEP_MS), signal);
+      await sleep(Math.min(waitMs, MAX_STEP_MS), undefined, { signal }).catch(() => {
+        throw new AbortedError();
+      });
     }
   }
 
@@ -76,24 +79,24 @@ export class RedisBudget implements RateBudget {
     // The local bucket always learns the window too: it is what serves if Redis goes away.
     this.local.observe(status, headers);
     if (grantId === undefined) return;
-    this.store.observe(grantId, readHeaders(status, headers, Date.now())).catch(this.onStoreError);
+    const { now, limit, remaining, resetAt } = readHeaders(status, headers, Date.now());
+    this.context.commands
+      .budgetObserve(...this.keys, now, grantId, status, limit, remaining, resetAt, BUDGET_TTL_MS)
+      .catch(this.context.onError);
   }
 
   retryDelayMs(headers?: HeaderBag): number {
     return this.local.retryDelayMs(headers);
   }
 
-  /**
-   * The local bucket's estimate: it follows the same headers (the service counts every replica's requests),
-   * so a foreground call that could not be served within its deadline still answers at once.
-   */
+  /** The local bucket's estimate: it follows the same headers (the service counts every replica's requests). */
   expectedWaitMs(priority: RequestPriority): number {
     return this.local.expectedWaitMs(priority);
   }
 }
 
-/** The answer's rate-limit headers as the observe script takes them. */
-export function readHeaders(status: number, headers: HeaderBag, now: number): BudgetReading {
+/** The answer's rate-limit headers as the observe script takes them (-1: absent or unreadable). */
+function readHeaders(status: number, headers: HeaderBag, now: number) {
   const count = (name: string) => {
     const value = Number(headerValue(headers, name));
     return Number.isFinite(value) && value >= 0 ? Math.floor(value) : -1;
@@ -110,5 +113,5 @@ export function readHeaders(status: number, headers: HeaderBag, now: number): Bu
     // "Nothing left" with no reset we can read: probe again soon rather than hold every replica a minute.
     resetAt = now + HINTLESS_BACKOFF_MS;
   }
-  return { now, status, limit: limit > 0 ? limit : -1, remaining, resetAt };
+  return { now, limit: limit > 0 ? limit : -1, remaining, resetAt };
 }

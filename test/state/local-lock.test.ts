@@ -9,10 +9,11 @@ import { mkdtemp, rename, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LocalSpendStore, SPEND_FILE, SpendRecordUnavailableError } from "../../src/spend/local-store.js";
+import { LocalSpendStore } from "../../src/state/local/spend.js";
+import { LOCK_FILE, StateFileError } from "../../src/state/local/store.js";
 
 let dir: string;
-const lock = () => path.join(dir, `${SPEND_FILE}.lock`);
+const lock = () => path.join(dir, LOCK_FILE);
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-spend-lock-"));
@@ -80,11 +81,11 @@ describe("the local spend record", () => {
     await rename(folder, `${folder}.away`);
     await writeFile(folder, "not a folder");
     const refused = await store.reserve("ab12", "2026-11-24", 100, 1000).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(SpendRecordUnavailableError);
+    expect(refused).toBeInstanceOf(StateFileError);
     expect((refused as Error).message).toContain(folder);
     expect((refused as Error).message).toContain("GENERATION_STATE_DIR");
     expect((refused as Error).message).toContain("nothing was charged");
-    await expect(store.used("ab12", "2026-11-24")).rejects.toBeInstanceOf(SpendRecordUnavailableError);
+    await expect(store.used("ab12", "2026-11-24")).rejects.toBeInstanceOf(StateFileError);
     await store.release("ab12", "2026-11-24", 100);
 
     await rm(folder);

@@ -108,10 +108,11 @@ return 0
 `;
 
 /**
- * poll_lead: takes the lease on a task's poll when it is free, or renews it when it is already ours.
- * KEYS: lease. ARGV: owner, ttl ms. Returns 1 when this owner holds the lease now.
+ * take_lease: takes a lease (a task's poll, the following of an MCP task) or a claim (a start's fingerprint)
+ * when it is free, or renews it when it is already this holder's: a claim whose command timed out may have
+ * been written after all, and is still ours. KEYS: the lease. ARGV: holder, ttl ms. Returns 1 when held.
  */
-export const POLL_LEAD = `
+export const TAKE_LEASE = `
 local holder = redis.call("GET", KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
@@ -160,16 +161,4 @@ local mine = tonumber(redis.call("HGET", KEYS[1], ARGV[2]) or "0") or 0
 local left = math.max(0, mine - tonumber(ARGV[1]))
 if mine > 0 then redis.call("HSET", KEYS[1], ARGV[2], left) end
 return left
-`;
-
-/**
- * start_claim: takes the claim on starting a fingerprint when it is free, or already held under this token (a
- * claim whose command timed out may have been written after all: it is still ours). KEYS: the claim. ARGV:
- * the claim's token, ttl ms. Returns 1 when the token holds the claim.
- */
-export const START_CLAIM = `
-local holder = redis.call("GET", KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-return 1
 `;

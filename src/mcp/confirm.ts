@@ -3,11 +3,18 @@
  * estimated above GENERATION_CONFIRM_ABOVE_CREDITS, or above GENERATION_MAX_CREDITS_PER_CALL, goes ahead only
  * once the user confirmed its cost. Asked where the client can be asked: an elicitation request in a 2025
  * session whose client declared `elicitation` (stdio; a 2025 HTTP request is stateless and cannot be asked),
- * an `input_required` result in 2026-07-28 for a client that declared it on the request (its answer counts
- * only with the `requestState` we minted for that very call: confirm-state.ts). A decline starts nothing and
- * is the user's choice, not an error; a client that cannot ask gets budget_exceeded.
+ * an `input_required` result in 2026-07-28 for a client that declared it on the request. A decline starts
+ * nothing and is the user's choice, not an error; a client that cannot ask gets budget_exceeded.
+ *
+ * A 2026-07-28 answer counts only with the `requestState` minted here for that very question: bound to the
+ * caller, the tool, its checked arguments and the estimate, valid for as long as a person may take to
+ * decide, used once, and signed with the SDK's HMAC codec under a key derived from the service key (the same
+ * on every replica and across restarts, unknown to a caller that does not hold the key).
  */
+import { createHash, hkdfSync } from "node:crypto";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createRequestStateCodec,
   inputRequired,
   inputResponse,
   type ClientCapabilities,
@@ -18,15 +25,17 @@ import { BudgetExceededError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
 import { fix, renderAdvice } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
-import type { Revision } from "../mcp/revisions.js";
+import { estimateCall, type CallEstimate } from "../spend/estimate.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import type { CallToolResult } from "../tools/result.js";
-import { estimateCall, type CallEstimate } from "./estimate.js";
+import type { Revision } from "./revisions.js";
 
 /** The key of the confirmation in `inputRequests` / `inputResponses` (2026-07-28). */
 export const CONFIRM_KEY = "confirm_cost";
-/** How long a 2025 client's user has to answer: a person reads and decides; the client may cancel sooner. */
-const ELICIT_TIMEOUT_MS = 10 * 60 * 1000;
+/** How long the user has to answer: a person reads and decides; the client may cancel sooner. */
+const DECIDE_MS = 10 * 60 * 1000;
+/** Far above anything minted here; a longer value is not even checked. */
+const MAX_STATE_CHARS = 2048;
 
 const REQUESTED_SCHEMA = {
   type: "object" as const,
@@ -41,6 +50,43 @@ const REQUESTED_SCHEMA = {
   required: ["confirm"],
 };
 
+/** What an answer must have been asked for. */
+interface Question {
+  callerId: string;
+  tool: string;
+  /** The tool's checked arguments. */
+  data: unknown;
+  credits: number;
+}
+
+export interface ConfirmStates {
+  mint(question: Question): Promise<string>;
+  /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
+  verify(state: unknown, question: Question, ctx: ServerContext): Promise<boolean>;
+}
+
+/** The states of one service key: made once per runtime (runtime.ts). */
+export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmStates {
+  const key = new Uint8Array(
+    hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
+  );
+  // The payload is readable by the client: a digest of the question, never the caller's id itself.
+  const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
+  const answered = new Map<string, number>();
+  return {
+    mint: (question) => codec.mint(digestOf(question)),
+    async verify(state, question, ctx) {
+      if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
+      // Malformed, altered or expired: no answer, whatever the reason.
+      if ((await codec.verify(state, ctx).catch(() => undefined)) !== digestOf(question)) return false;
+      const now = Date.now();
+      for (const [used, until] of answered) if (until <= now) answered.delete(used);
+      answered.set(state, now + DECIDE_MS);
+      return true;
+    },
+  };
+}
+
 export type SpendGate =
   | { go: true }
   /** Answer this instead: a confirmation request (2026-07-28) or the user's decline. */
@@ -52,6 +98,7 @@ export interface GateInput {
   tool: string;
   data: unknown;
   deps: ServerDeps;
+  states: ConfirmStates;
   revision: Revision;
   ctx: ServerContext;
   /** What the 2025 client declared at `initialize`; undefined where none is known (2025 over HTTP). */
@@ -59,40 +106,42 @@ export interface GateInput {
 }
 
 export async function checkSpend(input: GateInput): Promise<SpendGate> {
-  const limits = input.deps.config.spend;
+  const { deps, ctx } = input;
+  const limits = deps.config.spend;
   const estimate = estimateCall(input.tool, input.data);
   if (limits === undefined || estimate === undefined) return { go: true };
   const reason = confirmationReason(estimate, limits);
   if (reason === undefined) return { go: true };
   const message = `Start ${estimate.what} for about ${estimate.credits} credits?`;
+  const answer = (content: unknown, accepted: boolean): SpendGate =>
+    accepted && isObject(content) && content["confirm"] === true ? { go: true } : declined(input, estimate);
   if (input.revision.era === "modern") {
     const question = {
-      callerId: input.deps.callerId,
+      callerId: deps.callerId,
       tool: input.tool,
       data: input.data,
       credits: estimate.credits,
     };
-    const states = input.deps.confirmStates;
     // An answer without our requestState for this very call answers nothing we asked: a client could
     // otherwise approve its own cost on its first call.
-    const view = (await states.verify(input.ctx.mcpReq.requestState(), question, input.ctx))
-      ? inputResponse(input.ctx.mcpReq.inputResponses, CONFIRM_KEY)
+    const view = (await input.states.verify(ctx.mcpReq.requestState(), question, ctx))
+      ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY)
       : undefined;
-    if (view?.kind === "elicit")
-      return view.action === "accept" && confirmed(view.content) ? { go: true } : declined(input, estimate);
-    if (!formElicitation(modernCapabilities(input.ctx)?.elicitation)) return refuse(input, estimate, reason);
+    if (view?.kind === "elicit") return answer(view.content, view.action === "accept");
+    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+    const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+    if (!formElicitation(declared?.elicitation)) return refuse(input, estimate, reason);
     const asked = inputRequired({
       inputRequests: {
         [CONFIRM_KEY]: inputRequired.elicit({ mode: "form", message, requestedSchema: REQUESTED_SCHEMA }),
       },
-      requestState: await states.mint(question),
+      requestState: await input.states.mint(question),
     });
-    return { answer: asked as unknown as Result };
+    return { answer: asked };
   }
   if (!formElicitation(input.clientCapabilities?.elicitation)) return refuse(input, estimate, reason);
-  let answer: { action?: unknown; content?: unknown };
   try {
-    answer = await input.ctx.mcpReq.send(
+    const reply = await ctx.mcpReq.send(
       {
         method: "elicitation/create",
         params: {
@@ -102,17 +151,17 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
           requestedSchema: REQUESTED_SCHEMA,
         },
       },
-      { timeout: ELICIT_TIMEOUT_MS, signal: input.ctx.mcpReq.signal },
+      { timeout: DECIDE_MS, signal: ctx.mcpReq.signal },
     );
+    return answer(reply.content, reply.action === "accept");
   } catch (error) {
-    if (input.ctx.mcpReq.signal.aborted) throw error;
-    input.deps.logger.warning("The cost confirmation could not be asked", { error: String(error) });
+    if (ctx.mcpReq.signal.aborted) throw error;
+    deps.logger.warning("The cost confirmation could not be asked", { error: String(error) });
     return refuse(input, estimate, reason, "the client did not complete the confirmation request");
   }
-  return answer.action === "accept" && confirmed(answer.content) ? { go: true } : declined(input, estimate);
 }
 
-type Reason = { kind: "cap"; limit: number } | { kind: "confirm"; limit: number };
+type Reason = { kind: "cap" | "confirm"; limit: number };
 
 function confirmationReason(estimate: CallEstimate, limits: SpendLimits): Reason | undefined {
   const { maxCreditsPerCall: cap, confirmAboveCredits: confirm } = limits;
@@ -121,20 +170,9 @@ function confirmationReason(estimate: CallEstimate, limits: SpendLimits): Reason
   return undefined;
 }
 
-function confirmed(content: unknown): boolean {
-  return isObject(content) && content["confirm"] === true;
-}
-
 /** Form mode: an `elicitation` capability that is empty (form implied) or names `form`. */
 function formElicitation(capability: unknown): boolean {
-  if (!isObject(capability)) return false;
-  return Object.keys(capability).length === 0 || capability["form"] !== undefined;
-}
-
-function modernCapabilities(ctx: ServerContext): ClientCapabilities | undefined {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.["io.modelcontextprotocol/clientCapabilities"];
-  return isObject(capabilities) ? (capabilities as ClientCapabilities) : undefined;
+  return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
 }
 
 function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: string): SpendGate {
@@ -149,12 +187,9 @@ function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: 
       nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
     },
   );
-  const text = input.deps.redactor.text(renderAdvice(describe(error), input.deps.advice));
+  const described = `${error.code}: ${error.message}\nNext step: ${error.nextStep}`;
+  const text = input.deps.redactor.text(renderAdvice(described, input.deps.advice));
   return { refused: { isError: true, content: [{ type: "text", text }] } };
-}
-
-function describe(error: BudgetExceededError): string {
-  return `${error.code}: ${error.message}\nNext step: ${error.nextStep}`;
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */
@@ -162,15 +197,28 @@ function declined(input: GateInput, estimate: CallEstimate): SpendGate {
   const nextStep =
     "Do not start it again unless the user asks for it; offer a cheaper request instead if that helps (dry_run: true shows the cost).";
   const text = `Declined by the user: ${estimate.what} for about ${estimate.credits} credits was not started. Nothing was sent to the service and nothing was charged.\n${nextStep}`;
-  const structured = {
+  const structuredContent = {
     declined: true,
     estimated_credits: estimate.credits,
     next_step: nextStep,
     notes: ["The user declined the cost; nothing was started and no credits were charged."],
     ...(input.tool === "generate_image" && { image_urls: [] }),
   };
-  return {
-    declined: true,
-    answer: { content: [{ type: "text", text }], structuredContent: structured } as Result,
-  };
+  return { declined: true, answer: { content: [{ type: "text", text }], structuredContent } };
+}
+
+function digestOf(question: Question): string {
+  const text = JSON.stringify([question.callerId, question.tool, canonical(question.data), question.credits]);
+  return createHash("sha256").update(text).digest("base64url");
+}
+
+/** Keys sorted at every depth, so the same arguments give the same digest whatever order they came in. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical(value[key])]),
+  );
 }

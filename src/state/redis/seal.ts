@@ -6,7 +6,7 @@
  * the JSON text has the service key (and the process's secrets) masked, however the service echoed them.
  */
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
-import { PROCESS_REDACTOR } from "../redact.js";
+import { PROCESS_REDACTOR } from "../../redact.js";
 
 const MAC_CHARS = 43;
 

@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm, stat, writeFile, appendFile } from "node:fs/promises";
-import * as fsPromises from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { JournalEntry } from "../../src/tasks/journal.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultStateDir } from "../../src/config/index.js";
-import { JOURNAL_FILE, Journal } from "../../src/tasks/journal.js";
+import { JOURNAL_FILE, Journal } from "../../src/state/local/journal.js";
+import { StateFileError } from "../../src/state/local/store.js";
+import type { JournalEntry } from "../../src/state/records.js";
 
 const TEN_MIN = 10 * 60 * 1000;
 
@@ -24,6 +24,7 @@ describe("Journal", () => {
   let dir: string;
   let clock: number;
   const now = () => clock;
+  const onDisk = async () => JSON.parse(await readFile(join(dir, JOURNAL_FILE), "utf8")) as JournalEntry[];
 
   beforeEach(async () => {
     dir = join(await mkdtemp(join(tmpdir(), "journal-")), "state", "nested");
@@ -33,39 +34,40 @@ describe("Journal", () => {
     await rm(join(dir, "..", ".."), { recursive: true, force: true });
   });
 
-  it("creates its folder private at the first append (not before), and appends one synced line per entry", async () => {
+  it("creates its folder private at the first append (not before), and writes the entry into its file", async () => {
     const journal = await Journal.open(dir, { now });
     // Opening writes nothing: a caller that never starts a task leaves nothing on disk.
     await expect(stat(dir)).rejects.toThrow(/ENOENT/);
     await journal.append(entry("v1", clock));
     if (process.platform !== "win32") expect((await stat(dir)).mode & 0o777).toBe(0o700);
-    const text = await readFile(join(dir, JOURNAL_FILE), "utf8");
-    expect(text.endsWith("\n")).toBe(true);
-    expect(JSON.parse(text.trim())).toMatchObject({ kind: "video", id: "v1", fingerprint: "fp-v1" });
+    expect(await onDisk()).toMatchObject([{ kind: "video", id: "v1", fingerprint: "fp-v1" }]);
     if (process.platform !== "win32") expect((await stat(join(dir, JOURNAL_FILE))).mode & 0o777).toBe(0o600);
+    expect(await readdir(dir)).toEqual([JOURNAL_FILE]);
     await journal.close();
   });
 
-  it("resolves append only after the data is synced", async () => {
+  it("resolves append only after the data is synced and renamed into place", async () => {
     const journal = await Journal.open(dir, { now });
     const order: string[] = [];
-    const realOpen = fsPromises.open;
-    await fsPromises.mkdir(dir, { recursive: true });
-    // Watch the handle the journal opens: sync must come after write and before append resolves.
-    const handle = await realOpen(join(dir, JOURNAL_FILE), "a");
-    const write = handle.write.bind(handle);
-    const sync = handle.sync.bind(handle);
-    handle.write = ((...args: Parameters<typeof write>) => {
-      order.push("write");
-      return write(...args);
-    }) as typeof handle.write;
-    handle.sync = async () => {
-      await sync();
+    // The file handles the store opens share this prototype: watch their syncs.
+    const probe = await open(join(await mkdtemp(join(tmpdir(), "journal-probe-")), "probe"), "w");
+    const prototype = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const sync = prototype.sync;
+    prototype.sync = async function (this: unknown) {
+      await sync.call(this);
       order.push("sync");
     };
-    (journal as unknown as { handle: typeof handle }).handle = handle;
-    await journal.append(entry("v1", clock)).then(() => order.push("resolved"));
-    expect(order).toEqual(["write", "sync", "resolved"]);
+    try {
+      await journal.append(entry("v1", clock)).then(async () => {
+        order.push("resolved");
+        if ((await onDisk()).length === 1) order.push("in place");
+      });
+    } finally {
+      prototype.sync = sync;
+    }
+    // The temporary file's data, then the folder's entry of the rename.
+    expect(order).toEqual(["sync", "sync", "resolved", "in place"]);
     await journal.close();
   });
 
@@ -82,13 +84,12 @@ describe("Journal", () => {
     await second.close();
   });
 
-  it("tolerates a torn last line and garbage lines, and appends cleanly after them", async () => {
-    await (await Journal.open(dir, { now })).close();
-    await fsPromises.mkdir(dir, { recursive: true });
+  it("skips entries that are not journal entries, survives a file that is not JSON, and writes cleanly after", async () => {
+    await mkdir(dir, { recursive: true });
     const file = join(dir, JOURNAL_FILE);
     await writeFile(
       file,
-      `${JSON.stringify(entry("v1", clock))}\nnot json\n{"kind":"video"}\n[1,2]\n\n${JSON.stringify(entry("v2", clock)).slice(0, 30)}`,
+      JSON.stringify([entry("v1", clock), "not an entry", { kind: "video" }, [1, 2], null]),
     );
     const journal = await Journal.open(dir, { now });
     expect(journal.recent().map((e) => e.id)).toEqual(["v1"]);
@@ -97,17 +98,20 @@ describe("Journal", () => {
     const reopened = await Journal.open(dir, { now });
     expect(reopened.recent().map((e) => e.id)).toEqual(["v3", "v1"]);
     await reopened.close();
+
+    await writeFile(file, `${JSON.stringify([entry("v1", clock)]).slice(0, 30)}`);
+    const torn = await Journal.open(dir, { now });
+    expect(torn.recent()).toEqual([]);
+    await torn.append(entry("v4", clock));
+    expect((await onDisk()).map((e) => e.id)).toEqual(["v4"]);
+    await torn.close();
   });
 
-  it("serializes concurrent appends into whole lines", async () => {
+  it("keeps every one of concurrent appends, in order", async () => {
     const journal = await Journal.open(dir, { now });
     await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append(entry(`v${i}`, clock + i))));
     await journal.close();
-    const lines = (await readFile(join(dir, JOURNAL_FILE), "utf8")).trim().split("\n");
-    expect(lines).toHaveLength(40);
-    expect(lines.map((line) => (JSON.parse(line) as JournalEntry).id)).toEqual(
-      Array.from({ length: 40 }, (_, i) => `v${i}`),
-    );
+    expect((await onDisk()).map((e) => e.id)).toEqual(Array.from({ length: 40 }, (_, i) => `v${i}`));
   });
 
   it("compacts to the newest half when over its entry bound", async () => {
@@ -118,9 +122,16 @@ describe("Journal", () => {
     await journal.close();
     const reopened = await Journal.open(dir, { now, maxEntries: 10 });
     expect(reopened.recent().map((e) => e.id)).toEqual(["v11", "v10", "v9", "v8", "v7", "v6"]);
-    const files = await fsPromises.readdir(dir);
-    expect(files).toEqual([JOURNAL_FILE]);
+    expect(await readdir(dir)).toEqual([JOURNAL_FILE]);
     await reopened.close();
+  });
+
+  it("keeps an intent still waiting for its outcome through compaction, whatever its age", async () => {
+    const journal = await Journal.open(dir, { now, maxEntries: 4 });
+    await journal.append({ ...entry("lost", clock), id: undefined, phase: "intent", key: "k-lost" });
+    for (let i = 0; i < 8; i++) await journal.append(entry(`v${i}`, clock + i));
+    expect(journal.pendingIntents().map((e) => e.key)).toEqual(["k-lost"]);
+    await journal.close();
   });
 
   it("stays within its byte bound", async () => {
@@ -150,19 +161,21 @@ describe("Journal", () => {
     await journal.close();
   });
 
-  it("refresh() picks up lines another process appended", async () => {
+  it("refresh() picks up what another process wrote, and an append keeps it", async () => {
     const journal = await Journal.open(dir, { now });
     await journal.append(entry("v1", clock));
-    await appendFile(join(dir, JOURNAL_FILE), `${JSON.stringify(entry("elsewhere", clock, "fp-x"))}\n`);
+    const other = await Journal.open(dir, { now });
+    await other.append(entry("elsewhere", clock, "fp-x"));
     expect(journal.has("elsewhere")).toBe(false);
     await journal.refresh();
     expect(journal.findDuplicate("fp-x", TEN_MIN)?.id).toBe("elsewhere");
+    await other.append(entry("later", clock, "fp-y"));
     await journal.append(entry("v2", clock));
-    expect(journal.recent().map((e) => e.id)).toEqual(["v2", "elsewhere", "v1"]);
-    await journal.close();
+    expect(journal.recent().map((e) => e.id)).toEqual(["v2", "later", "elsewhere", "v1"]);
+    await Promise.all([journal.close(), other.close()]);
   });
 
-  it("appends to the new file after another process compacted it", async () => {
+  it("keeps its own entries after another process compacted the file", async () => {
     const mine = await Journal.open(dir, { now });
     await mine.append(entry("mine-1", clock));
     const other = await Journal.open(dir, { now, maxEntries: 4 });
@@ -195,19 +208,19 @@ describe("Journal", () => {
     await reopened.close();
   });
 
-  it("reports a failed append to the caller", async () => {
+  it("refuses an append it cannot write, naming the folder and GENERATION_STATE_DIR, and keeps what it had", async () => {
     const journal = await Journal.open(dir, { now });
     await journal.append(entry("v0", clock));
-    const info = await stat(join(dir, JOURNAL_FILE));
-    const broken = {
-      stat: vi.fn().mockResolvedValue(info),
-      write: vi.fn().mockRejectedValue(new Error("disk full")),
-      sync: vi.fn(),
-      close: vi.fn(),
-    };
-    (journal as unknown as { handle: unknown }).handle = broken;
-    await expect(journal.append(entry("v1", clock))).rejects.toThrow("disk full");
+    // The key's folder is a file now: nothing can be written there, as on a broken disk.
+    await rename(dir, `${dir}.away`);
+    await writeFile(dir, "not a folder");
+    const refused = await journal.append(entry("v1", clock)).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StateFileError);
+    expect(refused).toMatchObject({ code: "internal_error" });
+    expect((refused as Error).message).toContain(dir);
+    expect((refused as Error).message).toContain("GENERATION_STATE_DIR");
     expect(journal.has("v1")).toBe(false);
+    expect(journal.has("v0")).toBe(true);
   });
 });
 

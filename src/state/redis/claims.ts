@@ -1,15 +1,18 @@
 /**
  * Who starts what, across replicas: the claim on each start's fingerprint (one replica sends it, the others
- * wait for its task), the journal lines another replica needs to settle a start whose replica died, and the
- * ownership of each task when one key serves several callers. Values are sealed (seal.ts) and checked again
- * as journal lines when read back. What a replica writes here is kept in its rebuild log (redis.ts), so it is
- * written again should Redis lose its data.
+ * wait for its task), the journal entries another replica needs to settle a start whose replica died, and the
+ * owner of each task when one key serves several callers. Values are sealed and checked again as records
+ * when read back; what a replica writes is kept in its rebuild log, to write again should Redis lose it.
  */
 import { randomBytes } from "node:crypto";
-import { parseJournalLine, type JournalEntry } from "../tasks/journal.js";
-import { parseOwnedTask } from "../tasks/ownership.js";
-import type { KeyContext } from "./redis.js";
-import type { OwnershipStore, StartClaims } from "./shared-state.js";
+import {
+  parseJournalEntry,
+  parseOwnedTask,
+  type JournalEntry,
+  type OwnershipStore,
+  type StartClaims,
+} from "../records.js";
+import type { KeyContext } from "./context.js";
 
 /** Tasks each scope keeps listed at most (newest first), and how long an ownership is remembered. */
 const OWNED_MAX = 1000;
@@ -17,16 +20,15 @@ const OWNED_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export function startClaims(context: KeyContext): StartClaims {
   const { commands, owner, base, sealer } = context;
-  const claim = (fingerprint: string) => `${base}claim:${fingerprint}`;
-  const started = (fingerprint: string) => `${base}started:${fingerprint}`;
-  const intent = (fingerprint: string) => `${base}intent:${fingerprint}`;
+  const claimKey = (fingerprint: string) => `${base}claim:${fingerprint}`;
+  const startedKey = (fingerprint: string) => `${base}started:${fingerprint}`;
+  const intentKey = (fingerprint: string) => `${base}intent:${fingerprint}`;
   /** Claims this replica holds, and claims whose command failed (written or not: unknown), by fingerprint. */
   const held = new Map<string, string>();
   const uncertain = new Map<string, string>();
-  const entryOf = (text: string | null): JournalEntry | undefined => {
-    if (text === null) return undefined;
-    const value = sealer.open(text);
-    const entry = value === undefined ? undefined : parseJournalLine(JSON.stringify(value));
+  const entryOf = (text: string | null | undefined): JournalEntry | undefined => {
+    if (text === null || text === undefined) return undefined;
+    const entry = parseJournalEntry(sealer.open(text));
     if (entry === undefined) context.foreign("journal line");
     return entry;
   };
@@ -35,10 +37,9 @@ export function startClaims(context: KeyContext): StartClaims {
       // Exclusive, also within this replica; but a claim whose command failed (timed out while Redis was
       // paused) may have been written after all: the next try takes it with the same token, as its own.
       if (held.has(fingerprint)) return false;
-      const key = claim(fingerprint);
+      const key = claimKey(fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
-      const take = async (ttl: number) =>
-        Number(await commands.startClaim(key, token, Math.round(ttl))) === 1;
+      const take = async (ttl: number) => Number(await commands.takeLease(key, token, Math.round(ttl))) === 1;
       uncertain.set(fingerprint, token);
       const taken = await context.agreed(true, () => take(ttlMs));
       uncertain.delete(fingerprint);
@@ -51,39 +52,40 @@ export function startClaims(context: KeyContext): StartClaims {
     async unclaim(fingerprint) {
       const token = held.get(fingerprint);
       held.delete(fingerprint);
-      context.forget(claim(fingerprint));
+      context.forget(claimKey(fingerprint));
       if (token !== undefined)
-        await commands.releaseIfOwner(claim(fingerprint), token).catch(() => undefined);
+        await commands.releaseIfOwner(claimKey(fingerprint), token).catch(() => undefined);
     },
     async mirror(entry, ttlMs) {
       const sealed = sealer.seal(entry);
       const write = (key: string) => async (ttl: number) => commands.set(key, sealed, "PX", Math.round(ttl));
-      const intentKey = intent(entry.fingerprint);
-      const startedKey = started(entry.fingerprint);
-      if (entry.phase === "intent") context.keep(intentKey, ttlMs, write(intentKey));
-      else context.forget(intentKey);
-      if (entry.phase === "started") context.keep(startedKey, ttlMs, write(startedKey));
+      const intent = intentKey(entry.fingerprint);
+      const started = startedKey(entry.fingerprint);
+      if (entry.phase === "intent") context.keep(intent, ttlMs, write(intent));
+      else context.forget(intent);
+      if (entry.phase === "started") context.keep(started, ttlMs, write(started));
       await context.soft(undefined, async () => {
         if (entry.phase === "intent") {
-          await write(intentKey)(ttlMs);
+          await write(intent)(ttlMs);
         } else if (entry.phase === "void") {
-          const open = entryOf(await commands.get(intentKey));
-          if (open?.key === entry.key) await commands.del(intentKey);
+          if (entryOf(await commands.get(intent))?.key === entry.key) await commands.del(intent);
         } else {
-          await commands.multi().set(startedKey, sealed, "PX", Math.round(ttlMs)).del(intentKey).exec();
+          await commands.multi().set(started, sealed, "PX", Math.round(ttlMs)).del(intent).exec();
         }
       });
     },
     async read(fingerprint) {
       return context.soft({}, async () => {
-        const [startedText, intentText] = await commands.mget(started(fingerprint), intent(fingerprint));
-        const result: { started?: JournalEntry; intent?: JournalEntry } = {};
-        const startedEntry = entryOf(startedText ?? null);
-        const intentEntry = entryOf(intentText ?? null);
-        if (startedEntry?.fingerprint === fingerprint) result.started = startedEntry;
-        if (intentEntry?.fingerprint === fingerprint && intentEntry.phase === "intent")
-          result.intent = intentEntry;
-        return result;
+        const [startedText, intentText] = await commands.mget(
+          startedKey(fingerprint),
+          intentKey(fingerprint),
+        );
+        const started = entryOf(startedText);
+        const intent = entryOf(intentText);
+        return {
+          ...(started?.fingerprint === fingerprint && { started }),
+          ...(intent?.fingerprint === fingerprint && intent.phase === "intent" && { intent }),
+        };
       });
     },
   };
@@ -94,12 +96,6 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
   const ownerKey = (videoId: string) => `${base}owner:${videoId}`;
   // The scope is already a digest (Caller.scope), never a credential.
   const listKey = (scope: string) => `${base}owned:${scope}`;
-  const taskOf = (text: string | null | undefined) => {
-    if (text === null || text === undefined) return undefined;
-    const task = parseOwnedTask(sealer.open(text));
-    if (task === undefined) context.foreign("task ownership");
-    return task;
-  };
   return {
     async record(task, ttlMs) {
       const sealed = sealer.seal(task);
@@ -116,7 +112,13 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
       await context.soft(undefined, () => write(ttl));
     },
     async owner(videoId) {
-      return context.soft(undefined, async () => taskOf(await commands.get(ownerKey(videoId))));
+      return context.soft(undefined, async () => {
+        const text = await commands.get(ownerKey(videoId));
+        if (text === null) return undefined;
+        const task = parseOwnedTask(sealer.open(text));
+        if (task === undefined) context.foreign("task ownership");
+        return task;
+      });
     },
     async list(scope, offset, limit) {
       return context.soft({ ids: [], total: 0 }, async () => {

@@ -4,9 +4,9 @@
  * the service gave it (secrets masked as it is sealed, seal.ts); what is read back goes through the very
  * cleaning of a fresh answer (`toVideoStatus`), so nothing stored can reach a result unchecked.
  */
-import { toVideoStatus } from "../api/shapes.js";
-import type { KeyContext } from "./redis.js";
-import type { PollCoordinator, SharedStatus } from "./shared-state.js";
+import { toVideoStatus } from "../../api/shapes.js";
+import type { PollCoordinator, SharedStatus } from "../records.js";
+import type { KeyContext } from "./context.js";
 
 /** A task's latest status is kept this long after its last poll. */
 const STATUS_TTL_MS = 10 * 60 * 1000;
@@ -17,10 +17,10 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
   const status = (videoId: string) => `${base}status:${videoId}`;
   return {
     async lead(videoId, ttlMs) {
+      const ttl = Math.max(1, Math.round(ttlMs));
       return context.soft(
         true,
-        async () =>
-          Number(await commands.pollLead(lease(videoId), owner, Math.max(1, Math.round(ttlMs)))) === 1,
+        async () => Number(await commands.takeLease(lease(videoId), owner, ttl)) === 1,
       );
     },
     async release(videoId) {

@@ -1,0 +1,47 @@
+/**
+ * What the Redis parts of one service key share (index.ts makes it): the connections, the rules for
+ * failures, the seal of its values, and the rebuild log of what this replica wrote.
+ */
+import type { Redis } from "ioredis";
+import type { Sealer } from "./seal.js";
+
+/** The Lua scripts (scripts.ts), as index.ts defines them on the command connection. */
+export type ScriptedRedis = Redis & {
+  budgetTake(...args: Array<string | number>): Promise<number>;
+  budgetObserve(...args: Array<string | number>): Promise<number>;
+  takeLease(...args: Array<string | number>): Promise<number>;
+  releaseIfOwner(...args: Array<string | number>): Promise<number>;
+  taskFinalize(...args: Array<string | number>): Promise<string | null>;
+  spendReserve(...args: Array<string | number>): Promise<[number, number]>;
+  spendRelease(...args: Array<string | number>): Promise<number>;
+};
+
+export interface KeyContext {
+  commands: ScriptedRedis;
+  /** Runs a Redis operation; when Redis fails, reports it and answers `fallback` (fail soft). */
+  soft<T>(fallback: T, run: () => Promise<T>): Promise<T>;
+  /**
+   * Runs an operation the replicas must agree on: when Redis fails it throws SharedStateUnavailableError, or,
+   * with GENERATION_REDIS_WHEN_DOWN=alone, answers `alone`.
+   */
+  agreed<T>(alone: T, run: () => Promise<T>): Promise<T>;
+  /** This replica, in leases and claims. */
+  owner: string;
+  channel: string;
+  /** Wake-ups of the status channel, by `<digest>:<video id>`. */
+  listeners: Map<string, Set<() => void>>;
+  onError: (error: unknown) => void;
+  /** `<prefix><digest>:`: every key of this service key starts with it. */
+  base: string;
+  digest: string;
+  sealer: Sealer;
+  /** Reports a value that did not carry this key's seal (planted, torn): once per kind per minute. */
+  foreign(kind: string): void;
+  /**
+   * Records what this replica wrote under `key`, to write again (`write`, given the time left) should Redis
+   * lose its data before `ttlMs` has passed; a later entry for the key replaces it.
+   */
+  keep(key: string, ttlMs: number, write: (ttlMs: number) => Promise<unknown>): void;
+  /** Drops the entry of `key` from the rebuild log (it was settled or deleted). */
+  forget(key: string): void;
+}

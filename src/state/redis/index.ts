@@ -1,0 +1,249 @@
+/**
+ * Shared state on Redis (GENERATION_REDIS_URL), loaded lazily: only a server configured for it loads this
+ * folder and the client library. One command connection and one subscriber connection per process serve every
+ * service key. The keys of one service key are `<prefix><sha256(baseUrl + "\n" + apiKey), 16 hex>:<name>`, so
+ * neither the key nor anything that could be replayed is stored; every key has a TTL; every value read back
+ * is sealed with a key derived from the service key (seal.ts), so one another writer planted is skipped.
+ *
+ * When Redis is down, slow, full (maxmemory with noeviction) or paused for writes: a command gives up after
+ * COMMAND_TIMEOUT_MS (nothing is queued while disconnected), `ready()` is false (/readyz is 503) until a probe
+ * write succeeds again, and one line is logged when the outage starts and one when it ends. Reads, waits and
+ * polls go on with this replica's local state, but a start whose claim cannot be written is not sent
+ * (SharedStateUnavailableError): two replicas deciding alone could pay twice for one request. With
+ * GENERATION_REDIS_WHEN_DOWN=alone each replica decides alone instead, and stays ready.
+ *
+ * Redis that comes back EMPTY (restarted without persistence) lost the claims and the day's spend the
+ * replicas relied on. Every replica keeps what it wrote (its rebuild log), and an epoch key tells a lost store
+ * from a living one: a replica that finds the epoch gone or changed (on reconnecting, on its heartbeat, before
+ * anything it must agree on) writes its entries again, and a start on a fresh epoch waits until every live
+ * replica had time to notice and rebuild.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
+import type { RedisConfig } from "../../config/index.js";
+import type { Logger } from "../../logger.js";
+import { SharedStateUnavailableError, type StateHub } from "../records.js";
+import { RedisBudget } from "./budget.js";
+import { ownershipStore, startClaims } from "./claims.js";
+import type { KeyContext, ScriptedRedis } from "./context.js";
+import { pollCoordinator } from "./polls.js";
+import * as scripts from "./scripts.js";
+import { sealerFor } from "./seal.js";
+import { spendStore, taskRecords } from "./tasks.js";
+
+/** Longest any Redis command may take before the replica goes on without it. */
+export const COMMAND_TIMEOUT_MS = 1000;
+const CONNECT_TIMEOUT_MS = 2000;
+/** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
+const PROBE_INTERVAL_MS = 1000;
+/** Long enough for every live replica to notice a lost store (at most one probe later) and rebuild. */
+export const REBUILD_GRACE_MS = 3000;
+/** The epoch outlives any pause of the whole deployment by far; every heartbeat renews it. */
+const EPOCH_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Entries of the rebuild log kept at most; past it the oldest go (the newest matter most). */
+const REBUILD_MAX = 50_000;
+
+/** The address without its password, for logs. */
+export function describeRedisUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.protocol}//${parsed.host}${parsed.pathname === "/" ? "" : parsed.pathname}`;
+}
+
+/**
+ * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
+ * fatal: the hub reports not ready, logs one clear line, and keeps reconnecting in the background.
+ */
+export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
+  const shown = describeRedisUrl(config.url);
+  const common = {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: (times: number) => Math.min(100 * times, 2000),
+    maxRetriesPerRequest: 0,
+    connectionName: "generation-mcp",
+  };
+  // Commands fail at once while disconnected (nothing queued to replay late) and never wait long.
+  const commands = new Redis(config.url, {
+    ...common,
+    enableOfflineQueue: false,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+  }) as ScriptedRedis;
+  // The subscriber queues its SUBSCRIBE until connected, and resubscribes after every reconnect.
+  const subscriber = new Redis(config.url, { ...common, enableOfflineQueue: true });
+  const define = (name: string, keys: number, lua: string) =>
+    commands.defineCommand(name, { numberOfKeys: keys, lua });
+  define("budgetTake", 2, scripts.BUDGET_TAKE);
+  define("budgetObserve", 2, scripts.BUDGET_OBSERVE);
+  define("takeLease", 1, scripts.TAKE_LEASE);
+  define("releaseIfOwner", 1, scripts.RELEASE_IF_OWNER);
+  define("taskFinalize", 1, scripts.TASK_FINALIZE);
+  define("spendReserve", 1, scripts.SPEND_RESERVE);
+  define("spendRelease", 1, scripts.SPEND_RELEASE);
+
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+  const alone = config.whenDown === "alone";
+  const consequence = alone
+    ? "each replica decides alone (GENERATION_REDIS_WHEN_DOWN=alone) until it is back"
+    : "/readyz reports not ready and starts are refused (nothing is sent or charged) until it is back";
+  const probeKey = `${config.prefix}probe:${owner}`;
+  /** While connecting at start: the failure is said once, in the start's own line below. */
+  let starting = true;
+  // One outage, one line: `down` is set by the first failure and cleared only by a write that succeeds.
+  let down = false;
+  const markDown = (error: unknown) => {
+    if (down) return;
+    down = true;
+    if (!starting)
+      logger.warning(`Redis at ${shown} ${describeFailure(error, commands.status)}: ${consequence}.`);
+  };
+  const probe = async () => {
+    if (!down && commands.status !== "ready") return;
+    try {
+      await commands.set(probeKey, "1", "PX", 10_000);
+      await checkEpoch();
+    } catch (error) {
+      markDown(error);
+      return;
+    }
+    if (!down) return;
+    down = false;
+    logger.info(`Redis at ${shown} accepts writes again; shared state resumes.`);
+  };
+  // A replica with no traffic learns of an outage too (and /readyz with it), and of a store that lost its
+  // data: a small write and a look at the epoch every second.
+  const heartbeat = setInterval(() => void probe(), PROBE_INTERVAL_MS);
+  heartbeat.unref();
+
+  // The store's epoch: written by the first replica to find none, renewed by every heartbeat. One gone or
+  // changed means Redis lost its data: this replica's rebuild log is written again.
+  const rebuild = new Map<string, { until: number; write: (ttlMs: number) => Promise<unknown> }>();
+  const epochKey = `${config.prefix}epoch`;
+  let epoch: { id: string; at: number } | undefined;
+  let checking: Promise<{ id: string; at: number }> | undefined;
+  const readEpoch = async () => {
+    await commands.set(epochKey, `${randomBytes(8).toString("hex")}:${Date.now()}`, "PX", EPOCH_TTL_MS, "NX");
+    await commands.pexpire(epochKey, EPOCH_TTL_MS);
+    const [id = "", at = "0"] = ((await commands.get(epochKey)) ?? "").split(":");
+    const current = { id, at: Number(at) || 0 };
+    if (epoch?.id !== current.id) {
+      let written = 0;
+      for (const [key, entry] of [...rebuild]) {
+        const left = entry.until - Date.now();
+        if (left <= 0) rebuild.delete(key);
+        else await entry.write(left).then(() => (written += 1));
+      }
+      if (epoch !== undefined) {
+        logger.warning(
+          `Redis at ${shown} came back without the shared state (restarted empty?): this replica wrote its ${written} entries (start claims, the day's spend, task records) again. Persistence (appendonly yes) keeps them across a restart.`,
+        );
+      }
+    }
+    epoch = current;
+    return current;
+  };
+  const checkEpoch = () => (checking ??= readEpoch().finally(() => (checking = undefined)));
+
+  commands.on("error", markDown);
+  subscriber.on("error", () => undefined);
+  commands.on("ready", () => void probe());
+
+  const channel = `${config.prefix}status`;
+  const listeners = new Map<string, Set<() => void>>();
+  subscriber.on("message", (_channel: string, message: string) => {
+    for (const wake of listeners.get(message) ?? []) wake();
+  });
+  const subscribed = subscriber.subscribe(channel).catch(() => undefined);
+  try {
+    await commands.connect();
+    await subscribed;
+    logger.info(`Shared state on Redis at ${shown} (prefix ${JSON.stringify(config.prefix)}).`);
+  } catch {
+    down = true;
+    logger.error(
+      `Redis at ${shown} did not answer at start: ${alone ? "each replica decides alone (GENERATION_REDIS_WHEN_DOWN=alone)" : "/readyz reports not ready; starts are refused (nothing is sent or charged); reads and waits are served with this replica's local state"} until it answers.`,
+    );
+  }
+  starting = false;
+
+  const reported = new Map<string, number>();
+  const shared: Omit<KeyContext, "base" | "digest" | "sealer"> = {
+    commands,
+    owner,
+    channel,
+    listeners,
+    onError: markDown,
+    soft: (fallback, run) =>
+      run().catch((error: unknown) => {
+        markDown(error);
+        return fallback;
+      }),
+    // Before anything replicas must agree on: the epoch is ours, and old enough that every replica rebuilt.
+    agreed: (fallback, run) =>
+      checkEpoch()
+        .then(({ at }) => {
+          // Capped: an epoch written by a replica whose clock runs ahead.
+          const wait = Math.min(at + REBUILD_GRACE_MS - Date.now(), REBUILD_GRACE_MS);
+          return wait > 0 ? sleep(wait) : undefined;
+        })
+        .then(run)
+        .catch((error: unknown) => {
+          markDown(error);
+          if (alone) return fallback;
+          throw new SharedStateUnavailableError();
+        }),
+    foreign: (kind) => {
+      if (Date.now() - (reported.get(kind) ?? 0) < 60_000) return;
+      reported.set(kind, Date.now());
+      logger.warning(
+        `A ${kind} read from Redis at ${shown} did not carry this deployment's seal (written by something else, or damaged); it was skipped.`,
+      );
+    },
+    keep: (key, ttlMs, write) => {
+      rebuild.delete(key);
+      rebuild.set(key, { until: Date.now() + ttlMs, write });
+      if (rebuild.size > REBUILD_MAX) rebuild.delete(rebuild.keys().next().value ?? "");
+    },
+    forget: (key) => void rebuild.delete(key),
+  };
+  return {
+    ready: () => alone || (commands.status === "ready" && !down),
+    forKey: (target, { local }) => {
+      const digest = createHash("sha256")
+        .update(`${target.baseUrl}\n${target.apiKey}`)
+        .digest("hex")
+        .slice(0, 16);
+      const context: KeyContext = {
+        ...shared,
+        base: `${config.prefix}${digest}:`,
+        digest,
+        sealer: sealerFor(target.baseUrl, target.apiKey),
+      };
+      return {
+        budget: new RedisBudget(context, local),
+        polls: pollCoordinator(context),
+        claims: startClaims(context),
+        tasks: taskRecords(context),
+        owners: ownershipStore(context),
+        spend: spendStore(context),
+      };
+    },
+    async close() {
+      clearInterval(heartbeat);
+      commands.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
+
+/** What went wrong, in the words an operator needs (never a value from Redis). */
+function describeFailure(error: unknown, status: string): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/^OOM\b/.test(message)) return "refuses writes (out of memory: maxmemory reached with noeviction)";
+  if (/^(READONLY|MISCONF)\b/.test(message)) return `refuses writes (${message.split(" ")[0]})`;
+  if (/timed? ?out/i.test(message))
+    return `did not answer within ${COMMAND_TIMEOUT_MS} ms (paused or overloaded)`;
+  if (status !== "ready") return "is unreachable";
+  return "failed a command";
+}

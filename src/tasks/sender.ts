@@ -1,0 +1,234 @@
+/**
+ * One start, on the wire and in the journal, once the duplicate guard (starter.ts) decided it is new: the
+ * caller's day is reserved and the intent written (mirrored to the other replicas) before the POST leaves;
+ * the start is sent under one Idempotency-Key, again only after a 429 (which the service answers before doing
+ * anything); then the entry that settles the intent: the task that was started (with its owner, for a caller
+ * of a shared key) or "void" when nothing was. An intent that cannot be written refuses the start; a settling
+ * entry that cannot be written is logged: the task id still reaches the caller in the answer.
+ */
+import { randomUUID } from "node:crypto";
+import { AbortedError, GenerationError } from "../api/errors.js";
+import {
+  DEFAULT_MAX_WAIT_MS,
+  MAX_FOREGROUND_429_WAIT_MS,
+  MIN_RETRY_DELAY_MS,
+  tooLongToWait,
+  type RateBudget,
+} from "../api/rate-budget.js";
+import { safeId } from "../api/shapes.js";
+import type { GenerateImageBody, GenerateVideoBody, ImageResult, JsonObject } from "../api/types.js";
+import { metrics } from "../metrics.js";
+import { resolveVideoModel } from "../models.js";
+import type { DailySpend } from "../spend/daily.js";
+import type { Journal } from "../state/local/journal.js";
+import type { Ownership } from "../state/local/owners.js";
+import type { JournalEntry, StartClaims, TaskLogger } from "../state/records.js";
+
+/** Time kept for the history lookup when a start's own deadline is near. */
+export const RECONCILE_RESERVE_MS = 5000;
+
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** A video task as its start's answer or the history gave it. */
+export interface StartedTask {
+  video_id: string;
+  status: string | undefined;
+  raw: JsonObject;
+}
+
+/** What one start needs to know of its call. */
+export interface SendOptions {
+  fingerprint: string;
+  signal?: AbortSignal | undefined;
+  deadline?: number | undefined;
+  scope?: string | undefined;
+  spend?: { callerId: string; credits: number; what: string } | undefined;
+}
+
+export interface SenderParts {
+  journal: Journal;
+  budget: RateBudget;
+  /** Where the entries are mirrored for other replicas; undefined: this process alone. */
+  claims: StartClaims | undefined;
+  ownership: Ownership | undefined;
+  daily: DailySpend | undefined;
+  windowMs: number;
+  now: () => number;
+  sleep: Sleep;
+  logger: TaskLogger;
+}
+
+export class StartSender {
+  readonly journal: Journal;
+  /** Intents this process wrote: they are not an earlier run's lost answers. */
+  private readonly ownKeys = new Set<string>();
+
+  constructor(readonly parts: SenderParts) {
+    this.journal = parts.journal;
+  }
+
+  isOwnIntent(key: string): boolean {
+    return this.ownKeys.has(key);
+  }
+
+  /**
+   * Sends one start. Answers the task, or the ambiguous failure (it may have been processed: the intent
+   * stays open); a failure the service said it did nothing for settles the intent, gives the day's
+   * reservation back and is thrown.
+   */
+  async send<T>(
+    kind: "video" | "image",
+    body: GenerateVideoBody | GenerateImageBody,
+    options: SendOptions,
+    attempt: (idempotencyKey: string) => Promise<T>,
+  ): Promise<{ task: T; intent: JournalEntry } | { error: GenerationError; intent: JournalEntry }> {
+    const { daily } = this.parts;
+    const spend = options.spend;
+    const reservation = spend && (await daily?.reserve(spend.callerId, spend.credits, spend.what));
+    const key = randomUUID();
+    const intent: JournalEntry = {
+      kind,
+      phase: "intent",
+      key,
+      id: undefined,
+      fingerprint: options.fingerprint,
+      started_at: this.parts.now(),
+      request: { ...body },
+      ...(options.scope !== undefined && { scope: options.scope }),
+    };
+    this.ownKeys.add(key);
+    try {
+      await this.journal.append(intent);
+      await this.parts.claims?.mirror(intent, this.parts.windowMs);
+    } catch (error) {
+      await reservation?.release();
+      throw error;
+    }
+    try {
+      const task = await this.withOneRetry(options, () => attempt(key));
+      countStarted(kind, options);
+      return { task, intent };
+    } catch (error) {
+      if (isAmbiguous(error)) {
+        countStarted(kind, options);
+        return { error, intent };
+      }
+      await this.recordVoid(intent);
+      await reservation?.release();
+      throw error;
+    }
+  }
+
+  /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
+  async recordVideo(task: StartedTask, intent: JournalEntry, body: GenerateVideoBody): Promise<void> {
+    const { scope } = intent;
+    await this.record({
+      ...intent,
+      phase: "started",
+      id: task.video_id,
+      request: { ...body },
+      ...(task.status !== undefined && { status: task.status }),
+    });
+    if (scope === undefined) return;
+    await this.parts.ownership?.record({
+      video_id: task.video_id,
+      scope,
+      started_at: intent.started_at,
+      prompt: body.prompt,
+      model: resolveVideoModel(body.model) ?? body.model,
+    });
+  }
+
+  /** Journals a started image task with its URLs (the service keeps no image history to find them in). */
+  async recordImage(result: ImageResult, intent: JournalEntry, body: GenerateImageBody): Promise<void> {
+    const id = [result.raw["image_id"], result.raw["id"], result.raw["task_id"]].find(
+      (value) =>
+        (typeof value === "string" && value !== "") || (typeof value === "number" && Number.isFinite(value)),
+    );
+    await this.record({
+      ...intent,
+      phase: "started",
+      id: safeId(typeof id === "number" ? String(id) : id),
+      request: { ...body },
+      result: { image_urls: result.image_urls },
+    });
+  }
+
+  /** Settles an intent (or declares a task stale) without a task of its own. */
+  async recordVoid(entry: JournalEntry, id?: string): Promise<void> {
+    const { kind, key, fingerprint } = entry;
+    const started_at = this.parts.now();
+    await this.record({ kind, phase: "void", ...(key && { key }), id, fingerprint, started_at, request: {} });
+  }
+
+  async refresh(): Promise<void> {
+    await this.journal.refresh().catch((error: unknown) => {
+      this.parts.logger("warning", "Could not re-read the task journal.", { error: String(error) });
+    });
+  }
+
+  /** A settling entry: logged, never thrown, when it cannot be written. */
+  private async record(entry: JournalEntry): Promise<void> {
+    try {
+      await this.journal.append(entry);
+      await this.parts.claims?.mirror(entry, this.parts.windowMs);
+    } catch (error) {
+      this.parts.logger(
+        "error",
+        "Could not write the task journal; this task is not protected against a crash.",
+        {
+          id: entry.id,
+          path: this.journal.path,
+          error: String(error),
+        },
+      );
+    }
+  }
+
+  /** Sent again once after a 429 (the service refused it before acting), when its reset fits the call. */
+  private async withOneRetry<T>(options: SendOptions, attempt: () => Promise<T>): Promise<T> {
+    if (options.signal?.aborted) throw new AbortedError();
+    try {
+      return await attempt();
+    } catch (error) {
+      if (
+        !(error instanceof GenerationError) ||
+        error.code !== "rate_limit_exceeded" ||
+        error.maybeProcessed
+      ) {
+        throw error;
+      }
+      const { now, budget } = this.parts;
+      const delay =
+        error.retryAtMs === undefined
+          ? budget.retryDelayMs()
+          : Math.min(DEFAULT_MAX_WAIT_MS, Math.max(MIN_RETRY_DELAY_MS, error.retryAtMs - now()));
+      const left = options.deadline === undefined ? Infinity : options.deadline - now();
+      if (delay > Math.min(MAX_FOREGROUND_429_WAIT_MS, left - RECONCILE_RESERVE_MS)) {
+        throw tooLongToWait(error, delay);
+      }
+      this.parts.logger("info", "The start was refused by the rate limit; retrying once after the reset.", {
+        delay_ms: delay,
+      });
+      await this.parts.sleep(delay, options.signal);
+      return await attempt();
+    }
+  }
+}
+
+/** A start that was sent (and may have been charged) counts in the metrics' credits started. */
+function countStarted(kind: "video" | "image", options: SendOptions): void {
+  if (options.spend === undefined) return;
+  metrics().creditsStarted(kind === "video" ? "generate_video" : "generate_image", options.spend.credits);
+}
+
+/**
+ * The HTTP layer marks a start that may have been processed (timeout after sending, broken connection, 5xx);
+ * a 5xx or timeout is treated the same even when unmarked. A connection that never opened is not.
+ */
+function isAmbiguous(error: unknown): error is GenerationError {
+  return (
+    error instanceof GenerationError &&
+    (error.maybeProcessed || ["timeout", "internal_error", "upstream_error"].includes(error.code))
+  );
+}

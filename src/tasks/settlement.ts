@@ -1,0 +1,235 @@
+/**
+ * Settling a video start whose answer was lost (an ambiguous failure, a crash, a timeout that said "a charge
+ * is possible"): the newest page of the service's history is searched for it, never handing over a task this
+ * server already knows. A found task is journaled as started. One not found yet may still appear (a proxy or
+ * the service's own queue can hold a start for a while), so it is looked for again in the background until the
+ * duplicate window ends; only then is it settled as never processed. The intents an earlier run left behind
+ * are looked up once, then the same way. Images have no history: their lost starts are left to the user.
+ */
+import { GenerationError } from "../api/errors.js";
+import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
+import type { GenerateVideoBody, GenerationApi, JsonObject } from "../api/types.js";
+import { resolveVideoModel } from "../models.js";
+import type { JournalEntry } from "../state/records.js";
+import { normalizePrompt } from "./fingerprint.js";
+import type { SenderParts, StartSender, StartedTask } from "./sender.js";
+
+/** Clock difference tolerated between us and the service when matching a history item to our request. */
+export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
+const RECONCILE_PAGE_LIMIT = 50;
+const RECONCILE_PAUSE_MS = 2000;
+/** An unsettled intent older than this is not looked up at all: the history page would not show it. */
+const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
+/** The background search of a lost start: its first pause, doubled each time up to the last. */
+const BACKGROUND_FIRST_PAUSE_MS = 5_000;
+const BACKGROUND_MAX_PAUSE_MS = 60_000;
+
+export interface SettlementOptions {
+  api: Pick<GenerationApi, "listVideos">;
+  /** Its journal, clock and logger; the duplicate window, during which a lost start is looked for. */
+  sender: StartSender;
+  /** Ends the background searches (the runtime is closing). */
+  stopping: AbortSignal | undefined;
+}
+
+export class Settlement {
+  /** Whether the intents an earlier run left behind have been looked up. */
+  private leftoversSettled = false;
+  /** Lost starts being looked for in the background, by Idempotency-Key. */
+  private readonly searching = new Set<string>();
+
+  private readonly sender: StartSender;
+  private readonly parts: SenderParts;
+
+  constructor(private readonly options: SettlementOptions) {
+    this.sender = options.sender;
+    this.parts = options.sender.parts;
+  }
+
+  /**
+   * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
+   * once, before this process starts anything: a found task is journaled; one not found is looked for in the
+   * background while inside the duplicate window, and settled as never processed once outside.
+   */
+  async settleLeftovers(deadline: number | undefined): Promise<void> {
+    if (this.leftoversSettled) return;
+    const { sender } = this;
+    const { now, windowMs } = this.parts;
+    const at = now();
+    const leftovers = sender.journal.pendingIntents().filter((entry) => !sender.isOwnIntent(entry.key ?? ""));
+    const fresh = leftovers.filter((entry) => at - entry.started_at <= SETTLE_MAX_AGE_MS);
+    for (const stale of leftovers.filter((entry) => !fresh.includes(entry))) await sender.recordVoid(stale);
+    // Images have no history to look in: an identical request is refused while one is open (starter.ts).
+    const videos = fresh.filter((entry) => entry.kind === "video");
+    if (videos.length > 0) {
+      const items = await this.history("foreground", deadline);
+      if (items === undefined) return;
+      const known = await this.knownAmong(items);
+      for (const intent of videos) {
+        const request = intent.request as GenerateVideoBody;
+        const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, known);
+        if (found) {
+          this.parts.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
+            video_id: found.video_id,
+          });
+          await sender.recordVideo(found, intent, request);
+        } else if (at - intent.started_at > windowMs) {
+          await sender.recordVoid(intent);
+        } else {
+          this.settleLater(intent);
+        }
+      }
+    }
+    this.leftoversSettled = true;
+  }
+
+  /**
+   * Keeps looking for a lost video start in the history, in the background and at background priority, until
+   * it appears (it is then journaled, so an identical request gets it as reused) or the duplicate window ends
+   * (it is then settled as never processed, and an identical request may start again).
+   */
+  settleLater(intent: JournalEntry): void {
+    const { key } = intent;
+    if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
+    this.searching.add(key);
+    const { sender } = this;
+    const { now, windowMs, logger } = this.parts;
+    const request = intent.request as GenerateVideoBody;
+    const open = () => sender.journal.pendingIntents().some((entry) => entry.key === key);
+    const search = async () => {
+      for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
+        const left = intent.started_at + windowMs - now();
+        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.options.stopping);
+        if (!open()) return;
+        if (now() - intent.started_at >= windowMs) {
+          logger("info", "A lost start did not appear in the history within the duplicate window.", {});
+          return sender.recordVoid(intent);
+        }
+        const found = await this.findOnce(request, intent.started_at, "background");
+        if (found === undefined || !open()) continue;
+        logger("info", "A start whose answer was lost appeared in the history.", {
+          video_id: found.video_id,
+        });
+        return sender.recordVideo(found, intent, request);
+      }
+    };
+    void search()
+      .catch(() => undefined)
+      .finally(() => this.searching.delete(key));
+  }
+
+  /**
+   * Looks for our task in the newest page of the history, twice a moment apart (the service may list a new
+   * task a moment after creating it), within the deadline.
+   */
+  async reconcile(
+    body: GenerateVideoBody,
+    sentAt: number,
+    deadline: number | undefined,
+  ): Promise<StartedTask | undefined> {
+    const first = await this.findOnce(body, sentAt, "foreground", deadline);
+    if (first || (deadline !== undefined && this.parts.now() + RECONCILE_PAUSE_MS + 1000 > deadline))
+      return first;
+    await this.parts.sleep(RECONCILE_PAUSE_MS);
+    return this.findOnce(body, sentAt, "foreground", deadline);
+  }
+
+  /** One look at the newest page of the history; a failing history call counts as "not found". */
+  private async findOnce(
+    body: GenerateVideoBody,
+    sentAt: number,
+    priority: "foreground" | "background",
+    deadline?: number,
+  ): Promise<StartedTask | undefined> {
+    const items = await this.history(priority, deadline);
+    return items && pickMatch(items, body, sentAt - RECONCILE_SKEW_MS, await this.knownAmong(items));
+  }
+
+  private async history(priority: "foreground" | "background", deadline: number | undefined) {
+    try {
+      const page = await this.options.api.listVideos(
+        { page: 1, limit: RECONCILE_PAGE_LIMIT },
+        { priority, ...(deadline !== undefined && { deadline }), signal: this.options.stopping },
+      );
+      return page.items;
+    } catch (error) {
+      this.parts.logger("warning", "Could not read the history to settle a start whose answer was lost.", {
+        code: error instanceof GenerationError ? error.code : undefined,
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * Which of these history items are tasks this server already knows: in the journal, or started by some
+   * caller of this key (on any replica). Settlement must never hand one of them over as a lost start.
+   */
+  private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
+    const owned = new Set<string>();
+    const { sender } = this;
+    const { ownership } = this.parts;
+    if (ownership !== undefined) {
+      const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
+      await Promise.all(ids.map(async (id) => (await ownership.isOwned(id)) && owned.add(id)));
+    }
+    return (id) => owned.has(id) || sender.journal.has(id);
+  }
+}
+
+/**
+ * Which history item is the task a start whose answer was lost created: same prompt, same model when the item
+ * names one, same duration and aspect ratio when both say, created no earlier than the send (less clock skew)
+ * when it carries a time, and not a task this server already knows; the newest candidate wins.
+ */
+export function pickMatch(
+  items: JsonObject[],
+  body: GenerateVideoBody,
+  notBefore: number,
+  known: (id: string) => boolean,
+): StartedTask | undefined {
+  const prompt = normalizePrompt(body.prompt);
+  const model = resolveVideoModel(body.model) ?? body.model;
+  let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;
+  for (const item of items) {
+    // Items may nest their fields (`task.id`, `request.prompt` ...): the same bounded finders as every answer.
+    const id = findVideoId(item);
+    if (id === undefined || known(id)) continue;
+    const itemPrompt = findPrompt(item);
+    if (itemPrompt === undefined || normalizePrompt(itemPrompt) !== prompt) continue;
+    const itemModel = findModel(item);
+    if (itemModel !== undefined && (resolveVideoModel(itemModel) ?? itemModel) !== model) continue;
+    if (!sameWhenBothPresent(requestField(item, "duration"), body.duration)) continue;
+    if (!sameWhenBothPresent(requestField(item, "aspect_ratio"), body.aspect_ratio)) continue;
+    const createdAt = readTime(findCreatedAt(item));
+    if (createdAt !== undefined && createdAt < notBefore) continue;
+    // The newest candidate wins; without times, the service's order (newest first, usually) decides.
+    if (!best || (createdAt !== undefined && (best.createdAt === undefined || createdAt > best.createdAt))) {
+      best = { item, id, createdAt };
+    }
+  }
+  return best && { video_id: best.id, status: findStatus(best.item), raw: best.item };
+}
+
+/** A request parameter as a history item echoes it: at its top level, or under request/input/params. */
+function requestField(item: JsonObject, key: string): unknown {
+  if (item[key] !== undefined) return item[key];
+  for (const holder of ["request", "input", "params", "parameters"]) {
+    const nested = item[holder];
+    if (isObject(nested) && nested[key] !== undefined) return nested[key];
+  }
+  return undefined;
+}
+
+function sameWhenBothPresent(itemValue: unknown, sent: string | number | undefined): boolean {
+  if (sent === undefined || itemValue === undefined || itemValue === null) return true;
+  return typeof sent === "number" ? Number(itemValue) === sent : String(itemValue) === sent;
+}
+
+/** ISO text, epoch seconds or epoch milliseconds; undefined when unreadable. */
+function readTime(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value;
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return readTime(Number(value));
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? undefined : parsed;
+}
