@@ -10,7 +10,7 @@ import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
 import { metrics } from "../metrics.js";
-import { sleep } from "../sleep.js";
+import { sleep } from "./sleep.js";
 import { cleanText } from "../redact.js";
 import {
   ASK_USER,

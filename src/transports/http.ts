@@ -15,23 +15,33 @@
  * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
  * does not store (any replica accepts any value, or none); a cancel names the call by caller, that id and the
  * request id.
- *
- * Host and Origin are checked here rather than with the SDK's validators: those compare host names only,
- * and this server also holds a Host to its own port (and an Origin to its scheme, name and port).
+ * The checks themselves are in http-guards.ts.
  */
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { authFor, isRefusal, type Auth } from "../auth/bearer.js";
 import { missingScopes, type Caller } from "../auth/caller.js";
-import { isLoopbackHost, type Config, type HttpConfig } from "../config/index.js";
+import type { Config, HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
 import { startMetrics, type MetricsEndpoint } from "../metrics.js";
 import { registerSecret } from "../redact.js";
 import { RuntimePool, type PooledRuntime } from "../runtime-pool.js";
 import type { KeyParts, Session } from "../mcp/session.js";
+import {
+  answerMetrics,
+  busy,
+  callerSlots,
+  effectiveHosts,
+  hostAllowed,
+  json,
+  jsonRpcError,
+  preflight,
+  readBody,
+  sameOrigin,
+} from "./http-guards.js";
 
 /** Longest a client may take to send its headers, and its whole request. */
 export const HEADERS_TIMEOUT_MS = 10_000;
@@ -40,8 +50,6 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 const BUFFERED_BODIES = 16;
 /** Bodies one caller may have being read at once. */
 const BODIES_PER_CALLER = 4;
-const CORS_HEADERS =
-  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
 /** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
 const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
 /**
@@ -120,30 +128,6 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
     auth.oauth?.close();
     throw error;
   }
-}
-
-interface Slots {
-  take(callerId: string, count: number): (() => void) | undefined;
-}
-
-/** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
-function callerSlots(max: number): Slots {
-  const held = new Map<string, number>();
-  return {
-    take(callerId, count) {
-      const now = held.get(callerId) ?? 0;
-      if (count > 0 && now + count > max) return undefined;
-      held.set(callerId, now + count);
-      let given = false;
-      return () => {
-        if (given) return;
-        given = true;
-        const left = (held.get(callerId) ?? 0) - count;
-        if (left > 0) held.set(callerId, left);
-        else held.delete(callerId);
-      };
-    },
-  };
 }
 
 async function startHttpServer(
@@ -238,14 +222,7 @@ async function startHttpServer(
       });
     }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
-    if (req.method === "OPTIONS" && listed) {
-      res.writeHead(204, {
-        "access-control-allow-methods": "POST, OPTIONS",
-        "access-control-allow-headers": CORS_HEADERS,
-        "access-control-max-age": "600",
-      });
-      return void res.end();
-    }
+    if (req.method === "OPTIONS" && listed) return preflight(res);
     if (req.method !== "POST") {
       // Stateless: there is no session stream to GET and no session to DELETE.
       res.setHeader("allow", "POST");
@@ -416,134 +393,4 @@ async function startHttpServer(
       server.closeAllConnections();
     },
   };
-}
-
-/**
- * The Host values served: those configured, else (loopback only) the loopback names with the port and the
- * public address (GENERATION_PUBLIC_URL) when there is one. A Host header a DNS-rebinding page would send
- * (its own name) is then refused.
- */
-function effectiveHosts(config: HttpConfig, port: number): Set<string> {
-  if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
-  const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
-  if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
-  const served = new Set([...names].map((name) => `${name}:${port}`));
-  // Behind a reverse proxy that passes the public Host on: the public address is this server's too.
-  if (config.oauth !== undefined) served.add(new URL(config.oauth.publicUrl).host.toLowerCase());
-  return served;
-}
-
-/** A configured entry without a port allows the name on any port. */
-function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
-  const host = header?.trim().toLowerCase();
-  return host !== undefined && (allowed.has(host) || allowed.has(host.replace(/:\d+$/, "")));
-}
-
-/** An Origin whose host (and port) is one this server answers to. */
-function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolean {
-  const url = URL.canParse(origin) ? new URL(origin) : undefined;
-  return (url?.protocol === "http:" || url?.protocol === "https:") && hostAllowed(url.host, allowed);
-}
-
-/**
- * Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. The bytes
- * held by every body being read count against `budget`: past it this body is refused (`busy`) rather than
- * buffered, so many slow senders cannot hold the memory of many full bodies.
- */
-function readBody(
-  req: IncomingMessage,
-  limit: number,
-  budget: { buffered: number; limit: number },
-): Promise<{ text: string } | "too-large" | "aborted" | "busy"> {
-  if (Number(req.headers["content-length"]) > limit) {
-    req.resume();
-    return Promise.resolve("too-large");
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (body: { text: string } | "too-large" | "aborted" | "busy") => {
-      if (settled) return;
-      settled = true;
-      budget.buffered -= size;
-      req.off("data", onData);
-      resolve(body);
-    };
-    const onData = (chunk: Buffer) => {
-      if (size + chunk.length > limit) {
-        req.resume();
-        return settle("too-large");
-      }
-      if (budget.buffered + chunk.length > budget.limit) {
-        // Stop reading this one: the connection is closed once the refusal is written.
-        req.pause();
-        return settle("busy");
-      }
-      size += chunk.length;
-      budget.buffered += chunk.length;
-      chunks.push(chunk);
-    };
-    req.on("data", onData);
-    req.once("end", () => settle({ text: Buffer.concat(chunks, size).toString("utf8") }));
-    req.once("error", () => settle("aborted"));
-    req.once("close", () => {
-      if (!req.complete) settle("aborted");
-    });
-  });
-}
-
-/** A refusal for load: try again in a moment; the connection is closed so its unread body goes too. */
-function busy(res: ServerResponse, message: string): void {
-  res.setHeader("retry-after", "1");
-  res.setHeader("connection", "close");
-  jsonRpcError(res, 503, -32000, `${message} Retry in a moment.`);
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-  });
-  res.end(text);
-}
-
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  json(res, status, { jsonrpc: "2.0", error: { code, message }, id: null });
-}
-
-/**
- * `GET /metrics`: the Prometheus text. Its labels hold no key, token, subject, prompt or id, so it needs no
- * caller's credentials; with GENERATION_METRICS_TOKEN set, a scrape must present that token (compared as
- * digests, so neither its length nor its content leaks through timing).
- */
-async function answerMetrics(
-  req: IncomingMessage,
-  res: ServerResponse,
-  metrics: MetricsEndpoint,
-  token: string | undefined,
-): Promise<void> {
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    res.setHeader("allow", "GET, HEAD");
-    return json(res, 405, { error: "method_not_allowed", message: "GET /metrics." });
-  }
-  const digest = (text: string) => createHash("sha256").update(text).digest();
-  const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1] ?? "";
-  if (token !== undefined && !timingSafeEqual(digest(presented), digest(token))) {
-    res.setHeader("www-authenticate", 'Bearer realm="metrics"');
-    return json(res, 401, {
-      error: "unauthorized",
-      message: "Send the metrics token (GENERATION_METRICS_TOKEN) as 'Authorization: Bearer <token>'.",
-    });
-  }
-  const { contentType, text } = await metrics.scrape();
-  res.writeHead(200, {
-    "content-type": contentType,
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-  });
-  res.end(req.method === "HEAD" ? undefined : text);
 }

@@ -70,7 +70,7 @@ describe("build inputs", () => {
         () => renameSync(path.join(root, "src/models.ts"), path.join(root, "src/m.ts")),
         () => undefined,
       ],
-      ["a source removed", () => rmSync(path.join(root, "src/sleep.ts")), () => undefined],
+      ["a source removed", () => rmSync(path.join(root, "src/api/sleep.ts")), () => undefined],
       ["the bundler", () => append("scripts/bundle.mjs", "\n"), () => undefined],
       ["a tsconfig", () => append("tsconfig.build.json", "\n"), () => undefined],
       ["a new tsconfig", () => write("tsconfig.extra.json", "{}\n"), () => undefined],

@@ -22,7 +22,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../logger.js";
-import { sleep } from "../../sleep.js";
+import { sleep } from "../../api/sleep.js";
 import { RecordsFile, followedElsewhere } from "../../state/local/task-records.js";
 import {
   expiresAt,

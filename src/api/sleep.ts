@@ -1,4 +1,4 @@
-import { AbortedError } from "./api/errors.js";
+import { AbortedError } from "./errors.js";
 
 /** Waits `ms` on the global timer (so fake timers drive it); rejects with AbortedError when the signal aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
