@@ -14,7 +14,7 @@ import type { StateHub } from "../../src/state/records.js";
 import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
 import { startHarness } from "../helpers/harness.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
-import { byRoute } from "../waiting/support.js";
+import { byRoute } from "../tasks/support.js";
 
 let redis: RedisProcess;
 let sandbox: SandboxHandle;

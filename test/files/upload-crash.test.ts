@@ -13,7 +13,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness, type ToolCall } from "../helpers/harness.js";
 import { connectStdio } from "../helpers/stdio.js";
-import { jpegOfSize, pngOfSize } from "../files/fixtures.js";
+import { jpegOfSize, pngOfSize } from "./fixtures.js";
 
 const MiB = 1024 * 1024;
 const API_KEY = "hostile-test-key-0123456789";

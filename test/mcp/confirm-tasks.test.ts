@@ -32,7 +32,12 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import { REVISION, TASKS, pollTask, type ModernAnswer } from "../helpers/modern.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
-import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, startsBy, textOf } from "./spend-helpers.js";
+import {
+  STANDARD_1080P as STANDARD_VIDEO,
+  startRequestsBy,
+  startsBy,
+  textOf,
+} from "../spend/spend-helpers.js";
 
 const POLL_MS = 200;
 const CONFIRM_ABOVE = "50";

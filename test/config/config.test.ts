@@ -2,8 +2,14 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, FLAG_TO_ENV, checkBaseUrl, describeOptions, loadConfig } from "../src/config/index.js";
-import { SETTINGS } from "../src/config/schema.js";
+import {
+  ConfigError,
+  FLAG_TO_ENV,
+  checkBaseUrl,
+  describeOptions,
+  loadConfig,
+} from "../../src/config/index.js";
+import { SETTINGS } from "../../src/config/schema.js";
 
 const refusal = (value: string): string => {
   try {

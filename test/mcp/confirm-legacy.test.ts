@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
-import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, textOf } from "./spend-helpers.js";
+import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, textOf } from "../spend/spend-helpers.js";
 
 let sandbox: SandboxHandle;
 let root: string;

@@ -15,7 +15,12 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
-import { STANDARD_1080P as STANDARD_VIDEO, modernCall, startRequestsBy, textOf } from "./spend-helpers.js";
+import {
+  STANDARD_1080P as STANDARD_VIDEO,
+  modernCall,
+  startRequestsBy,
+  textOf,
+} from "../spend/spend-helpers.js";
 
 let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
