@@ -11,7 +11,7 @@
  *   README's Performance block (bench/save.mjs). Refused with --quick or BENCH_ONLY.
  * - --quick (`npm run bench:quick`): the QUICK_SECTIONS at reduced repetitions, about a minute.
  * - BENCH_QUICK=1 runs fewer repetitions (a smoke test, not for publishing).
- * - BENCH_ONLY=cold,http (any of cold, call, http, upload, memory, previews, waiting, replicas, oauth) runs only
+ * - BENCH_ONLY=cold,http (any of cold, call, http, upload, memory, previews, frames, waiting, replicas, oauth) runs only
  *   those sections, prints their table and writes bench/results/local/partial.json.
  * - BENCH_CPU_PROF=DIR: the HTTP section's servers (ours and the minimal SDK proxy) run under
  *   `node --cpu-prof`, their profiles written to DIR when they stop (where the time goes).
@@ -44,6 +44,7 @@ import {
 import { ensurePeers } from "./peers.mjs";
 import { REFERENCES, buildMinimalSdkServers } from "./min-sdk-server.mjs";
 import { writePngUnder } from "./png.mjs";
+import { framesBench } from "./frames.mjs";
 import { previewsBench } from "./previews.mjs";
 import { uploadRound } from "./upload.mjs";
 import { waitingScenario } from "./waiting.mjs";
@@ -54,7 +55,18 @@ import { saveResults } from "./save.mjs";
 
 const { values: flags } = parseArgs({ options: { record: { type: "boolean" }, quick: { type: "boolean" } } });
 const QUICK = flags.quick === true || process.env.BENCH_QUICK === "1";
-const SECTIONS = ["cold", "call", "http", "upload", "memory", "previews", "waiting", "replicas", "oauth"];
+const SECTIONS = [
+  "cold",
+  "call",
+  "http",
+  "upload",
+  "memory",
+  "previews",
+  "frames",
+  "waiting",
+  "replicas",
+  "oauth",
+];
 /** --quick: the sections behind the headline goals (cold start, added latency, HTTP calls/s, OAuth). */
 const QUICK_SECTIONS = ["cold", "call", "http", "oauth"];
 const ONLY =
@@ -84,6 +96,8 @@ const N = {
   waitRounds: QUICK ? 1 : 3,
   previewRounds: QUICK ? 1 : 3,
   previewCalls: QUICK ? 10 : 40,
+  framesRounds: QUICK ? 1 : 3,
+  framesCalls: QUICK ? 5 : 15,
   oauthRounds: QUICK ? 2 : 5,
   oauthIterations: QUICK ? 5_000 : 20_000,
 };
@@ -466,6 +480,14 @@ try {
       calls: N.previewCalls,
       log,
     });
+  }
+
+  // --- frame sheets of finished videos -------------------------------------------------------------------
+  if (want("frames")) {
+    log(
+      `frames: get_status of a fresh video, sheet on vs off, ${N.framesRounds} rounds x ${N.framesCalls} pairs`,
+    );
+    results.frames = await framesBench(serverEnv, { rounds: N.framesRounds, calls: N.framesCalls, tmp, log });
   }
 } finally {
   await sandbox?.close();

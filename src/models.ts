@@ -63,6 +63,37 @@ export const VIDEO_CREDITS_PER_SECOND: Readonly<Record<VideoModel, number>> = {
 export const VIDEO_1080P_CREDITS_PER_SECOND = 10;
 export const IMAGE_CREDITS_PER_IMAGE = 5;
 
+/** One model of the price list, as get_credits shows it. */
+export interface ModelPrice {
+  id: VideoModel | ImageModel;
+  kind: "video" | "image";
+  credits_per_second?: number;
+  credits_per_second_1080p?: number;
+  credits_per_image?: number;
+  needs_paid_access: boolean;
+}
+
+export const PRICE_LIST: readonly ModelPrice[] = [
+  ...VIDEO_MODELS.map((id) => ({
+    id,
+    kind: "video" as const,
+    credits_per_second: VIDEO_CREDITS_PER_SECOND[id],
+    ...(id === RESOLUTION_MODEL && { credits_per_second_1080p: VIDEO_1080P_CREDITS_PER_SECOND }),
+    needs_paid_access: SUBSCRIPTION_MODELS.includes(id),
+  })),
+  ...IMAGE_MODELS.map((id) => ({
+    id,
+    kind: "image" as const,
+    credits_per_image: IMAGE_CREDITS_PER_IMAGE,
+    needs_paid_access: SUBSCRIPTION_MODELS.includes(id),
+  })),
+];
+
+/** The rule get_credits and paid_access_required share: undefined when the account's access is unknown. */
+export function isUsable(model: ModelPrice, paidAccess: boolean | undefined): boolean | undefined {
+  return model.needs_paid_access ? paidAccess : true;
+}
+
 export function isVideoModel(value: string): value is VideoModel {
   return (VIDEO_MODELS as readonly string[]).includes(value);
 }

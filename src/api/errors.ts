@@ -4,6 +4,7 @@
  * request may have been processed by the service (and so may have charged credits).
  */
 import { fix } from "../advice.js";
+import { PRICE_LIST, isUsable } from "../models.js";
 
 export const ERROR_CODES = [
   "unauthorized",
@@ -115,11 +116,16 @@ export const ASK_USER = "Ask the user to";
 /** Only the user (or the operator) can fix the base URL: its rule, and who must act. */
 export const FIX_BASE_URL = `${fix("base_url")}.`;
 
+// A paid_access_required refusal says the account has no paid access: the usable models follow from that.
+const WITHOUT_PAID_ACCESS = PRICE_LIST.filter((model) => isUsable(model, false))
+  .map((model) => model.id)
+  .join(", ");
+
 const NEXT_STEPS: Record<string, string> = {
   unauthorized: `${ASK_USER} ${fix("api_key")}.`,
   insufficient_credits:
     "Nothing was charged. Call get_credits to see the balance, then choose a cheaper model or a shorter duration; otherwise ask the user to top up the account.",
-  paid_access_required: `Nothing was charged. Use vendor-video-1-5-pro for video (no paid plan needed), or ${ASK_USER.toLowerCase()} upgrade the account's plan.`,
+  paid_access_required: `Nothing was charged. Models this account can use: ${WITHOUT_PAID_ACCESS} (get_credits lists them with their prices); or ${ASK_USER.toLowerCase()} upgrade the account's plan.`,
   validation_error:
     "Fix the named parameter and call again; nothing was sent to the service and nothing was charged.",
   rate_limit_exceeded:

@@ -3,8 +3,9 @@
  * the spec names (`video_id`, `status`, `video_url`, `error`, a list's totals, a list item's request fields)
  * is read by that name at any depth: breadth-first, the shallowest first, then in the answer's order. Where
  * the spec shows no name the rule is plain: the upload's URL is the first http(s) URL, image results are
- * every http(s) URL, a list is the first array of objects. Every walk is bounded, so a huge or deep answer
- * costs bounded work; an id, a status or a URL that cannot be relayed is never returned.
+ * every http(s) URL, a list is the first array of objects, paid access is the first boolean keyed "paid".
+ * Every walk is bounded, so a huge or deep answer costs bounded work; an id, a status or a URL that cannot be
+ * relayed is never returned.
  */
 import { InternalServiceError } from "./errors.js";
 import type { ImageResult, JsonObject, StartedVideo, UploadResult, VideoPage, VideoStatus } from "./types.js";
@@ -125,6 +126,25 @@ export const findPrompt = (item: unknown) => named(item, "prompt", (v) => asText
 export const findModel = (item: unknown) => named(item, "model", (v) => asText(v, 256) || undefined);
 export const findCreatedAt = (item: unknown) =>
   named(item, "created_at", (v) => (typeof v === "number" ? v : asText(v, MAX_FIELD_CHARS) || undefined));
+
+/**
+ * GET /credits (field names "not shown"): the first boolean, outside arrays (an account's access is not a list
+ * item), whose key has the word "paid" (`paid_access`, `hasPaidAccess`, `access.paid`; not `unpaid`);
+ * undefined when the answer says nothing we can read.
+ */
+export function findPaidAccess(data: unknown): boolean | undefined {
+  let paid: boolean | undefined;
+  const words = (key: string) =>
+    key
+      .replace(/([a-z])([A-Z])/g, "$1_$2")
+      .toLowerCase()
+      .split(/[^a-z0-9]+/);
+  walk(data, ({ key, value }) => {
+    if (typeof value === "boolean" && key !== undefined && words(key).includes("paid")) paid = value;
+    return paid !== undefined ? "stop" : Array.isArray(value) ? "skip" : undefined;
+  });
+  return paid;
+}
 
 /** The first `status` that is not a container; `"unknown"` (not usable) when its value cannot be relayed. */
 function readStatus(data: unknown) {

@@ -40,6 +40,8 @@ export interface Config {
   http: HttpConfig | undefined;
   previews: boolean;
   previewMaxSide: number;
+  /** GENERATION_FFMPEG_PATH; undefined: `ffmpeg` on PATH. */
+  ffmpegPath?: string | undefined;
   resourceLinks: boolean;
   redis: RedisConfig | undefined;
   /** `mcpb`: Claude Desktop's extension form holds the settings, so advice names its fields. */
@@ -119,6 +121,7 @@ export function loadConfig({
     http,
     previews: yes(values.GENERATION_PREVIEWS, true),
     previewMaxSide: values.GENERATION_PREVIEW_MAX_SIDE ?? DEFAULTS.previewMaxSide,
+    ffmpegPath: values.GENERATION_FFMPEG_PATH,
     resourceLinks: yes(values.GENERATION_RESOURCE_LINKS),
     settingsForm: values.GENERATION_SETTINGS_FORM ?? "env",
     redis:

@@ -2,12 +2,14 @@
  * The content items a successful tool result gets beside its text, read from the handler's own return value:
  * previews of the finished images (`image_urls`) and of a video's still (`still_url`, which the output schema
  * does not relay) as MCP `image` items, notes on previews that could not be made, and `resource_link`s to
- * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB.
+ * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB. A
+ * completed video also gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`.
  */
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
+import { contactSheet, type FramesInfo } from "./frames.js";
 import { makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
 
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
@@ -17,6 +19,8 @@ export interface MediaSettings {
   previews: boolean;
   previewMaxSide: number;
   resourceLinks: boolean;
+  /** GENERATION_FFMPEG_PATH; undefined: `ffmpeg` on PATH. */
+  ffmpegPath?: string | undefined;
   allowHosts: readonly string[];
   /** Replaces the lazy import of sharp (tests). */
   loadSharp?: PreviewOptions["loadSharp"];
@@ -51,17 +55,29 @@ export async function withMedia(
   ];
   const extra: ContentBlock[] = [];
   const notes: string[] = [];
-  if (sources.length > 0 && !settings.previews) {
+  let shown: FramesInfo | undefined;
+  if ((sources.length > 0 || video.length > 0) && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
-  } else if (sources.length > 0) {
-    const previews = await makePreviews(sources, {
-      maxSide: settings.previewMaxSide,
-      allowHosts: settings.allowHosts,
-      signal,
-      loadSharp: settings.loadSharp,
-    });
+  } else {
+    const options = { maxSide: settings.previewMaxSide, allowHosts: settings.allowHosts, signal };
+    // Both at once: the sheet's fetch and decode would otherwise add to the still's.
+    const [previews, frames] = await Promise.all([
+      sources.length > 0
+        ? makePreviews(sources, { ...options, loadSharp: settings.loadSharp })
+        : { images: [], notes: [] },
+      video[0] === undefined
+        ? undefined
+        : contactSheet(video[0], { ...options, ffmpegPath: settings.ffmpegPath }).catch(() => ({
+            note: "No frame preview: the call was cancelled or the server is stopping.",
+          })),
+    ]);
     extra.push(...previews.images);
     notes.push(...previews.notes.map((note) => redact(note)));
+    if (frames !== undefined && "note" in frames) notes.push(redact(frames.note));
+    else if (frames !== undefined) {
+      extra.push({ type: "text", text: frames.text }, frames.image);
+      shown = frames.frames;
+    }
   }
   if (settings.resourceLinks) {
     const result = fields["result"] as Record<string, unknown> | undefined;
@@ -73,7 +89,14 @@ export async function withMedia(
       ),
     );
   }
-  return fitResult(withNotes({ ...result, content: [...result.content, ...extra] }, notes));
+  const structuredContent =
+    result.structuredContent && shown
+      ? { ...result.structuredContent, frames: shown }
+      : result.structuredContent;
+  const content = [...result.content, ...extra];
+  return fitResult(
+    withNotes({ ...result, content, ...(structuredContent !== undefined && { structuredContent }) }, notes),
+  );
 }
 
 /** A link to finished media, named from the task id with the URL's extension when it names its kind. */

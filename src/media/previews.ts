@@ -127,7 +127,7 @@ function timeLeft(deadline: number): number {
 }
 
 // Download errors end with advice about saving; a preview note wants the cause only.
-function reasonOf(error: unknown): string {
+export function reasonOf(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.replace(/[;,]? ?nothing was (saved|fetched)\.?$/, ".").replace(/\.\.$/, ".");
 }

@@ -189,6 +189,12 @@ export const videoResultFields = {
   error: z.unknown().optional().describe("Why the task failed (when failed)."),
   local_path: z.string().optional().describe("Where the video was saved (when download was requested)."),
   elapsed_seconds: z.number().optional().describe("How long this call waited."),
+  frames: z
+    .looseObject({ frames: z.number(), times_s: z.array(z.number()) })
+    .optional()
+    .describe(
+      "When completed and previews are on: what the attached sheet of the video's frames shows (frames, layout, times_s, duration_s, width, height).",
+    ),
   ...guidanceFields,
 };
 export const videoResult = z.object(videoResultFields);

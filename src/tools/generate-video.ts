@@ -7,8 +7,6 @@ import {
   GENERATION_TYPES,
   MAX_DURATION_S,
   RESOLUTION_MODEL,
-  VIDEO_1080P_CREDITS_PER_SECOND,
-  VIDEO_CREDITS_PER_SECOND,
   VIDEO_MODELS,
   VIDEO_RESOLUTIONS,
 } from "../models.js";
@@ -23,15 +21,13 @@ import {
   waitForVideo,
 } from "./steps.js";
 
-const rates = VIDEO_MODELS.map((model) => `${model} ${VIDEO_CREDITS_PER_SECOND[model]}/s`).join(", ");
-
 const input = z
   .strictObject({
     prompt: fields.prompt("video"),
     model: z
       .enum(VIDEO_MODELS)
       .describe(
-        `Video model (default ${DEFAULT_VIDEO_MODEL}, the lite model; the others need a paid plan). Credits per second: ${rates}; ${RESOLUTION_MODEL} at 1080p ${VIDEO_1080P_CREDITS_PER_SECOND}/s.`,
+        `Video model (default ${DEFAULT_VIDEO_MODEL}, the lite model; the others need a paid plan). get_credits lists the models this account may use and their prices.`,
       )
       .optional(),
     generation_type: z
@@ -107,7 +103,7 @@ export const generateVideo = defineTool({
   title: "Generate video",
   description:
     "Start an AI video from a text prompt (text_to_video) or a reference image plus prompt (image_to_video) and, by default, wait for it and return video_url. " +
-    `Costs credits per second of video (${rates}); the estimate comes back as estimated_credits, and dry_run: true shows it without spending anything. ` +
+    "Costs credits per second of video, by model (get_credits lists the models this account may use and their prices); the estimate comes back as estimated_credits, and dry_run: true shows it without spending anything. " +
     "Videos take minutes: if the wait window ends first the answer is not an error; it carries video_id and the current status, and the task keeps running: call get_status with wait: true to keep waiting. " +
     "Never call this again to 'retry' a task that is still processing; an identical request within 10 minutes returns the same task (reused: true) unless allow_duplicate is true.",
   input,

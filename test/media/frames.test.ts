@@ -1,0 +1,183 @@
+/**
+ * contactSheet with the real ffmpeg against a real HTTP server on 127.0.0.1: the sheet of the sandbox's clip
+ * (its tiles differ and follow the clip's order), hostile videos that each cost only the sheet, a redirect
+ * to a private address, a missing binary, the cache, and no temporary file left behind.
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { contactSheet, type FramesInfo, type SheetOptions } from "../../src/media/frames.js";
+import { SAMPLE_VIDEO_MP4 } from "../../src/sandbox/media/sample-video.js";
+import { tinyPng } from "../helpers/harness.js";
+
+let server: Server;
+let origin: string;
+let scratch: string;
+const files = new Map<string, Buffer>();
+const fetched: string[] = [];
+
+beforeAll(async () => {
+  // os.tmpdir() follows TMPDIR: the sheets' temporary folders land where this file alone looks.
+  scratch = mkdtempSync(path.join(tmpdir(), "generation-mcp-frames-test-"));
+  process.env["TMPDIR"] = path.join(scratch, "tmp");
+  mkdirSync(path.join(scratch, "tmp"));
+  const huge = path.join(scratch, "huge.mp4");
+  execFileSync("ffmpeg", [
+    ...["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "color=c=red:s=8000x8000:d=0.04"],
+    ...["-frames:v", "1", "-c:v", "libx264", "-preset", "ultrafast", "-y", huge],
+  ]);
+  files.set("/clip.mp4", SAMPLE_VIDEO_MP4);
+  files.set("/again.mp4", SAMPLE_VIDEO_MP4);
+  files.set("/truncated.mp4", SAMPLE_VIDEO_MP4.subarray(0, 10_000));
+  files.set("/huge.mp4", readFileSync(huge));
+  files.set("/image.png", tinyPng(64, 64));
+  files.set("/noise.bin", randomBytes(50_000));
+  // An ftyp box, then noise: sniffed as MP4, so ffmpeg itself has to refuse it.
+  files.set("/noise.mp4", Buffer.concat([SAMPLE_VIDEO_MP4.subarray(0, 32), randomBytes(50_000)]));
+  server = createServer((req, res) => {
+    fetched.push(req.url ?? "");
+    if (req.url === "/redirect.mp4") {
+      res.writeHead(302, { location: "http://10.1.2.3/video.mp4" }).end();
+      return;
+    }
+    const body = files.get(req.url ?? "");
+    res.writeHead(body ? 200 : 404, { "content-type": "video/mp4" }).end(body ?? "missing");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  expect(readdirSync(path.join(scratch, "tmp"))).toEqual([]);
+});
+
+const options = (extra: Partial<SheetOptions> = {}): SheetOptions => ({
+  maxSide: 1024,
+  allowHosts: ["127.0.0.1"],
+  signal: new AbortController().signal,
+  ...extra,
+});
+
+/** The clip's own frames at `width` x `height`, as raw RGB, one buffer per frame. */
+function clipFrames(width: number, height: number): Buffer[] {
+  const input = path.join(scratch, "clip.mp4");
+  writeFileSync(input, SAMPLE_VIDEO_MP4);
+  const raw = execFileSync(
+    "ffmpeg",
+    [
+      ...["-hide_banner", "-loglevel", "error", "-i", input, "-vf", `scale=${width}:${height}`],
+      ...["-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"],
+    ],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  const size = width * height * 3;
+  return Array.from({ length: raw.length / size }, (_, index) =>
+    raw.subarray(index * size, (index + 1) * size),
+  );
+}
+
+const distance = (a: Buffer, b: Buffer) => {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += Math.abs((a[i] ?? 0) - (b[i] ?? 0));
+  return sum / a.length;
+};
+
+describe("contactSheet", () => {
+  it("tiles six frames of the sandbox clip in order, as a JPEG of at most 1024 px and 200 kB", async () => {
+    const sheet = await contactSheet(`${origin}/clip.mp4`, options());
+    if (!("image" in sheet)) throw new Error(sheet.note);
+    const jpeg = Buffer.from(sheet.image.data, "base64");
+    expect(sheet.image.mimeType).toBe("image/jpeg");
+    expect(jpeg.length).toBeLessThan(200_000);
+    const { format, width = 0, height = 0 } = await sharp(jpeg).metadata();
+    expect(format).toBe("jpeg");
+    expect(Math.max(width, height)).toBeLessThanOrEqual(1024);
+    expect(sheet.frames).toEqual<FramesInfo>({
+      frames: 6,
+      layout: "3x2",
+      times_s: [0.17, 0.5, 0.83, 1.17, 1.5, 1.83],
+      duration_s: 2,
+      width,
+      height,
+    });
+    expect(sheet.text).toBe(
+      "Frames of the video: 6 frames at 0:00.17, 0:00.50, 0:00.83, 0:01.17, 0:01.50, 0:01.83 (left to right, top to bottom).",
+    );
+
+    // Each tile is closest to the clip's own frame at its time: the tiles differ and follow the clip.
+    const [tileWidth, tileHeight] = [width / 3, height / 2];
+    const frames = clipFrames(tileWidth, tileHeight);
+    expect(frames).toHaveLength(24);
+    const tiles = await Promise.all(
+      Array.from({ length: 6 }, (_, index) =>
+        sharp(jpeg)
+          .extract({
+            left: (index % 3) * tileWidth,
+            top: Math.floor(index / 3) * tileHeight,
+            width: tileWidth,
+            height: tileHeight,
+          })
+          .removeAlpha()
+          .raw()
+          .toBuffer(),
+      ),
+    );
+    const closest = tiles.map((tile) => {
+      const distances = frames.map((frame) => distance(tile, frame));
+      return distances.indexOf(Math.min(...distances));
+    });
+    expect(closest).toEqual([2, 6, 10, 14, 18, 22]);
+    expect(new Set(tiles.map((tile) => tile.toString("base64"))).size).toBe(6);
+  });
+
+  it("decodes each video once: a later result of it reuses the sheet", async () => {
+    const first = await contactSheet(`${origin}/again.mp4`, options());
+    const mark = fetched.length;
+    const again = await Promise.all([1, 2].map(() => contactSheet(`${origin}/again.mp4`, options())));
+    expect(again).toEqual([first, first]);
+    expect(fetched.slice(mark)).toEqual([]);
+  });
+
+  it.each([
+    [
+      "/truncated.mp4",
+      /^No frame preview of the video: the video looks damaged or cut short: only \d of the 6 frames could be read\.$/,
+    ],
+    [
+      "/huge.mp4",
+      /^No frame preview of the video: the video claims 8000x8000 pixels, above the 50-megapixel preview limit, so it was not decoded\.$/,
+    ],
+    ["/image.png", /^No frame preview of the video: the file is not an MP4, QuickTime or WebM video\.$/],
+    ["/noise.bin", /^No frame preview of the video: the file is not an MP4, QuickTime or WebM video\.$/],
+    ["/noise.mp4", /^No frame preview of the video: ffmpeg could not read it \(.+\)\.$/],
+    [
+      "/redirect.mp4",
+      /^No frame preview of the video: Refused to fetch http:\/\/10\.1\.2\.3\/video\.mp4 .*private/,
+    ],
+  ])("costs only the sheet for %s, with a note, quickly", async (file, note) => {
+    const started = Date.now();
+    const sheet = await contactSheet(`${origin}${file}`, options());
+    expect(sheet).toEqual({ note: expect.stringMatching(note) });
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("says how to get frame previews when the ffmpeg binary is missing", async () => {
+    const sheet = await contactSheet(`${origin}/clip.mp4`, options({ ffmpegPath: "/nonexistent/ffmpeg" }));
+    expect(sheet).toEqual({
+      note: expect.stringMatching(
+        /^No frame preview: ffmpeg was not found.*apt install ffmpeg.*GENERATION_FFMPEG_PATH/,
+      ),
+    });
+  });
+});
