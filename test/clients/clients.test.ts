@@ -3,7 +3,7 @@
  * Inspector's CLI and LangChain's @langchain/mcp-adapters, each over stdio and over Streamable HTTP, and
  * mcp-remote (a stdio <-> HTTP bridge) driven over stdio by the project's own SDK Client, and the Vercel AI
  * SDK's @ai-sdk/mcp, which opens with server/discover and speaks 2026-07-28, over HTTP and stdio. Through each: the
- * tool list, get_credits, a generate_video waited for until completed, and generate_image's preview as an
+ * tool list, get_credits, a generate_video waited for until completed (with the sheet of its frames), and generate_image's preview as an
  * MCP image item. And the official tasks client, @modelcontextprotocol/ext-tasks, which runs a
  * generate_video as a 2026-07-28 task to its inline result. Every server is a fresh `--sandbox` process;
  * nothing leaves 127.0.0.1.
@@ -114,6 +114,13 @@ function expectVideoCompleted(structured: unknown) {
   });
   expect((structured as { reused?: boolean }).reused).not.toBe(true);
 }
+/** The sheet of the video's frames (issue 27): a JPEG item, and what it shows in structuredContent.frames. */
+function expectFrameSheet(result: Structured & { content?: ContentItem[] }) {
+  expect(result.structuredContent?.["frames"]).toMatchObject({ frames: expect.any(Number) });
+  const sheet = result.content?.find((item) => item.type === "image");
+  expect(sheet?.mimeType).toBe("image/jpeg");
+  expectPreview(sheet?.mimeType, sheet?.data);
+}
 function expectCredits(structured: unknown) {
   expect(structured).toMatchObject({ credits: expect.any(Number), paid_access: true });
 }
@@ -164,7 +171,7 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
       const [list, credits, video, image] = await Promise.all([
         inspect<{ tools: { name: string }[] }>(target("list"), ["--method", "tools/list"]),
         inspect<Structured>(target("credits"), call("get_credits")),
-        inspect<Structured>(
+        inspect<Structured & { content: ContentItem[] }>(
           target("video"),
           call("generate_video", { prompt: freshPrompt(who), duration: 2, wait: true }),
         ),
@@ -176,6 +183,7 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
       expect(list.tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
       expectCredits(credits.structuredContent);
       expectVideoCompleted(video.structuredContent);
+      expectFrameSheet(video);
       const preview = image.content.find((item) => item.type === "image");
       expectPreview(preview?.mimeType, preview?.data);
     }
@@ -333,6 +341,7 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
           ]);
           expectCredits(credits.structuredContent);
           expectVideoCompleted(video.structuredContent);
+          expectFrameSheet(video as Structured & { content: ContentItem[] });
           const preview = (image.content as ContentItem[]).find((item) => item.type === "image");
           expectPreview(preview?.mimeType, preview?.data);
         } catch (error) {
@@ -370,6 +379,7 @@ describe.concurrent("third-party MCP clients against the built bin", () => {
         ]);
         expectCredits(credits.structuredContent);
         expectVideoCompleted(video.structuredContent);
+        expectFrameSheet(video);
         const preview = image.content.find((item) => item.type === "image");
         expectPreview(preview?.mimeType, preview?.data);
       } finally {
