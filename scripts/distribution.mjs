@@ -88,6 +88,13 @@ const OFFERED = {
       "Above this many estimated credits you are asked to confirm the cost before anything starts (refused where it cannot ask). At most Max credits per call when both are set. Leave empty to never ask.",
     in: ["mcpb", "stdio", "http"],
   },
+  // Claude Desktop on macOS may not see Homebrew's PATH: without ffmpeg a video has no sheet of its frames.
+  GENERATION_FFMPEG_PATH: {
+    title: "ffmpeg binary",
+    description:
+      "The ffmpeg that makes the sheet of a finished video's frames (e.g. /opt/homebrew/bin/ffmpeg). Leave empty to use ffmpeg on PATH.",
+    in: ["mcpb", "stdio"],
+  },
   GENERATION_HTTP_PORT: {
     title: "HTTP port",
     description: "The port the server listens on (127.0.0.1).",
