@@ -15,7 +15,7 @@ import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
-import { errorText } from "./mcp/tasks/records.js";
+import { errorText } from "./mcp/tasks/runs.js";
 import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
 import { Journal } from "./state/local/journal.js";

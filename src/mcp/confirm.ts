@@ -26,6 +26,7 @@ import { isObject } from "../api/shapes.js";
 import { fix, renderAdvice } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
+import { canonicalJson } from "../tasks/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import type { CallToolResult } from "../tools/result.js";
 import type { Revision } from "./revisions.js";
@@ -54,7 +55,6 @@ const REQUESTED_SCHEMA = {
 interface Question {
   callerId: string;
   tool: string;
-  /** The tool's checked arguments. */
   data: unknown;
   credits: number;
 }
@@ -207,18 +207,9 @@ function declined(input: GateInput, estimate: CallEstimate): SpendGate {
   return { declined: true, answer: { content: [{ type: "text", text }], structuredContent } };
 }
 
-function digestOf(question: Question): string {
-  const text = JSON.stringify([question.callerId, question.tool, canonical(question.data), question.credits]);
-  return createHash("sha256").update(text).digest("base64url");
-}
-
-/** Keys sorted at every depth, so the same arguments give the same digest whatever order they came in. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (!isObject(value)) return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((key) => [key, canonical(value[key])]),
-  );
+/** Keys sorted at every depth: the same arguments give the same digest whatever order they came in. */
+function digestOf({ callerId, tool, data, credits }: Question): string {
+  return createHash("sha256")
+    .update(canonicalJson([callerId, tool, data, credits]))
+    .digest("base64url");
 }

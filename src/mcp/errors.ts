@@ -19,7 +19,6 @@ export class TaskNotFoundError extends ProtocolError {
   }
 }
 
-/** A cancel reached a task that had already ended. */
 export class TaskEndedError extends ProtocolError {
   constructor(taskId: string, status: TaskStatus) {
     super(ProtocolErrorCode.InvalidParams, `Cannot cancel task ${shownId(taskId)}: it is already ${status}.`);

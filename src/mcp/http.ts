@@ -69,18 +69,10 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
         if (typeof value === "string") headers[field] = value;
       }
       const route = classifyInboundRequest({ httpMethod: "POST", ...headers, body: message });
-      if (route.kind === "legacy")
-        return serveLegacy(
-          req,
-          res,
-          message,
-          createMcpServer({
-            version,
-            session,
-            revision: legacyRevision(req, message),
-            logger,
-          }),
-        );
+      if (route.kind === "legacy") {
+        const server = createMcpServer({ version, session, revision: legacyRevision(req, message), logger });
+        return serveLegacy(req, res, message, server);
+      }
       // The 2026-07-28 path owns its refusals too (a missing or malformed envelope is -32602 there, with the
       // request's id, never the legacy "unsupported version"). A method it does not serve is HTTP 404.
       if (

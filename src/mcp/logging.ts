@@ -19,26 +19,12 @@ import {
 import * as z from "zod";
 import type { LogSink, Logger } from "../logger.js";
 
-/** The `logger` field of every notification: the server's name. */
 export const LOGGER_NAME = "generation-mcp";
 
-const SEVERITY: Record<LoggingLevel, number> = {
-  debug: 0,
-  info: 1,
-  notice: 2,
-  warning: 3,
-  error: 4,
-  critical: 5,
-  alert: 6,
-  emergency: 7,
-};
-
-/** The level sent to a 2025 client that never called `logging/setLevel`. */
-export const DEFAULT_CLIENT_LOG_LEVEL: LoggingLevel = "warning";
-
-const LEVEL = {
-  params: z.looseObject({ level: z.enum(Object.keys(SEVERITY) as [LoggingLevel, ...LoggingLevel[]]) }),
-};
+/** The levels, least severe first. */
+const LEVELS = z.enum(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]);
+const severity = (level: LoggingLevel) => LEVELS.options.indexOf(level);
+const LEVEL = { params: z.looseObject({ level: LEVELS }) };
 
 function message(level: LoggingLevel, text: string, data: Record<string, unknown> | undefined) {
   return {
@@ -58,18 +44,19 @@ export function attachSessionLogging(server: Server, logger: Logger | undefined)
     return;
   }
   let initialized = false;
-  let threshold = SEVERITY[DEFAULT_CLIENT_LOG_LEVEL];
+  // Until the client calls `logging/setLevel`.
+  let threshold = severity("warning");
   const previous = server.oninitialized;
   server.oninitialized = () => {
     initialized = true;
     previous?.();
   };
   server.setRequestHandler("logging/setLevel", LEVEL, async ({ level }) => {
-    threshold = SEVERITY[level];
+    threshold = severity(level);
     return {};
   });
   const detach = logger.addSink((level, text, data) => {
-    if (!initialized || SEVERITY[level] < threshold) return;
+    if (!initialized || severity(level) < threshold) return;
     // Closed: a server made per connection must not stay attached to a long-lived logger.
     if (server.transport === undefined) return detach();
     void server.notification(message(level, text, data)).catch(() => undefined);
@@ -82,11 +69,11 @@ export function attachSessionLogging(server: Server, logger: Logger | undefined)
  */
 export function requestLogSink(ctx: ServerContext): LogSink | undefined {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const asked = envelope?.[LOG_LEVEL_META_KEY] as LoggingLevel | undefined;
-  const threshold = asked === undefined ? undefined : SEVERITY[asked];
-  if (threshold === undefined) return undefined;
+  const asked = LEVELS.safeParse(envelope?.[LOG_LEVEL_META_KEY]);
+  if (!asked.success) return undefined;
+  const threshold = severity(asked.data);
   return (level, text, data) => {
-    if (SEVERITY[level] < threshold || ctx.mcpReq.signal.aborted) return;
+    if (severity(level) < threshold || ctx.mcpReq.signal.aborted) return;
     void ctx.mcpReq.notify(message(level, text, data)).catch(() => undefined);
   };
 }

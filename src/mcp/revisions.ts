@@ -12,7 +12,6 @@ export const LEGACY_REVISIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as co
 /** What a legacy HTTP request without an MCP-Protocol-Version header speaks (the spec's rule). */
 export const DEFAULT_LEGACY_REVISION = "2025-03-26";
 
-/** The extension that carries tasks in 2026-07-28. */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 
 export interface Revision {

@@ -1,17 +1,11 @@
 /**
- * The MCP server for one connection (stdio) or one request (HTTP), in the era that connection or request
- * speaks: 2026-07-28 (`server/discover`, stateless, tasks through the extension) or a 2025 revision
- * (`initialize`, tasks as the 2025-11-25 capability). No I/O at import; cheap to make (the SDK's entries may
- * make one per probe). The low-level SDK server is used so that every argument check answers with our
- * `validation_error` text, so that no failure can escape as a crash, and so that task answers are written
- * exactly as each era's wire form says (tasks/wire-2025.ts, tasks/wire-2026.ts).
- *
- * Every method is registered with a params schema of ours, so a request that breaks it is a clean -32602
- * naming the field (the SDK's own check of a spec method would answer its schema dump as -32603).
- *
- * What differs between revisions is decided here and nowhere else: the `tasks` capability and each tool's
- * `execution` only for 2025-11-25, and the tasks extension only for 2026-07-28. (An unknown resource is
- * -32602 with its uri in every revision: the SDK answers 2026-07-28's code for the older ones too.)
+ * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks: 2026-07-28
+ * (`server/discover`, stateless, tasks through the extension) or a 2025 revision (`initialize`, tasks as the
+ * 2025-11-25 capability). No I/O at import; cheap to make (the SDK's entries may make one per probe). The
+ * low-level SDK server, so that every argument check answers with our `validation_error` text, no failure
+ * escapes as a crash, and task answers follow each era's wire form (tasks/wire-2025.ts, wire-2026.ts). Every
+ * method has a params schema of ours: a request that breaks it is a clean -32602 naming the field (the SDK's
+ * own check would answer its schema dump as -32603). What differs between revisions is decided here only.
  */
 import {
   ProtocolError,
@@ -44,10 +38,9 @@ declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
 let listed: { withTasks: Tool[]; withoutTasks: Tool[] } | undefined;
 
 /**
- * The tools as `tools/list` answers them, the same list for every client (made once per process, both
- * forms); `withTasks` false leaves out `execution` (2025-11-25 tasks). Neither this nor a server's
- * construction loads the tool definitions (their zod schemas are a good part of the start-up work):
- * `tools/list` answers from the inlined list, and `tools/call` loads them with its module on the first call.
+ * The tools as `tools/list` answers them (once per process); `withTasks` false leaves out `execution`
+ * (2025-11-25 tasks). The tool definitions (their zod schemas are much of the start-up work) load only with
+ * `tools/call`'s module, on the first call.
  */
 async function toolList(withTasks: boolean): Promise<Tool[]> {
   if (listed === undefined) {
@@ -78,19 +71,14 @@ const READ = { params: z.looseObject({ uri: z.string() }) };
 export interface McpServerOptions {
   version: string;
   session: Session;
-  /**
-   * The revision the requests of this instance speak: fixed for a request over HTTP (its body or header
-   * says), a starting point for a 2025 stdio session, where the revision `initialize` negotiates wins.
-   */
+  /** Fixed for an HTTP request; for a 2025 stdio session (`negotiates`), what `initialize` agrees wins. */
   revision: Revision;
-  /** Whether this instance negotiates its revision with `initialize` (a stdio session) or is told it. */
   negotiates?: boolean;
   /** Where an unexpected failure's details go (the client gets none). */
   logger: Logger;
   /**
-   * The log whose lines are relayed as MCP log notifications (a 2025-era stdio session: the runtime's).
-   * None over HTTP: a runtime serves every request of its key, and one caller's call must not hear about
-   * another's.
+   * Relayed as MCP log notifications (a 2025-era stdio session: the runtime's log). None over HTTP: a runtime
+   * serves every request of its key, and one caller must not hear about another's calls.
    */
   sessionLog?: Logger | undefined;
 }
@@ -131,7 +119,6 @@ class GenerationServer extends Server {
     );
   }
 
-  /** The revision in use: for a negotiating session the one `initialize` agreed, else the planned one. */
   revision(): Revision {
     const negotiated = this.negotiates ? this.getNegotiatedProtocolVersion() : undefined;
     return negotiated === undefined || this.planned.era === "modern"

@@ -11,7 +11,6 @@ import type { TaskRecords } from "./tasks/store.js";
 /** What the protocol edge uses of a service key's runtime (runtime.ts makes it). */
 export interface KeyParts {
   depsFactory: DepsFactory;
-  /** MCP task records and their background waits. */
   tasks: TaskRecords;
   confirmStates: ConfirmStates;
 }

@@ -12,6 +12,7 @@ import {
   type Result,
   type ServerContext,
 } from "@modelcontextprotocol/server";
+import * as z from "zod";
 import { ValidationError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
 import { observeToolCall } from "../metrics.js";
@@ -31,7 +32,7 @@ import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
 import type { TaskState } from "../state/records.js";
-import { REFUSED_TASKS } from "./tasks/refused.js";
+import { REFUSED_TASKS } from "./tasks/access.js";
 import { createdTask2025 } from "./tasks/wire-2025.js";
 import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
 import type { Session } from "./session.js";
@@ -54,6 +55,8 @@ const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
  */
 const CLIENT_ADDED_ARGUMENTS = ["wait_for_previous"];
 
+const TASK_PARAM = z.looseObject({ ttl: z.number().nullish() });
+
 type TaskForm = { form: "2025"; ttl: number | null | undefined } | { form: "2026" } | undefined;
 
 export async function callTool(
@@ -63,22 +66,23 @@ export async function callTool(
 ): Promise<Result> {
   const name = typeof params["name"] === "string" ? params["name"] : "";
   // Metrics (GENERATION_METRICS=on): tool, outcome, duration, credits started; a no-op otherwise.
-  return observeToolCall(name, () => runToolCall(edge, params, ctx));
+  return observeToolCall(name, () => runToolCall(edge, name, params, ctx));
 }
 
 async function runToolCall(
   edge: CallEdge,
+  name: string,
   params: Record<string, unknown>,
   ctx: ServerContext,
 ): Promise<Result> {
-  const name = typeof params["name"] === "string" ? params["name"] : "";
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  if ("refused" in call) {
-    // Refused before anything was sent: a task of it is held in memory only (tasks/refused.ts).
-    if (asTask === undefined) return call.refused;
-    return answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, call.refused).task);
-  }
+  // Refused before anything was sent: a task of it is held in memory only (tasks/access.ts).
+  const refused = (answer: CallToolResult) =>
+    asTask === undefined
+      ? answer
+      : answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+  if ("refused" in call) return refused(call.refused);
   let deps: ServerDeps;
   try {
     deps = await edge.deps();
@@ -102,9 +106,7 @@ async function runToolCall(
     clientCapabilities: edge.clientCapabilities?.(),
   });
   if ("refused" in gate || ("answer" in gate && gate.declined === true && asTask?.form === "2025")) {
-    const answer = "refused" in gate ? gate.refused : (gate.answer as CallToolResult);
-    if (asTask === undefined) return answer;
-    return answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+    return refused("refused" in gate ? gate.refused : (gate.answer as CallToolResult));
   }
   if ("answer" in gate) return gate.answer;
   if (asTask !== undefined) {
@@ -198,17 +200,12 @@ function taskForm(
   const tool = call?.tool;
   if (revision.era === "modern") {
     // A refused call needs no task: its answer is at hand.
-    if (!declaresTasks(ctx) || call === undefined || call.tool.task === undefined || !waits(call.data)) {
-      return undefined;
-    }
-    return { form: "2026" };
+    const worth = declaresTasks(ctx) && call?.tool.task !== undefined && waits(call.data);
+    return worth ? { form: "2026" } : undefined;
   }
   if (taskParam === undefined || !offersLegacyTasks(revision)) return undefined;
-  const ttl = isObject(taskParam) ? taskParam["ttl"] : undefined;
-  if (
-    !isObject(taskParam) ||
-    (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl)))
-  ) {
+  const asked = TASK_PARAM.safeParse(taskParam);
+  if (!asked.success) {
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
       'Invalid params: "task" must be an object whose optional "ttl" is a number of milliseconds.',
@@ -220,7 +217,7 @@ function taskForm(
       `${tool.name} does not run as a task: call it without "task".`,
     );
   }
-  return { form: "2025", ttl: ttl as number | null | undefined };
+  return { form: "2025", ttl: asked.data.ttl };
 }
 
 /** Whether a call would wait for its result (what makes a task worth it). */

@@ -9,8 +9,8 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { GenerationError } from "../api/errors.js";
 import type { RateBudget, TokenBucketBudget } from "../api/rate-budget.js";
-import { isObject, safeId } from "../api/shapes.js";
-import type { JsonObject, VideoStatus } from "../api/types.js";
+import { safeId } from "../api/shapes.js";
+import type { VideoStatus } from "../api/types.js";
 import { MAX_TASK_TTL_MS } from "../config/index.js";
 import type { LogLevel } from "../logger.js";
 
@@ -18,13 +18,12 @@ import type { LogLevel } from "../logger.js";
 export type TaskLogger = (level: LogLevel, message: string, data?: Record<string, unknown>) => void;
 export const silentLogger: TaskLogger = () => {};
 
-/** Who shares state: one service address and key (the key itself never leaves the process). */
+/** The key itself never leaves the process. */
 export interface StateTarget {
   baseUrl: string;
   apiKey: string;
 }
 
-/** Makes the shared state of each service key; one per process. */
 export interface StateHub {
   /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
   ready(): boolean;
@@ -91,15 +90,14 @@ export interface SpendStore {
     amount: number,
     limit: number,
   ): Promise<{ reserved: boolean; used: number }>;
-  /** Gives back a reservation the service said it never acted on (never below zero). */
+  /** Gives back a reservation the service never acted on (never below zero). */
   release(caller: string, day: string, amount: number): Promise<void>;
   used(caller: string, day: string): Promise<number>;
 }
 
-/** What the replica that leads a task's poll stored for the others. */
+/** What the replica that leads a task's poll stored for the others (`at`: epoch ms of the poll). */
 export interface SharedStatus {
   video: VideoStatus;
-  /** Epoch ms of the poll. */
   at: number;
 }
 
@@ -108,9 +106,9 @@ export interface SharedStatus {
  * it publishes. Fails soft: an unreachable store makes `lead` answer true, so each replica polls alone.
  */
 export interface PollCoordinator {
-  /** Takes (or keeps) the lease on this task's poll for `ttlMs`; true when this replica is to poll now. */
+  /** True when this replica holds the lease on this task's poll (taken or kept for `ttlMs`): it polls now. */
   lead(videoId: string, ttlMs: number): Promise<boolean>;
-  /** Gives the lease up (the last waiter here left), so another replica takes over at once. */
+  /** The last waiter here left: another replica takes over at once. */
   release(videoId: string): Promise<void>;
   publish(videoId: string, video: VideoStatus): Promise<void>;
   latest(videoId: string): Promise<SharedStatus | undefined>;
@@ -128,18 +126,18 @@ export interface StartClaims {
    * unless the operator chose to run alone (then true).
    */
   claim(fingerprint: string, ttlMs: number): Promise<boolean>;
-  /** Lets the claim go (only if still ours). */
+  /** Only if still ours. */
   unclaim(fingerprint: string): Promise<void>;
   mirror(entry: JournalEntry, ttlMs: number): Promise<void>;
   read(fingerprint: string): Promise<{ started?: JournalEntry; intent?: JournalEntry }>;
 }
 
 /**
- * Who started which task, shared by the replicas, when one key serves several callers. Fails soft: a store
- * that cannot be asked knows nothing.
+ * Who started which task, shared by the replicas, when one key serves several callers (remembered for 30
+ * days). Fails soft: a store that cannot be asked knows nothing.
  */
 export interface OwnershipStore {
-  record(task: OwnedTask, ttlMs: number): Promise<void>;
+  record(task: OwnedTask): Promise<void>;
   owner(videoId: string): Promise<OwnedTask | undefined>;
   /** The scope's task ids, newest first, and how many it has. */
   list(scope: string, offset: number, limit: number): Promise<{ ids: string[]; total: number }>;
@@ -152,7 +150,6 @@ export interface OwnershipStore {
  * soft: an unreachable store stores nothing, finds nothing and grants every lease.
  */
 export interface TaskRecordStore {
-  /** Writes the record for as long as its ttl has left. */
   share(record: TaskRecord): Promise<void>;
   /** The final record when there is one, else the latest working one. */
   read(taskId: string): Promise<TaskRecord | undefined>;
@@ -160,121 +157,90 @@ export interface TaskRecordStore {
   finalize(record: TaskRecord, ttlMs: number): Promise<TaskRecord | undefined>;
   /** Task ids, newest first. */
   list(limit: number): Promise<string[]>;
-  /** Takes or renews the lease on following the task; true when this replica holds it. */
+  /** True when this replica holds (took or renewed) the lease on following the task. */
   follow(taskId: string, ttlMs: number): Promise<boolean>;
   /** Asks the follower, wherever it runs, to stop waiting. */
   requestCancel(record: TaskRecord): Promise<void>;
   cancelRequested(taskId: string): Promise<boolean>;
 }
 
+/** Reads one record back (from a file or Redis): undefined when it is not ours in every part. */
+export const reader =
+  <T extends z.ZodType>(schema: T) =>
+  (value: unknown): z.output<T> | undefined => {
+    const parsed = schema.safeParse(value);
+    return parsed.success ? parsed.data : undefined;
+  };
+
+/** Every record of a list that parses; the others are dropped. */
+export const readList =
+  <T>(read: (value: unknown) => T | undefined) =>
+  (value: unknown): T[] =>
+    Array.isArray(value) ? value.flatMap((item) => read(item) ?? []) : [];
+
 /**
  * A line of the journal of paid starts: the intent (with its Idempotency-Key) written before the POST
- * leaves, then the task that was started or "void" when nothing was.
+ * leaves, then the task that was started or "void" when nothing was. Optional parts that do not read are
+ * dropped, not the line: it may be all that tells a paid start.
  */
-export interface JournalEntry {
-  kind: "video" | "image";
-  /** Lines of older versions have none: they were tasks. */
-  phase?: "intent" | "started" | "void";
-  /** The start's Idempotency-Key: links an intent to its outcome. */
-  key?: string;
-  /** The video_id, or the image task's id when the service gave one (a void may name a stale task). */
-  id: string | undefined;
-  fingerprint: string;
-  /** Epoch ms at which the start request was sent (for a void: when it was settled). */
-  started_at: number;
-  /** The normalized body that was sent (never a secret). */
-  request: JsonObject;
-  /** For images: `{ image_urls }`. */
-  result?: JsonObject;
-  status?: string;
-  /** The caller that started it, when one key serves several (Caller.scope). */
-  scope?: string;
-}
-
-export function parseJournalEntry(value: unknown): JournalEntry | undefined {
-  if (!isObject(value)) return undefined;
-  const { kind, id, fingerprint, started_at: startedAt, request, result, status, phase, key, scope } = value;
-  if (kind !== "video" && kind !== "image") return undefined;
-  if (phase !== undefined && phase !== "intent" && phase !== "started" && phase !== "void") return undefined;
-  if (key !== undefined && typeof key !== "string") return undefined;
-  if (typeof fingerprint !== "string" || typeof startedAt !== "number" || !Number.isFinite(startedAt))
-    return undefined;
-  if (id !== undefined && id !== null && typeof id !== "string") return undefined;
-  return {
-    kind,
-    id: typeof id === "string" ? id : undefined,
-    fingerprint,
-    started_at: startedAt,
-    request: isObject(request) ? request : {},
-    ...(phase !== undefined && { phase }),
-    ...(typeof key === "string" && { key }),
-    ...(isObject(result) && { result }),
-    ...(typeof status === "string" && { status }),
-    ...(typeof scope === "string" && { scope }),
-  };
-}
-
-/** A task one caller started, when one service key serves several (gateway tokens, OAuth subjects). */
-export interface OwnedTask {
-  video_id: string;
-  /** The caller's scope (Caller.scope). */
-  scope: string;
-  /** Epoch ms of the start. */
-  started_at: number;
-  prompt: string;
-  model?: string | undefined;
-}
+const JOURNAL_ENTRY = z
+  .object({
+    kind: z.enum(["video", "image"]),
+    /** Lines of older versions have none: they were tasks. */
+    phase: z.enum(["intent", "started", "void"]).optional(),
+    /** The start's Idempotency-Key: links an intent to its outcome. */
+    key: z.string().optional(),
+    /** The video_id, or the image task's id when the service gave one (a void may name a stale task). */
+    id: z.string().nullish(),
+    fingerprint: z.string(),
+    /** Epoch ms at which the start request was sent (for a void: when it was settled). */
+    started_at: z.number(),
+    /** The normalized body that was sent (never a secret). */
+    request: z.record(z.string(), z.unknown()).catch({}),
+    /** For images: `{ image_urls }`. */
+    result: z.record(z.string(), z.unknown()).optional().catch(undefined),
+    status: z.string().optional().catch(undefined),
+    /** The caller that started it, when one key serves several (Caller.scope). */
+    scope: z.string().optional().catch(undefined),
+  })
+  .transform((entry) => ({ ...entry, id: entry.id ?? undefined }));
+export type JournalEntry = z.output<typeof JOURNAL_ENTRY>;
+export const parseJournalEntry = reader(JOURNAL_ENTRY);
 
 export const MAX_PROMPT_CHARS = 500;
+const SCOPE = z.string().regex(/^[A-Za-z0-9:_-]{1,80}$/);
 
-export function parseOwnedTask(value: unknown): OwnedTask | undefined {
-  if (!isObject(value)) return undefined;
-  const { video_id: videoId, scope, started_at: startedAt, prompt, model } = value;
-  if (typeof videoId !== "string" || safeId(videoId) !== videoId) return undefined;
-  if (typeof scope !== "string" || !/^[A-Za-z0-9:_-]{1,80}$/.test(scope)) return undefined;
-  if (typeof startedAt !== "number" || !Number.isFinite(startedAt)) return undefined;
-  if (typeof prompt !== "string" || prompt.length > MAX_PROMPT_CHARS) return undefined;
-  if (model !== undefined && (typeof model !== "string" || !/^[A-Za-z0-9._-]{1,64}$/.test(model))) {
-    return undefined;
-  }
-  return { video_id: videoId, scope, started_at: startedAt, prompt, ...(model !== undefined && { model }) };
-}
-
-export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+/** A task one caller started, when one service key serves several (gateway tokens, OAuth subjects). */
+const OWNED_TASK = z.object({
+  video_id: z.string().refine((id) => safeId(id) === id),
+  /** The caller's scope (Caller.scope). */
+  scope: SCOPE,
+  /** Epoch ms of the start. */
+  started_at: z.number(),
+  prompt: z.string().max(MAX_PROMPT_CHARS),
+  model: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .optional(),
+});
+export type OwnedTask = z.output<typeof OWNED_TASK>;
+export const parseOwnedTask = reader(OWNED_TASK);
 
 /** A tool call's result as stored: text, image and resource_link content, structured output, isError. */
 export type StoredResult = CallToolResult;
-
 /** An MCP task's state, in the 2025-11-25 field names (the wire forms map it). */
-export interface TaskState {
-  taskId: string;
-  status: TaskStatus;
-  /** Milliseconds the task lives from `createdAt`. */
-  ttl: number;
-  createdAt: string;
-  lastUpdatedAt: string;
-  /** Milliseconds a client should wait between two reads. */
-  pollInterval?: number;
-  statusMessage?: string;
-}
+export type TaskState = z.output<typeof TASK_RECORD>["task"];
+export type TaskStatus = TaskState["status"];
 
 /** An MCP task record, whatever protocol era a client speaks. */
-export interface TaskRecord {
-  task: TaskState;
+export type TaskRecord = Omit<z.output<typeof TASK_RECORD>, "tool" | "result" | "saved"> & {
   tool: string;
-  scope?: string | undefined;
-  videoId?: string | undefined;
   saved?: Record<string, unknown> | undefined;
   /** Once ended: the CallToolResult a blocking call would have returned. */
   result?: StoredResult | undefined;
   /** Refused before the service started anything: kept in memory only, never in a file or Redis. */
   ephemeral?: boolean;
-  /**
-   * The process following it, in this machine's file (no Redis): a process that opens the file takes up a
-   * working task only when that process is gone, never while it runs.
-   */
-  pid?: number | undefined;
-}
+};
 
 export function expiresAt(task: TaskState): number {
   return Date.parse(task.createdAt) + task.ttl;
@@ -284,19 +250,6 @@ export function expiresAt(task: TaskState): number {
 export const DISGUISE =
   // eslint-disable-next-line no-control-regex
   /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
-
-/**
- * A task record read back, checked field by field: one that is not ours in every part is skipped, never
- * relayed. Texts lose control and bidi characters.
- */
-export function parseRecord(value: unknown): TaskRecord | undefined {
-  const parsed = RECORD.safeParse(value);
-  if (!parsed.success) return undefined;
-  const { task } = parsed.data;
-  if (Number.isNaN(Date.parse(task.createdAt)) || Number.isNaN(Date.parse(task.lastUpdatedAt)))
-    return undefined;
-  return parsed.data as TaskRecord;
-}
 
 const cleanString = (max: number) =>
   z
@@ -317,21 +270,28 @@ const IMAGE_ITEM = z
 const LINK_ITEM = z
   .object({ type: z.literal("resource_link"), uri: cleanString(4096), name: cleanString(200) })
   .loose();
-const RECORD = z.object({
+const TIME = z
+  .string()
+  .max(40)
+  .refine((text) => !Number.isNaN(Date.parse(text)));
+/**
+ * An MCP task record read back, checked field by field: one that is not ours in every part is skipped, never
+ * relayed. Texts lose control and bidi characters.
+ */
+const TASK_RECORD = z.object({
   task: z.object({
     taskId: z.string().regex(/^[0-9a-f-]{36}$/),
     status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]),
+    /** Milliseconds the task lives from `createdAt`. */
     ttl: z.number().int().positive().max(MAX_TASK_TTL_MS),
-    createdAt: z.string().max(40),
-    lastUpdatedAt: z.string().max(40),
+    createdAt: TIME,
+    lastUpdatedAt: TIME,
+    /** Milliseconds a client should wait between two reads. */
     pollInterval: z.number().int().positive().max(3_600_000).optional(),
     statusMessage: cleanString(2000).optional(),
   }),
   tool: z.enum(["generate_video", "generate_image"]),
-  scope: z
-    .string()
-    .regex(/^[A-Za-z0-9:_-]{1,80}$/)
-    .optional(),
+  scope: SCOPE.optional(),
   videoId: z
     .string()
     .max(256)
@@ -339,6 +299,10 @@ const RECORD = z.object({
     .regex(/^[^\u0000-\u001F\u007F]*$/)
     .optional(),
   saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
+  /**
+   * The process following it, in this machine's file (no Redis): a process that opens the file takes up a
+   * working task only when that process is gone, never while it runs.
+   */
   pid: z
     .number()
     .int()
@@ -354,3 +318,4 @@ const RECORD = z.object({
     .loose()
     .optional(),
 });
+export const parseRecord = reader(TASK_RECORD) as (value: unknown) => TaskRecord | undefined;

@@ -40,17 +40,11 @@ export interface WaitOptions {
 export interface PollEngineOptions {
   api: Pick<GenerationApi, "getVideo">;
   intervalMs: number;
-  now?: () => number;
   logger?: TaskLogger;
   /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
   maxBackoffMs?: number;
   /** For jitter; defaults to Math.random. */
   random?: () => number;
-  /**
-   * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait
-   * here, least recently polled id first, so no task starves when the budget cannot poll them all. Default 8.
-   */
-  maxConcurrentPolls?: number;
   /** Shares each task's poll with other replicas (Redis); undefined: this process polls alone. */
   coordinator?: PollCoordinator | undefined;
 }
@@ -59,6 +53,11 @@ export interface PollEngineOptions {
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
 /** A 429's reset is honoured up to this long (the budget clamps to the same order). */
 const MAX_RATE_LIMIT_WAIT_MS = 65_000;
+/**
+ * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait here,
+ * least recently polled id first, so no task starves when the budget cannot poll them all.
+ */
+const MAX_CONCURRENT_POLLS = 8;
 /** Ids whose last poll time is remembered for fairness, beyond the ones being polled. */
 const POLL_HISTORY_SIZE = 1000;
 /**
@@ -91,11 +90,10 @@ interface Loop {
 export class PollEngine {
   private readonly api: Pick<GenerationApi, "getVideo">;
   private readonly intervalMs: number;
-  private readonly now: () => number;
+  private readonly now = () => Date.now();
   private readonly logger: TaskLogger;
   private readonly maxBackoffMs: number;
   private readonly random: () => number;
-  private readonly maxConcurrentPolls: number;
   private readonly coordinator: PollCoordinator | undefined;
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
@@ -108,11 +106,9 @@ export class PollEngine {
   constructor(options: PollEngineOptions) {
     this.api = options.api;
     this.intervalMs = Math.max(1, options.intervalMs);
-    this.now = options.now ?? Date.now;
     this.logger = options.logger ?? silentLogger;
     this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
     this.random = options.random ?? Math.random;
-    this.maxConcurrentPolls = Math.max(1, options.maxConcurrentPolls ?? 8);
     this.coordinator = options.coordinator;
   }
 
@@ -309,7 +305,7 @@ export class PollEngine {
   /** Hands out free slots, least recently polled id first (never polled first of all). */
   private dispatch(): void {
     const rank = (turn: { loop: Loop }) => this.lastPolled.get(turn.loop.videoId) ?? Number.NEGATIVE_INFINITY;
-    while (this.activePolls < this.maxConcurrentPolls && this.turns.length > 0) {
+    while (this.activePolls < MAX_CONCURRENT_POLLS && this.turns.length > 0) {
       const best = this.turns.reduce(
         (chosen, turn, index) => (rank(turn) < rank(this.turns[chosen]!) ? index : chosen),
         0,

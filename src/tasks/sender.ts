@@ -16,6 +16,7 @@ import {
   type RateBudget,
 } from "../api/rate-budget.js";
 import { safeId } from "../api/shapes.js";
+import type { Sleep } from "../api/sleep.js";
 import type { GenerateImageBody, GenerateVideoBody, ImageResult, JsonObject } from "../api/types.js";
 import { metrics } from "../metrics.js";
 import { resolveVideoModel } from "../models.js";
@@ -26,8 +27,6 @@ import type { JournalEntry, StartClaims, TaskLogger } from "../state/records.js"
 
 /** Time kept for the history lookup when a start's own deadline is near. */
 export const RECONCILE_RESERVE_MS = 5000;
-
-export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
 /** A video task as its start's answer or the history gave it. */
 export interface StartedTask {
@@ -173,15 +172,12 @@ export class StartSender {
       await this.journal.append(entry);
       await this.parts.claims?.mirror(entry, this.parts.windowMs);
     } catch (error) {
-      this.parts.logger(
-        "error",
-        "Could not write the task journal; this task is not protected against a crash.",
-        {
-          id: entry.id,
-          path: this.journal.path,
-          error: String(error),
-        },
-      );
+      const unprotected = "Could not write the task journal; this task is not protected against a crash.";
+      this.parts.logger("error", unprotected, {
+        id: entry.id,
+        path: this.journal.path,
+        error: String(error),
+      });
     }
   }
 

@@ -24,26 +24,21 @@ const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
 const BACKGROUND_FIRST_PAUSE_MS = 5_000;
 const BACKGROUND_MAX_PAUSE_MS = 60_000;
 
-export interface SettlementOptions {
-  api: Pick<GenerationApi, "listVideos">;
-  /** Its journal, clock and logger; the duplicate window, during which a lost start is looked for. */
-  sender: StartSender;
-  /** Ends the background searches (the runtime is closing). */
-  stopping: AbortSignal | undefined;
-}
-
 export class Settlement {
   /** Whether the intents an earlier run left behind have been looked up. */
   private leftoversSettled = false;
   /** Lost starts being looked for in the background, by Idempotency-Key. */
   private readonly searching = new Set<string>();
-
-  private readonly sender: StartSender;
+  /** Its journal, clock and logger; the duplicate window, during which a lost start is looked for. */
   private readonly parts: SenderParts;
 
-  constructor(private readonly options: SettlementOptions) {
-    this.sender = options.sender;
-    this.parts = options.sender.parts;
+  constructor(
+    private readonly api: Pick<GenerationApi, "listVideos">,
+    private readonly sender: StartSender,
+    /** Ends the background searches (the runtime is closing). */
+    private readonly stopping: AbortSignal | undefined,
+  ) {
+    this.parts = sender.parts;
   }
 
   /**
@@ -99,7 +94,7 @@ export class Settlement {
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
         const left = intent.started_at + windowMs - now();
-        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.options.stopping);
+        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.stopping);
         if (!open()) return;
         if (now() - intent.started_at >= windowMs) {
           logger("info", "A lost start did not appear in the history within the duplicate window.", {});
@@ -147,9 +142,9 @@ export class Settlement {
 
   private async history(priority: "foreground" | "background", deadline: number | undefined) {
     try {
-      const page = await this.options.api.listVideos(
+      const page = await this.api.listVideos(
         { page: 1, limit: RECONCILE_PAGE_LIMIT },
-        { priority, ...(deadline !== undefined && { deadline }), signal: this.options.stopping },
+        { priority, ...(deadline !== undefined && { deadline }), signal: this.stopping },
       );
       return page.items;
     } catch (error) {

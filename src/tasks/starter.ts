@@ -11,9 +11,9 @@
  * finds it claimed waits for the started task the claimant mirrors, copied into its own journal so the usual
  * guard answers with it as reused. A claimant that died lets its claim lapse; the next one settles its intent.
  */
-import { setTimeout as wait } from "node:timers/promises";
-import { AbortedError, GenerationError } from "../api/errors.js";
+import { GenerationError } from "../api/errors.js";
 import type { RateBudget } from "../api/rate-budget.js";
+import { sleep as wait, type Sleep } from "../api/sleep.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -25,7 +25,7 @@ import type { DailySpend } from "../spend/daily.js";
 import type { Journal } from "../state/local/journal.js";
 import type { Ownership } from "../state/local/owners.js";
 import { silentLogger, type JournalEntry, type StartClaims, type TaskLogger } from "../state/records.js";
-import { RECONCILE_RESERVE_MS, StartSender, type SendOptions, type Sleep } from "./sender.js";
+import { RECONCILE_RESERVE_MS, StartSender, type SendOptions } from "./sender.js";
 import { Settlement } from "./settlement.js";
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
@@ -103,19 +103,14 @@ export class TaskStarter {
   constructor(private readonly options: TaskStarterOptions) {
     this.journal = options.journal;
     this.now = options.now ?? Date.now;
-    this.sleep =
-      options.sleep ??
-      ((ms, signal) =>
-        wait(ms, undefined, { signal }).catch(() => {
-          throw new AbortedError();
-        }));
+    this.sleep = options.sleep ?? wait;
     this.logger = options.logger ?? silentLogger;
     this.windowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
     const { now, sleep, logger, windowMs } = this;
     const { journal, budget, claims, ownership, daily } = options;
     const parts = { journal, budget, claims, ownership, daily, windowMs, now, sleep, logger };
     this.sender = new StartSender(parts);
-    this.settlement = new Settlement({ api: options.api, sender: this.sender, stopping: options.stopping });
+    this.settlement = new Settlement(options.api, this.sender, options.stopping);
   }
 
   /**
@@ -132,8 +127,6 @@ export class TaskStarter {
         options,
         () => this.liveDuplicate(options),
         async () => {
-          const earlier = await this.liveDuplicate(options);
-          if (earlier) return earlier;
           const lost = this.lostStart(options.fingerprint);
           return lost?.kind === "video" ? this.settleLost(lost, options) : this.sendVideo(body, options);
         },
@@ -145,15 +138,17 @@ export class TaskStarter {
   startImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
     return this.start("image", options, async () => {
       if (options.allowDuplicate) return this.sendImage(body, options);
-      const earlier = async () => this.imageDuplicate(options.fingerprint);
-      return this.guarded("image", options, earlier, async () => {
-        const found = await earlier();
-        if (found) return found;
-        // The service keeps no image history to settle this with: only the user can say.
-        const lost = this.lostStart(options.fingerprint);
-        if (lost?.kind === "image") throw unsettledStart(lost, this.now());
-        return this.sendImage(body, options);
-      });
+      return this.guarded(
+        "image",
+        options,
+        () => this.imageDuplicate(options.fingerprint),
+        async () => {
+          // The service keeps no image history to settle this with: only the user can say.
+          const lost = this.lostStart(options.fingerprint);
+          if (lost?.kind === "image") throw unsettledStart(lost, this.now());
+          return this.sendImage(body, options);
+        },
+      );
     });
   }
 
@@ -194,17 +189,18 @@ export class TaskStarter {
   }
 
   /**
-   * Without replicas, `start` itself. With them, `start` runs under the claim on the fingerprint, or the answer
-   * is what `earlier` finds once another replica's start is journaled; gives up at the deadline.
+   * What `earlier` finds, else `start`: with replicas, under the claim on the fingerprint, or what `earlier`
+   * finds once another replica's start is journaled; gives up at the deadline.
    */
   private async guarded<T>(
     kind: "video" | "image",
     options: StartOptions,
-    earlier: () => Promise<T | undefined>,
+    earlier: () => T | undefined | Promise<T | undefined>,
     start: () => Promise<T>,
   ): Promise<T> {
     const claims = this.options.claims;
-    if (claims === undefined) return start();
+    const unlessEarlier = async () => (await earlier()) ?? start();
+    if (claims === undefined) return unlessEarlier();
     const { fingerprint } = options;
     const giveUpAt = options.deadline ?? this.now() + CLAIM_TTL_MS;
     for (;;) {
@@ -215,7 +211,7 @@ export class TaskStarter {
         try {
           // Between our look and our claim, the last claimant may have finished: look again, now alone.
           await this.adoptShared(claims, fingerprint, true);
-          return await start();
+          return await unlessEarlier();
         } finally {
           await claims.unclaim(fingerprint);
         }
@@ -273,13 +269,8 @@ export class TaskStarter {
     } catch (error) {
       // Unknown to the service (a restarted sandbox on the same port, say): another instance's task.
       if (error instanceof GenerationError && isUnknownTask(error)) {
-        this.logger(
-          "warning",
-          "The journal's identical task is unknown to the service; starting a new one.",
-          {
-            video_id: earlier.id,
-          },
-        );
+        const unknown = "The journal's identical task is unknown to the service; starting a new one.";
+        this.logger("warning", unknown, { video_id: earlier.id });
         await this.sender.recordVoid(earlier, earlier.id);
         return undefined;
       }

@@ -20,6 +20,9 @@ async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const h = await startHarness({
     client: { timeoutMs: 400, maxRetries: 2 },
     ...options,
+    // Faults of the service are the subject: no frame sheet or preview (their own tests) adds its decode
+    // time to the bounds below.
+    config: { previews: false, ...options.config },
     sandbox: { timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox },
   });
   open.push(h);

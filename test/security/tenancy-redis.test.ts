@@ -44,7 +44,11 @@ async function sandboxFor(timings: { queuedMs: number; processingMs: number }): 
   return sandbox;
 }
 
-async function replicas(sandbox: SandboxHandle, count: number): Promise<HttpServerProcess[]> {
+async function replicas(
+  sandbox: SandboxHandle,
+  count: number,
+  env: Record<string, string> = {},
+): Promise<HttpServerProcess[]> {
   const started = await Promise.all(
     Array.from({ length: count }, () =>
       startHttpBin([], {
@@ -53,6 +57,7 @@ async function replicas(sandbox: SandboxHandle, count: number): Promise<HttpServ
         GENERATION_REDIS_URL: redis.url,
         GENERATION_STATE_DIR: `${root.dir}/replica-${replicaCount++}`,
         GENERATION_POLL_INTERVAL_MS: "100",
+        ...env,
       }),
     ),
   );
@@ -277,7 +282,8 @@ describe("one final answer per task", () => {
     "agrees on every replica when a cancel on one races the completion seen on the other (8 rounds)",
     async () => {
       const sandbox = await sandboxFor({ queuedMs: 200, processingMs: 800 });
-      const [first, second] = await replicas(sandbox, 2);
+      // No frame sheet: its decode would put the completion after every cancel point below.
+      const [first, second] = await replicas(sandbox, 2, { GENERATION_PREVIEWS: "off" });
       const outcomes: string[] = [];
       let disagreements = 0;
       // 8 rounds, times RED_TEAM_SCALE: the cancel comes at 8 points around the end, each SCALE times.
@@ -317,4 +323,31 @@ describe("one final answer per task", () => {
     },
     60_000 * SCALE,
   );
+
+  it("agrees at once when the cancel lands while the other replica still builds the result (its frame sheet)", async () => {
+    const sandbox = await sandboxFor({ queuedMs: 200, processingMs: 800 });
+    const [first, second] = await replicas(sandbox, 2);
+    const seen: string[][] = [];
+    for (const delay of [1150, 1250, 1350]) {
+      const started = await rpc(first!.url, sandbox.keys.paid, "tools/call", {
+        name: "generate_video",
+        arguments: { prompt: `a late cancel ${delay}`, duration: 1 },
+        task: {},
+      });
+      const taskId = (resultOf(started)?.["task"] as { taskId: string }).taskId;
+      await sleep(delay);
+      await rpc(second!.url, sandbox.keys.paid, "tasks/cancel", { taskId });
+      seen.push(
+        await Promise.all(
+          [first!, second!].map(async (server) => {
+            const answer = await rpc(server.url, sandbox.keys.paid, "tasks/get", { taskId });
+            return String(resultOf(answer)?.["status"]);
+          }),
+        ),
+      );
+    }
+    for (const [index, [one, other]] of seen.entries()) expect(one, `cancel ${index + 1}`).toBe(other);
+    // At least one cancel came while the result was being built, or this tested nothing.
+    expect(seen.some(([one]) => one === "cancelled")).toBe(true);
+  }, 30_000);
 });

@@ -1,21 +1,27 @@
 /**
- * One caller's view of its tasks, whatever the wire form: the tasks of its refused calls (refused.ts, in
- * memory) first, then the records of its runtime (store.ts, made only when a task request needs it). A task
- * the caller cannot see, a cancel too late or a bad cursor is -32602 with a bounded message (../errors.ts).
+ * One caller's view of its tasks, whatever the wire form: the tasks of its refused calls (in memory) first,
+ * then the records of its runtime (store.ts, made only when a task request needs it). A task the caller
+ * cannot see, a cancel too late or a bad cursor is -32602 with a bounded message (../errors.ts).
+ *
+ * A refused call's task (bad arguments, a spend limit, the user's decline of the cost: nothing was sent) is
+ * answered like any task, ended at once with what a plain call gets (failed for an error result; completed
+ * for a decline, which is not an error, so that a client shows it rather than "task failed"), but held only
+ * here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing
+ * shared, whatever the flood.
  */
-import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { randomUUID } from "node:crypto";
+import * as z from "zod";
+import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
-import type { TaskRecord, TaskState } from "../../state/records.js";
+import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 import { TaskEndedError } from "../errors.js";
-import { REFUSED_TASKS } from "./refused.js";
 import type { TaskRecords } from "./store.js";
 
+export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
+
 export interface CallerTasks {
-  /** Caller.id: whose refused tasks these are. */
   callerId: string;
-  /** Caller.scope: whose records these are, when one key serves several callers. */
   scope: string | undefined;
-  /** The records of the caller's runtime (made on first use). */
   store(): Promise<TaskRecords>;
   /** Where an unexpected failure's details go (the client gets none). */
   logger: Logger;
@@ -35,22 +41,59 @@ export async function endedTask(
   return refused ?? (await tasks.store()).ended(taskId, tasks.scope, signal);
 }
 
-/** Cancels the task; TaskEndedError when it had ended first. */
 export async function cancelTask(tasks: CallerTasks, taskId: string): Promise<TaskRecord> {
   const refused = REFUSED_TASKS.find(tasks.callerId, taskId);
   if (refused !== undefined) throw new TaskEndedError(taskId, refused.task.status);
   return (await tasks.store()).cancel(taskId, tasks.scope);
 }
 
-export async function listTasks(
-  tasks: CallerTasks,
-  cursor: string | undefined,
-): Promise<{ tasks: TaskState[]; nextCursor?: string }> {
-  try {
-    return await (await tasks.store()).list(tasks.scope, cursor);
-  } catch (error) {
-    if (error instanceof RangeError)
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor.");
-    throw error;
+export async function listTasks(tasks: CallerTasks, cursor: string | undefined) {
+  return (await tasks.store()).list(tasks.scope, cursor);
+}
+
+const MAX_REFUSED = 1000;
+
+export class RefusedTasks {
+  private readonly tasks = new Map<string, { caller: string; record: TaskRecord }>();
+
+  add(caller: string, tool: string, result: StoredResult): TaskRecord {
+    const now = new Date().toISOString();
+    const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
+    const record: TaskRecord = {
+      task: {
+        taskId: randomUUID(),
+        status: result.isError === true ? "failed" : "completed",
+        ttl: MIN_TASK_TTL_MS,
+        createdAt: now,
+        lastUpdatedAt: now,
+        ...(firstLine !== undefined && { statusMessage: firstLine }),
+      },
+      tool,
+      result,
+      ephemeral: true,
+    };
+    this.sweep();
+    this.tasks.set(record.task.taskId, { caller, record });
+    if (this.tasks.size > MAX_REFUSED) this.tasks.delete(this.tasks.keys().next().value ?? "");
+    return record;
+  }
+
+  find(caller: string, taskId: string): TaskRecord | undefined {
+    const found = this.tasks.get(taskId);
+    if (found === undefined || found.caller !== caller || expiresAt(found.record.task) <= Date.now()) {
+      return undefined;
+    }
+    return found.record;
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [taskId, entry] of this.tasks) {
+      if (expiresAt(entry.record.task) > now) break;
+      this.tasks.delete(taskId);
+    }
   }
 }
+
+/** Refused task-augmented calls, per caller, for the whole process (bounded). */
+export const REFUSED_TASKS = new RefusedTasks();

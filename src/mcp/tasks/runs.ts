@@ -3,12 +3,37 @@
  * new task or taken up again from its video_id (after a restart, or from a replica that died). A run's first
  * progress message that names the started task announces it: from then on the task can be handed out and
  * taken up again. A run that ends hands its result to the store, unless the server is stopping (the task
- * stays `working`, to be taken up at the next start) or the task has ended already (a cancel).
+ * stays `working`, to be taken up at the next start) or the task has ended already (a cancel). And what the
+ * protocol edge decides of a record: the ttl a task gets, which states are final, how a result reads as failed.
  */
+import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import type { ResumeInfo } from "../../tools/define-tool.js";
-import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
-import { errorText, failed } from "./records.js";
+import { expiresAt, type StoredResult, type TaskRecord, type TaskStatus } from "../../state/records.js";
+
+/** A requested ttl that names none gets this. */
+export const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
+
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
+
+/** The ttl a task gets: the default when none was asked for, else the one asked for within the bounds. */
+export function boundTtl(requested: number | null | undefined): number {
+  if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
+  return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
+}
+
+export function errorText(text: string): StoredResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/**
+ * A task failed when its call answered an error, or when the generation itself failed: a blocking call
+ * reports that as a normal answer with `status: "failed"`, which the task's result keeps as it is.
+ */
+export function failed(result: StoredResult): boolean {
+  const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
+  return result.isError === true || status === "failed";
+}
 
 /** A progress message that names the started task: "video_id <id>: started". */
 const ANNOUNCEMENT = /^video_id (\S+?):/;
@@ -26,7 +51,6 @@ export type Resumer = (
   run: TaskRun,
 ) => Promise<StoredResult> | undefined;
 
-/** What the store does with a run's progress and its end. */
 export interface RunHooks {
   progress(record: TaskRecord, message: string): void;
   finish(record: TaskRecord, status: "completed" | "failed", result: StoredResult): Promise<void>;
@@ -42,7 +66,6 @@ export class TaskRuns {
     private readonly logger: Logger,
   ) {}
 
-  /** Background waits running now. */
   get size(): number {
     return this.runners.size;
   }
@@ -51,7 +74,6 @@ export class TaskRuns {
     return this.runners.has(taskId);
   }
 
-  /** Stops the task's wait, if one runs here. */
   abort(taskId: string): void {
     this.runners.get(taskId)?.abort();
   }
@@ -60,7 +82,6 @@ export class TaskRuns {
     for (const runner of this.runners.values()) runner.abort();
   }
 
-  /** From now on, tasks are taken up with `resume`. */
   resumeWith(resume: Resumer, stopping: AbortSignal): void {
     this.resumer = { resume, stopping };
   }
@@ -69,26 +90,11 @@ export class TaskRuns {
   takeUp(record: TaskRecord): void {
     const resumer = this.resumer;
     if (resumer === undefined || this.runners.has(record.task.taskId)) return;
-    const remaining = expiresAt(record.task) - Date.now();
-    const videoId = record.videoId;
-    const launched =
-      videoId !== undefined &&
-      this.launch(
-        record,
-        resumer.stopping,
-        () => {},
-        (run) =>
-          resumer.resume(
-            {
-              tool: record.tool,
-              scope: record.scope,
-              videoId,
-              saved: record.saved ?? {},
-              windowMs: remaining,
-            },
-            run,
-          ),
-      );
+    const { tool, scope, videoId, saved = {} } = record;
+    const info = { tool, scope, saved, windowMs: expiresAt(record.task) - Date.now() };
+    const resume =
+      videoId === undefined ? undefined : (run: TaskRun) => resumer.resume({ ...info, videoId }, run);
+    const launched = resume !== undefined && this.launch(record, resumer.stopping, () => {}, resume);
     if (!launched) {
       // Nothing to follow (the process stopped before the service named a task): say how to go on.
       void this.hooks.finish(

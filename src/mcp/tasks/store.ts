@@ -1,26 +1,17 @@
 /**
- * The MCP task records of one service key and their background waits: one store, whatever wire form a
- * client reads them through (wire-2025.ts, wire-2026.ts). A task-augmented call runs the very tool handler a
- * plain call runs, in the background. The call is answered once the service has started the generation (the
- * tool's first progress message names the video_id), so the journal and the duplicate guard work as for a
- * plain call. The task then follows the tool's own wait, which polls through the shared poll engine: reading
- * a task never reaches the service, however many clients read it. When the wait ends, the record keeps the
- * CallToolResult a blocking call would have returned.
+ * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts,
+ * wire-2026.ts), and their background waits (runs.ts): the very tool handler a plain call runs. The call is
+ * answered once the service has started the generation (the tool's first progress names the video_id), so
+ * the journal and the duplicate guard work as for a plain call; reading a task never reaches the service.
  *
- * Records are kept beside the journal (one small JSON file per service key) and outlive a restart: a task
- * still `working` when the process stopped is taken up again at start, from its video_id. A task past its
- * ttl is dropped; its video_id stays recoverable with get_status.
- *
- * With several replicas (GENERATION_REDIS_URL) every record is also written to the shared store, so any
- * replica answers for any task. The replica that started a task follows it and renews a lease at every
- * poll; when the lease lapses (that replica died), the next replica asked about the task takes it over from
- * its video_id, as after a restart. A task's outcome is decided once for all replicas (TaskRecordStore
- * `finalize`).
- *
- * Its parts: the background waits (runs.ts); the records' shared copy (state/records.ts TaskRecordStore)
- * and file (state/local/task-records.ts) are the state's.
+ * Records are kept beside the journal (state/local/task-records.ts) and outlive a restart: a task still
+ * `working` then is taken up again from its video_id; one past its ttl is dropped (its video_id stays
+ * recoverable with get_status). With replicas (GENERATION_REDIS_URL) every record is shared too, so any
+ * replica answers for any task; the one following a task renews a lease at every poll, and when it lapses
+ * (that replica died) the next one asked takes the task over. An outcome is decided once for all (`finalize`).
  */
 import { randomUUID } from "node:crypto";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../api/sleep.js";
 import { RecordsFile, followedElsewhere } from "../../state/local/task-records.js";
@@ -32,18 +23,16 @@ import {
   type TaskState,
   type TaskStatus,
 } from "../../state/records.js";
-import { TERMINAL, boundTtl, errorText } from "./records.js";
 import { TaskEndedError, TaskNotFoundError } from "../errors.js";
-import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
+import { TERMINAL, TaskRuns, boundTtl, errorText, type Resumer, type TaskRun } from "./runs.js";
 
-/** Records kept per key at most: the oldest finished ones go first. */
+/** Per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
 const LIST_PAGE_SIZE = 50;
 
 export interface StartTaskOptions {
   tool: string;
   scope?: string | undefined;
-  /** The ttl the client asked for, if any. */
   requestedTtl?: number | null | undefined;
   /** Values to keep for a resumption (see ResumeInfo.saved). */
   saved?: Record<string, unknown> | undefined;
@@ -80,22 +69,15 @@ export class TaskRecords {
     this.sweeper.unref();
   }
 
-  /**
-   * Records kept in `dir` (created at the first write), or in memory only when `dir` is undefined; and in
-   * `shared` too when replicas share state.
-   */
+  /** `dir` undefined: in memory only. */
   static async open(
     dir: string | undefined,
     pollIntervalMs: number,
     logger: Logger,
     shared?: TaskRecordStore,
   ): Promise<TaskRecords> {
-    const tasks = new TaskRecords(
-      dir === undefined ? undefined : new RecordsFile(dir, logger),
-      pollIntervalMs,
-      logger,
-      shared,
-    );
+    const file = dir === undefined ? undefined : new RecordsFile(dir, logger);
+    const tasks = new TaskRecords(file, pollIntervalMs, logger, shared);
     for (const record of (await tasks.file?.load()) ?? []) {
       // Another process of this key, still running, follows it: left to that one (and kept in the file).
       if (shared === undefined && followedElsewhere(record)) continue;
@@ -177,7 +159,8 @@ export class TaskRecords {
     cursor: string | undefined,
   ): Promise<{ tasks: TaskState[]; nextCursor?: string }> {
     const from = cursor === undefined ? 0 : Number(cursor);
-    if (!Number.isSafeInteger(from) || from < 0) throw new RangeError("invalid cursor");
+    if (!Number.isSafeInteger(from) || from < 0)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor.");
     const ids = new Set(this.records.keys());
     for (const id of (await this.shared?.list(MAX_RECORDS)) ?? []) ids.add(id);
     const found = await Promise.all([...ids].map((id) => this.find(id, scope).catch(() => undefined)));
@@ -225,12 +208,11 @@ export class TaskRecords {
     return Math.max(3 * this.pollIntervalMs, 1000);
   }
 
-  /** Background waits running now. */
   get running(): number {
     return this.runs.size;
   }
 
-  /** Whether any record is kept (an empty set leaves no file behind). */
+  /** An empty set leaves no file behind. */
   get empty(): boolean {
     return [...this.records.values()].every((record) => record.ephemeral === true);
   }
@@ -249,16 +231,17 @@ export class TaskRecords {
    */
   private async lookup(taskId: string): Promise<TaskRecord | undefined> {
     const local = this.records.get(taskId);
-    // Followed here, or cancelled here (its follower elsewhere stops at its next poll): this copy is current.
-    const current = local !== undefined && (this.runs.has(taskId) || local.task.status === "cancelled");
-    if (this.shared === undefined || current) return local;
+    // Cancelled here (its follower elsewhere stops at its next poll): this copy is current.
+    if (this.shared === undefined || local?.task.status === "cancelled") return local;
     const record = await this.shared.read(taskId);
     if (record === undefined) return local;
     if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
-      // Another replica decided the outcome: every replica answers the same.
+      // Another replica decided the outcome (a cancel there while this one was still building the result,
+      // say): every replica answers the same from then on.
       this.adopt(local, record);
       return local;
     }
+    if (local !== undefined && this.runs.has(taskId)) return local;
     if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
       this.records.set(taskId, record);
       this.runs.takeUp(record);

@@ -8,12 +8,10 @@ import { RELATED_TASK_META_KEY, type Server } from "@modelcontextprotocol/server
 import * as z from "zod";
 import type { TaskState } from "../../state/records.js";
 import { guarded } from "../errors.js";
-import { cancelTask, endedTask, findTask, listTasks, type CallerTasks } from "./access.js";
+import { TASK_ID, cancelTask, endedTask, findTask, listTasks, type CallerTasks } from "./access.js";
 
-const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 const CURSOR = { params: z.looseObject({ cursor: z.string().max(32).optional() }) };
 
-/** The answer to a task-augmented tools/call. */
 export function createdTask2025(task: TaskState): { task: TaskState } {
   return { task: { ...task } };
 }

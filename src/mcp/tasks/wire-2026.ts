@@ -13,14 +13,11 @@ import {
   type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import * as z from "zod";
 import type { TaskRecord, TaskState } from "../../state/records.js";
 import { TaskEndedError, guarded } from "../errors.js";
 import { TASKS_EXTENSION } from "../revisions.js";
-import { TERMINAL } from "./records.js";
-import { cancelTask, findTask, type CallerTasks } from "./access.js";
-
-const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
+import { TASK_ID, cancelTask, findTask, type CallerTasks } from "./access.js";
+import { TERMINAL } from "./runs.js";
 
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {
@@ -30,7 +27,6 @@ export function declaresTasks(ctx: ServerContext): boolean {
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
-/** The answer to a tools/call that became a task. */
 export function createdTask2026(task: TaskState): Record<string, unknown> {
   return { resultType: "task", ...wireTask(task) };
 }

@@ -5,7 +5,7 @@
  * without an outcome is a start whose answer was lost, settled (tasks/settlement.ts) before an identical
  * request may pay again. Bounded: past its limits it keeps the newest half, and every intent still open.
  */
-import { parseJournalEntry, type JournalEntry, type TaskLogger } from "../records.js";
+import { parseJournalEntry, readList, type JournalEntry, type TaskLogger } from "../records.js";
 import { JsonFile } from "./store.js";
 
 export interface JournalOptions {
@@ -28,7 +28,7 @@ export class Journal {
   private constructor(dir: string | undefined, options: JournalOptions) {
     this.file = new JsonFile(dir, JOURNAL_FILE, {
       label: "The journal of paid starts",
-      parse: (value) => (Array.isArray(value) ? value.flatMap((item) => parseJournalEntry(item) ?? []) : []),
+      parse: readList(parseJournalEntry),
       empty: () => [],
       logger: options.logger,
     });
@@ -53,7 +53,6 @@ export class Journal {
     return this.file.path;
   }
 
-  /** Oldest first. */
   private get entries(): JournalEntry[] {
     return this.file.value;
   }
@@ -97,7 +96,6 @@ export class Journal {
     return openIntents(this.entries);
   }
 
-  /** The newest open intent with this fingerprint. */
   pendingIntent(fingerprint: string): JournalEntry | undefined {
     return this.pendingIntents().findLast((entry) => entry.fingerprint === fingerprint);
   }
@@ -107,7 +105,6 @@ export class Journal {
     return this.entries.length === 0;
   }
 
-  /** Started tasks, newest first. */
   recent(limit?: number): JournalEntry[] {
     const tasks = this.entries.filter(isTask);
     return tasks.slice(Math.max(0, tasks.length - (limit ?? tasks.length))).reverse();

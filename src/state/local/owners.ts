@@ -10,6 +10,7 @@ import { safeId } from "../../api/shapes.js";
 import {
   MAX_PROMPT_CHARS,
   parseOwnedTask,
+  readList,
   silentLogger,
   type OwnedTask,
   type OwnershipStore,
@@ -19,8 +20,6 @@ import { JsonFile } from "./store.js";
 
 /** Tasks kept at most; past it the oldest half goes. */
 const MAX_ENTRIES = 20_000;
-/** How long a replica's record of an owner lasts in the shared store. */
-const SHARED_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export class Ownership {
   private readonly owners = new Map<string, OwnedTask>();
@@ -39,7 +38,7 @@ export class Ownership {
   ): Promise<Ownership> {
     const file = new JsonFile(dir, "owners.json", {
       label: "The record of who started which task",
-      parse: (value) => (Array.isArray(value) ? value.flatMap((item) => parseOwnedTask(item) ?? []) : []),
+      parse: readList(parseOwnedTask),
       empty: (): OwnedTask[] => [],
       logger,
     });
@@ -63,10 +62,9 @@ export class Ownership {
           error: String(error),
         });
       });
-    await Promise.all([kept, this.shared?.record(entry, SHARED_TTL_MS)]);
+    await Promise.all([kept, this.shared?.record(entry)]);
   }
 
-  /** Who started this video, as far as this server knows. */
   async owner(videoId: string): Promise<OwnedTask | undefined> {
     const local = this.owners.get(videoId);
     if (local !== undefined || this.shared === undefined) return local;
@@ -84,12 +82,10 @@ export class Ownership {
     );
   }
 
-  /** Whether any caller of this key started this video through this server. */
   async isOwned(videoId: string): Promise<boolean> {
     return (await this.owner(videoId)) !== undefined;
   }
 
-  /** The scope's videos, newest first. */
   async list(scope: string, offset: number, limit: number): Promise<{ items: OwnedTask[]; total: number }> {
     if (this.shared !== undefined) {
       const { ids, total } = await this.shared.list(scope, offset, limit);

@@ -71,7 +71,6 @@ export class JsonFile<T> {
     this.doc = options.empty();
   }
 
-  /** The document as last read or written. */
   get value(): T {
     return this.doc;
   }
@@ -92,7 +91,6 @@ export class JsonFile<T> {
     );
   }
 
-  /** Resolves once every queued read and write is done. */
   async settled(): Promise<void> {
     await this.queue;
   }
@@ -123,13 +121,8 @@ export class JsonFile<T> {
       this.doc = this.options.parse(JSON.parse(text));
     } catch {
       // Only something other than this server writes a torn or foreign document: the next change replaces it.
-      (this.options.logger ?? silentLogger)(
-        "warning",
-        `${this.name} could not be read; it is written again.`,
-        {
-          path: this.path,
-        },
-      );
+      const log = this.options.logger ?? silentLogger;
+      log("warning", `${this.name} could not be read; it is written again.`, { path: this.path });
     }
     return this.doc;
   }

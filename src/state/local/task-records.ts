@@ -5,7 +5,7 @@
  * the other follows.
  */
 import type { Logger } from "../../logger.js";
-import { expiresAt, parseRecord, type TaskRecord } from "../records.js";
+import { expiresAt, parseRecord, readList, type TaskRecord } from "../records.js";
 import { JsonFile, isProcessRunning } from "./store.js";
 
 const FILE_NAME = "mcp-tasks.json";
@@ -15,17 +15,12 @@ export function followedElsewhere(record: TaskRecord): boolean {
   return record.pid !== undefined && record.pid !== process.pid && isProcessRunning(record.pid);
 }
 
-/** The file's form: `{ version: 1, records }`. */
-interface Saved {
-  version: 1;
-  records: TaskRecord[];
-}
+type Saved = { version: 1; records: TaskRecord[] };
 
 export class RecordsFile {
   private readonly file: JsonFile<Saved>;
   /** Whether the file exists (or will once written): an empty record set never creates it. */
   private onDisk = false;
-  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     dir: string,
@@ -33,7 +28,14 @@ export class RecordsFile {
   ) {
     this.file = new JsonFile(dir, FILE_NAME, {
       label: "The MCP task records",
-      parse: (value) => this.parse(value),
+      parse: (value) => {
+        const items = (value as { records?: unknown } | null)?.records;
+        const records = readList(parseRecord)(items);
+        const skipped = (Array.isArray(items) ? items.length : 0) - records.length;
+        if (skipped > 0)
+          logger.warning(`${skipped} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`);
+        return { version: 1, records };
+      },
       empty: () => ({ version: 1, records: [] }),
       logger: (level, message, data) => logger.log(level, message, data),
     });
@@ -60,7 +62,7 @@ export class RecordsFile {
     if (kept.length === 0 && !this.onDisk) return;
     this.onDisk = true;
     const ours = new Set(kept.map((record) => record.task.taskId));
-    this.writing = this.file
+    void this.file
       .update((saved) => {
         const others = saved.records.filter(
           (record) =>
@@ -76,20 +78,7 @@ export class RecordsFile {
       });
   }
 
-  /** Resolves once every queued write is done. */
   written(): Promise<void> {
-    return this.writing;
-  }
-
-  private parse(value: unknown): Saved {
-    const saved = (value as { records?: unknown } | null)?.records;
-    const items = Array.isArray(saved) ? saved : [];
-    const records = items.flatMap((item) => parseRecord(item) ?? []);
-    if (records.length < items.length) {
-      this.logger.warning(
-        `${items.length - records.length} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`,
-      );
-    }
-    return { version: 1, records };
+    return this.file.settled();
   }
 }

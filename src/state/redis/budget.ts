@@ -4,7 +4,6 @@
  * the replica falls back on its own local bucket (always kept seeded from the same headers): calls go on, at
  * the price of a possible 429 that the usual backoff absorbs.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { AbortedError } from "../../api/errors.js";
 import {
   DEFAULT_MAX_WAIT_MS,
@@ -16,6 +15,7 @@ import {
   type RateBudget,
   type TokenBucketBudget,
 } from "../../api/rate-budget.js";
+import { sleep } from "../../api/sleep.js";
 import type { RequestPriority } from "../../api/types.js";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../../models.js";
 import type { KeyContext } from "./context.js";
@@ -68,9 +68,7 @@ export class RedisBudget implements RateBudget {
         this.grants.push(grantId);
         return;
       }
-      await sleep(Math.min(waitMs, MAX_STEP_MS), undefined, { signal }).catch(() => {
-        throw new AbortedError();
-      });
+      await sleep(Math.min(waitMs, MAX_STEP_MS), signal);
     }
   }
 

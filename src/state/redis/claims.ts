@@ -5,13 +5,7 @@
  * when read back; what a replica writes is kept in its rebuild log, to write again should Redis lose it.
  */
 import { randomBytes } from "node:crypto";
-import {
-  parseJournalEntry,
-  parseOwnedTask,
-  type JournalEntry,
-  type OwnershipStore,
-  type StartClaims,
-} from "../records.js";
+import { parseJournalEntry, parseOwnedTask, type OwnershipStore, type StartClaims } from "../records.js";
 import type { KeyContext } from "./context.js";
 
 /** Tasks each scope keeps listed at most (newest first), and how long an ownership is remembered. */
@@ -26,12 +20,7 @@ export function startClaims(context: KeyContext): StartClaims {
   /** Claims this replica holds, and claims whose command failed (written or not: unknown), by fingerprint. */
   const held = new Map<string, string>();
   const uncertain = new Map<string, string>();
-  const entryOf = (text: string | null | undefined): JournalEntry | undefined => {
-    if (text === null || text === undefined) return undefined;
-    const entry = parseJournalEntry(sealer.open(text));
-    if (entry === undefined) context.foreign("journal line");
-    return entry;
-  };
+  const entryOf = (text: string | null | undefined) => context.open(text, parseJournalEntry, "journal line");
   return {
     async claim(fingerprint, ttlMs) {
       // Exclusive, also within this replica; but a claim whose command failed (timed out while Redis was
@@ -97,7 +86,7 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
   // The scope is already a digest (Caller.scope), never a credential.
   const listKey = (scope: string) => `${base}owned:${scope}`;
   return {
-    async record(task, ttlMs) {
+    async record(task) {
       const sealed = sealer.seal(task);
       const write = (ttl: number) =>
         commands
@@ -107,18 +96,13 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
           .zremrangebyrank(listKey(task.scope), 0, -OWNED_MAX - 1)
           .pexpire(listKey(task.scope), OWNED_TTL_MS)
           .exec();
-      const ttl = Math.min(ttlMs, OWNED_TTL_MS);
-      context.keep(ownerKey(task.video_id), ttl, write);
-      await context.soft(undefined, () => write(ttl));
+      context.keep(ownerKey(task.video_id), OWNED_TTL_MS, write);
+      await context.soft(undefined, () => write(OWNED_TTL_MS));
     },
     async owner(videoId) {
-      return context.soft(undefined, async () => {
-        const text = await commands.get(ownerKey(videoId));
-        if (text === null) return undefined;
-        const task = parseOwnedTask(sealer.open(text));
-        if (task === undefined) context.foreign("task ownership");
-        return task;
-      });
+      return context.soft(undefined, async () =>
+        context.open(await commands.get(ownerKey(videoId)), parseOwnedTask, "task ownership"),
+      );
     },
     async list(scope, offset, limit) {
       return context.soft({ ids: [], total: 0 }, async () => {

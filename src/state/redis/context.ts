@@ -35,13 +35,19 @@ export interface KeyContext {
   base: string;
   digest: string;
   sealer: Sealer;
-  /** Reports a value that did not carry this key's seal (planted, torn): once per kind per minute. */
-  foreign(kind: string): void;
+  /**
+   * A stored value, unsealed and read as a record; one that is there but does not carry this key's seal or
+   * read (planted, torn) is reported (once per kind per minute) and skipped.
+   */
+  open<T>(
+    text: string | null | undefined,
+    read: (value: unknown) => T | undefined,
+    kind: string,
+  ): T | undefined;
   /**
    * Records what this replica wrote under `key`, to write again (`write`, given the time left) should Redis
    * lose its data before `ttlMs` has passed; a later entry for the key replaces it.
    */
   keep(key: string, ttlMs: number, write: (ttlMs: number) => Promise<unknown>): void;
-  /** Drops the entry of `key` from the rebuild log (it was settled or deleted). */
   forget(key: string): void;
 }

@@ -168,7 +168,14 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   starting = false;
 
   const reported = new Map<string, number>();
-  const shared: Omit<KeyContext, "base" | "digest" | "sealer"> = {
+  const foreign = (kind: string) => {
+    if (Date.now() - (reported.get(kind) ?? 0) < 60_000) return;
+    reported.set(kind, Date.now());
+    logger.warning(
+      `A ${kind} read from Redis at ${shown} did not carry this deployment's seal (written by something else, or damaged); it was skipped.`,
+    );
+  };
+  const shared: Omit<KeyContext, "base" | "digest" | "sealer" | "open"> = {
     commands,
     owner,
     channel,
@@ -193,13 +200,6 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
           if (alone) return fallback;
           throw new SharedStateUnavailableError();
         }),
-    foreign: (kind) => {
-      if (Date.now() - (reported.get(kind) ?? 0) < 60_000) return;
-      reported.set(kind, Date.now());
-      logger.warning(
-        `A ${kind} read from Redis at ${shown} did not carry this deployment's seal (written by something else, or damaged); it was skipped.`,
-      );
-    },
     keep: (key, ttlMs, write) => {
       rebuild.delete(key);
       rebuild.set(key, { until: Date.now() + ttlMs, write });
@@ -214,11 +214,18 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         .update(`${target.baseUrl}\n${target.apiKey}`)
         .digest("hex")
         .slice(0, 16);
+      const sealer = sealerFor(target.baseUrl, target.apiKey);
       const context: KeyContext = {
         ...shared,
         base: `${config.prefix}${digest}:`,
         digest,
-        sealer: sealerFor(target.baseUrl, target.apiKey),
+        sealer,
+        open: (text, read, kind) => {
+          if (text === null || text === undefined) return undefined;
+          const value = read(sealer.open(text));
+          if (value === undefined) foreign(kind);
+          return value;
+        },
       };
       return {
         budget: new RedisBudget(context, local),

@@ -37,13 +37,13 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
       });
     },
     async latest(videoId) {
-      return context.soft(undefined, async () => {
-        const text = await commands.get(status(videoId));
-        if (text === null) return undefined;
-        const found = readStatus(sealer.open(text), videoId);
-        if (found === undefined) context.foreign("task status");
-        return found;
-      });
+      return context.soft(undefined, async () =>
+        context.open(
+          await commands.get(status(videoId)),
+          (value) => readStatus(value, videoId),
+          "task status",
+        ),
+      );
     },
     nextChange(videoId, ms, signal) {
       const name = `${digest}:${videoId}`;

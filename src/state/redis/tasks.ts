@@ -12,13 +12,7 @@
  */
 import { MAX_TASK_TTL_MS } from "../../config/index.js";
 import { LocalSpendStore } from "../local/spend.js";
-import {
-  expiresAt,
-  parseRecord,
-  type SpendStore,
-  type TaskRecord,
-  type TaskRecordStore,
-} from "../records.js";
+import { expiresAt, parseRecord, type SpendStore, type TaskRecordStore } from "../records.js";
 import type { KeyContext } from "./context.js";
 
 /** Task ids the index keeps per service key, newest first: what tasks/list can page through. */
@@ -33,12 +27,7 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
   const cancelKey = (taskId: string) => `${base}mcptask-cancel:${taskId}`;
   const index = `${base}mcptasks`;
   const ttl = (ms: number) => Math.max(1, Math.round(ms));
-  const opened = (text: string | null | undefined): TaskRecord | undefined => {
-    if (text === null || text === undefined) return undefined;
-    const record = parseRecord(sealer.open(text));
-    if (record === undefined) context.foreign("task record");
-    return record;
-  };
+  const opened = (text: string | null | undefined) => context.open(text, parseRecord, "task record");
   return {
     async share(record) {
       const taskId = record.task.taskId;
