@@ -59,13 +59,38 @@ class FramesError extends Error {
 
 const sheets = new Map<string, Promise<Sheet & { keep?: boolean }>>();
 
+/** Sheets made at once, and waiting for a turn: a burst of finished videos must not start an ffmpeg each. */
+const AT_ONCE = 2;
+const WAITING_AT_MOST = 8;
+let running = 0;
+const turns: (() => void)[] = [];
+
+async function inTurn<T>(make: () => Promise<T>): Promise<T> {
+  if (running < AT_ONCE) running += 1;
+  else if (turns.length < WAITING_AT_MOST) await new Promise<void>((resolve) => turns.push(resolve));
+  else {
+    throw new FramesError(
+      "the server is busy making other videos' frame sheets; get_status of this video shows them later.",
+      false,
+    );
+  }
+  try {
+    return await make();
+  } finally {
+    // The turn passes straight to the next in line, so no newcomer slips in between.
+    const next = turns.shift();
+    if (next === undefined) running -= 1;
+    else next();
+  }
+}
+
 /** The sheet of the video at `url`, or a note saying why there is none. */
 export async function contactSheet(url: string, options: SheetOptions): Promise<Sheet> {
   const maxSide = Math.min(1024, options.maxSide);
   const key = `${options.ffmpegPath ?? ""} ${maxSide} ${url}`;
   let made = sheets.get(key);
   sheets.delete(key);
-  made ??= makeSheet(url, { ...options, maxSide }).then(
+  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).then(
     (sheet) => sheet,
     (error: unknown) => {
       const keep = error instanceof FramesError && error.keep;

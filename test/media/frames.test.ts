@@ -172,6 +172,37 @@ describe("contactSheet", () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it("runs two ffmpeg at a time for a burst of finished videos, and tells the ones past the queue to come back", async () => {
+    // A wrapper that logs each run's start and end, then execs the real ffmpeg.
+    const log = path.join(scratch, "runs.log");
+    const wrapper = path.join(scratch, "ffmpeg-logged");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho "start $$" >> ${log}\nffmpeg "$@"\nstatus=$?\necho "end $$" >> ${log}\nexit $status\n`,
+      { mode: 0o755 },
+    );
+    for (let i = 0; i < 14; i++) files.set(`/burst-${i}.mp4`, SAMPLE_VIDEO_MP4);
+    const sheets = await Promise.all(
+      Array.from({ length: 14 }, (_, i) =>
+        contactSheet(`${origin}/burst-${i}.mp4`, options({ ffmpegPath: wrapper })),
+      ),
+    );
+    // Two running and eight waiting: the other four are told, without a fetch or an ffmpeg run.
+    expect(sheets.filter((sheet) => "image" in sheet)).toHaveLength(10);
+    const told = sheets.filter((sheet) => "note" in sheet);
+    expect(told).toEqual(Array(4).fill({ note: expect.stringMatching(/busy.*get_status/) }));
+    let running = 0;
+    let most = 0;
+    for (const line of readFileSync(log, "utf8").trim().split("\n")) {
+      running += line.startsWith("start") ? 1 : -1;
+      most = Math.max(most, running);
+    }
+    expect(most).toBe(2);
+    // Told to come back, not remembered: the next result of such a video gets its sheet.
+    const later = await contactSheet(`${origin}/burst-13.mp4`, options({ ffmpegPath: wrapper }));
+    expect(later).toHaveProperty("image");
+  }, 60_000);
+
   it("says how to get frame previews when the ffmpeg binary is missing", async () => {
     const sheet = await contactSheet(`${origin}/clip.mp4`, options({ ffmpegPath: "/nonexistent/ffmpeg" }));
     expect(sheet).toEqual({
