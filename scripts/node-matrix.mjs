@@ -28,12 +28,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
  */
 const MATRIX_DIRS = ["test/e2e/", "test/http/", "test/packaging/"];
 /**
- * Left out: the two slow ones (~55 s together), whose subject does not change with Node (charging once
- * across kill -9, MCP task records), and a check of generated files that starts nothing.
+ * Left out: the four slow ones (~3 min together), whose subject does not change with Node (charging once
+ * across kill -9, MCP task records, the default time bounds against a stalling service, ffmpeg's frame
+ * sheets), and a check of generated files that starts nothing.
  */
 const LEFT_OUT = [
   "test/e2e/kill-loop.test.ts",
   "test/e2e/mcp-tasks.test.ts",
+  "test/e2e/patience.test.ts",
+  "test/e2e/frames.test.ts",
   "test/packaging/distribution.test.ts",
 ];
 
