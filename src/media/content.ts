@@ -3,7 +3,8 @@
  * previews of the finished images (`image_urls`) and of a video's still (`still_url`, which the output schema
  * does not relay) as MCP `image` items, notes on previews that could not be made, and `resource_link`s to
  * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB. A
- * completed video also gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`.
+ * completed video gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`;
+ * its still is previewed only when no sheet could be made.
  */
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
@@ -49,34 +50,37 @@ export async function withMedia(
     typeof returned === "object" && returned !== null ? (returned as Record<string, unknown>) : {};
   const images = (Array.isArray(fields["image_urls"]) ? fields["image_urls"] : []).flatMap(mediaUrl);
   const video = fields["status"] === "completed" ? mediaUrl(fields["video_url"]) : [];
-  const sources: PreviewSource[] = [
-    ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
-    ...mediaUrl(fields["still_url"]).map((url) => ({ url, label: "the video's still" })),
-  ];
+  const imageSources: PreviewSource[] = images.map((url, index) => ({
+    url,
+    label: images.length > 1 ? `image ${index + 1}` : "the image",
+  }));
+  const stills = mediaUrl(fields["still_url"]).map((url) => ({ url, label: "the video's still" }));
   const extra: ContentBlock[] = [];
   const notes: string[] = [];
   let shown: FramesInfo | undefined;
-  if ((sources.length > 0 || video.length > 0) && !settings.previews) {
+  if (imageSources.length + stills.length + video.length > 0 && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else {
     const options = { maxSide: settings.previewMaxSide, allowHosts: settings.allowHosts, signal };
-    // Both at once: the sheet's fetch and decode would otherwise add to the still's.
-    const [previews, frames] = await Promise.all([
-      sources.length > 0
-        ? makePreviews(sources, { ...options, loadSharp: settings.loadSharp })
-        : { images: [], notes: [] },
+    const frames =
       video[0] === undefined
         ? undefined
-        : contactSheet(video[0], { ...options, ffmpegPath: settings.ffmpegPath }).catch(() => ({
+        : await contactSheet(video[0], { ...options, ffmpegPath: settings.ffmpegPath }).catch(() => ({
             note: "No frame preview: the call was cancelled or the server is stopping.",
-          })),
-    ]);
+          }));
+    const sheet = frames !== undefined && !("note" in frames) ? frames : undefined;
+    // One image per video: its still only where no sheet of its frames could be made.
+    const sources = [...imageSources, ...(sheet === undefined ? stills : [])];
+    const previews =
+      sources.length > 0
+        ? await makePreviews(sources, { ...options, loadSharp: settings.loadSharp })
+        : { images: [], notes: [] };
     extra.push(...previews.images);
     notes.push(...previews.notes.map((note) => redact(note)));
     if (frames !== undefined && "note" in frames) notes.push(redact(frames.note));
-    else if (frames !== undefined) {
-      extra.push({ type: "text", text: frames.text }, frames.image);
-      shown = frames.frames;
+    if (sheet !== undefined) {
+      extra.push({ type: "text", text: sheet.text }, sheet.image);
+      shown = sheet.frames;
     }
   }
   if (settings.resourceLinks) {

@@ -134,7 +134,7 @@ describe("resource links on, a smaller preview side, a service that nests its an
     expect(await decoded(preview as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 256 });
   });
 
-  it("links the finished video and previews the still the status answer carries", async () => {
+  it("links the finished video and shows the sheet of its frames, not also the still the answer carries", async () => {
     const { result, structured } = await h.call("generate_video", {
       prompt: "a boat with a poster",
       duration: 2,
@@ -151,9 +151,30 @@ describe("resource links on, a smaller preview side, a service that nests its an
         mimeType: "video/mp4",
       },
     ]);
-    // The sandbox's poster is 320x180: scaled down never, re-encoded as JPEG.
-    const [still] = images(result.content);
-    expect(await decoded(still as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 144 });
+    // One image per video: the sheet of its frames (at the set side), not also the poster still.
+    const shown = images(result.content);
+    expect(shown).toHaveLength(1);
+    const sheet = await decoded(shown[0] as ImageContent);
+    expect(sheet.format).toBe("jpeg");
+    expect(Math.max(sheet.width ?? 0, sheet.height ?? 0)).toBeLessThanOrEqual(256);
+    expect(structured?.["frames"]).toMatchObject({ frames: 6 });
+  });
+
+  it("previews the still instead when no sheet of the frames can be made (no ffmpeg)", async () => {
+    const without = await startHarness({
+      sandbox: { shapes: { nesting: "nested" } },
+      config: { resourceLinks: true, previewMaxSide: 256, ffmpegPath: "/nonexistent/ffmpeg" },
+    });
+    try {
+      const { result, text } = await without.call("generate_video", { prompt: "a poster only", duration: 2 });
+      // The sandbox's poster is 320x180: scaled to the set side, re-encoded as JPEG.
+      const shown = images(result.content);
+      expect(shown).toHaveLength(1);
+      expect(await decoded(shown[0] as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 144 });
+      expect(text).toMatch(/No frame preview: ffmpeg was not found/);
+    } finally {
+      await without.close();
+    }
   });
 
   it("links nothing while the video is still running", async () => {
