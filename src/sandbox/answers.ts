@@ -17,94 +17,73 @@ export function mediaUrl(ctx: SandboxContext, folder: MediaFolder, id: string, e
   return `${ctx.origin}/media/${folder}/${encodeURIComponent(id)}.${extension}`;
 }
 
-export interface StartedVideo {
-  id: string;
-  status: string;
-  model: string;
+/** One fact: its key in the flat form, its dotted path in the nested form (either absent), its value. */
+type Field = [flat: string | undefined, nested: string | undefined, value: unknown];
+
+/** Builds one form from the facts, in their order; undefined values are left out. */
+function shape(shapes: SandboxShapes, fields: Field[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (const [flat, nested, value] of fields) {
+    const path = (shapes.nesting === "nested" ? nested : flat)?.split(".");
+    const last = path?.pop();
+    if (last === undefined || value === undefined) continue;
+    let node = record;
+    for (const key of path ?? []) node = (node[key] ??= {}) as Record<string, unknown>;
+    node[last] = value;
+  }
+  return record;
+}
+
+interface Billing {
   creditsUsed: number;
   creditsRemaining: number;
 }
 
-export function startedVideoData(shapes: SandboxShapes, video: StartedVideo): Record<string, unknown> {
-  if (shapes.nesting === "nested") {
-    return {
-      task: { video_id: video.id, status: video.status, model: video.model },
-      billing: { credits_used: video.creditsUsed, credits_remaining: video.creditsRemaining },
-    };
-  }
-  return {
-    video_id: video.id,
-    status: video.status,
-    model: video.model,
-    credits_used: video.creditsUsed,
-    credits_remaining: video.creditsRemaining,
-  };
+const billing = ({ creditsUsed, creditsRemaining }: Billing): Field[] => [
+  ["credits_used", "billing.credits_used", creditsUsed],
+  ["credits_remaining", "billing.credits_remaining", creditsRemaining],
+];
+
+export function startedVideoData(
+  shapes: SandboxShapes,
+  video: { id: string; status: string; model: string } & Billing,
+): Record<string, unknown> {
+  return shape(shapes, [
+    ["video_id", "task.video_id", video.id],
+    ["status", "task.status", video.status],
+    ["model", "task.model", video.model],
+    ...billing(video),
+  ]);
 }
 
 export function videoData(ctx: SandboxContext, task: VideoTask): Record<string, unknown> {
-  return ctx.shapes.nesting === "nested" ? nestedVideo(ctx, task) : flatVideo(ctx, task);
-}
-
-function flatVideo(ctx: SandboxContext, task: VideoTask): Record<string, unknown> {
   const view = ctx.store.view(task);
   const { request } = task;
-  const record: Record<string, unknown> = {
-    video_id: task.id,
-    status: view.status,
-    model: request.model,
-    prompt: request.prompt,
-    generation_type: request.generationType,
-    aspect_ratio: request.aspectRatio,
-    duration: request.duration,
-  };
-  if (request.resolution !== undefined) record.resolution = request.resolution;
-  if (request.imageUrl !== undefined) record.image_url = request.imageUrl;
-  record.credits_used = task.creditsUsed;
-  record.created_at = new Date(task.createdAt).toISOString();
-  record.updated_at = new Date(view.since).toISOString();
-  if (view.final && view.status === "completed") record.video_url = mediaUrl(ctx, "videos", task.id, "mp4");
-  if (view.final && view.status === "failed") {
-    record.error = { code: "generation_failed", message: view.message ?? "Generation failed" };
-    record.credits_refunded = task.refunded;
-  }
-  return record;
-}
-
-function nestedVideo(ctx: SandboxContext, task: VideoTask): Record<string, unknown> {
-  const view = ctx.store.view(task);
-  const { request } = task;
-  const asked: Record<string, unknown> = {
-    prompt: request.prompt,
-    model: request.model,
-    generation_type: request.generationType,
-    aspect_ratio: request.aspectRatio,
-    duration: request.duration,
-  };
-  if (request.resolution !== undefined) asked.resolution = request.resolution;
-  if (request.imageUrl !== undefined) asked.input = { image_url: request.imageUrl };
-  const record: Record<string, unknown> = {
-    task: {
-      video_id: task.id,
-      status: view.status,
-      created_at: new Date(task.createdAt).toISOString(),
-      updated_at: new Date(view.since).toISOString(),
-    },
-    request: asked,
-  };
-  const credits: Record<string, unknown> = { used: task.creditsUsed };
-  if (view.final && view.status === "completed") {
+  const completed = view.final && view.status === "completed";
+  const failed = view.final && view.status === "failed";
+  return shape(ctx.shapes, [
+    ["video_id", "task.video_id", task.id],
+    ["status", "task.status", view.status],
+    ["created_at", "task.created_at", new Date(task.createdAt).toISOString()],
+    ["updated_at", "task.updated_at", new Date(view.since).toISOString()],
+    ["prompt", "request.prompt", request.prompt],
+    ["model", "request.model", request.model],
+    ["generation_type", "request.generation_type", request.generationType],
+    ["aspect_ratio", "request.aspect_ratio", request.aspectRatio],
+    ["duration", "request.duration", request.duration],
+    ["resolution", "request.resolution", request.resolution],
+    ["image_url", "request.input.image_url", request.imageUrl],
     // The poster comes first on purpose: a client taking the first URL it meets gets a still, not the video.
-    record.result = {
-      cover: { url: mediaUrl(ctx, "posters", task.id, "png") },
-      video_url: mediaUrl(ctx, "videos", task.id, "mp4"),
-    };
-  }
-  if (view.final && view.status === "failed") {
-    record.error = { code: "generation_failed", message: view.message ?? "Generation failed" };
-    credits.refunded = task.refunded;
-  }
-  record.credits = credits;
-  return record;
+    [undefined, "result.cover.url", completed ? mediaUrl(ctx, "posters", task.id, "png") : undefined],
+    ["video_url", "result.video_url", completed ? mediaUrl(ctx, "videos", task.id, "mp4") : undefined],
+    [
+      "error",
+      "error",
+      failed ? { code: "generation_failed", message: view.message ?? "Generation failed" } : undefined,
+    ],
+    ["credits_used", "credits.used", task.creditsUsed],
+    ["credits_refunded", "credits.refunded", failed ? task.refunded : undefined],
+  ]);
 }
 
 /** `tasks` is the caller's whole history, newest first; one page of it is answered. */
@@ -116,91 +95,57 @@ export function listData(
 ): unknown {
   const items = tasks.slice((page - 1) * limit, page * limit).map((task) => videoData(ctx, task));
   if (ctx.shapes.listShape === "array") return items;
-  const total = tasks.length;
-  const totalPages = Math.ceil(total / limit);
-  if (ctx.shapes.nesting === "nested") {
-    return { results: items, meta: { pagination: { page, limit, total, total_pages: totalPages } } };
-  }
-  return { items, page, limit, total, total_pages: totalPages };
+  return shape(ctx.shapes, [
+    ["items", "results", items],
+    ["page", "meta.pagination.page", page],
+    ["limit", "meta.pagination.limit", limit],
+    ["total", "meta.pagination.total", tasks.length],
+    ["total_pages", "meta.pagination.total_pages", Math.ceil(tasks.length / limit)],
+  ]);
 }
 
-export interface GeneratedImage {
-  id: string;
-  url: string;
-  model: string;
-  format: string;
-  width: number;
-  height: number;
-  creditsUsed: number;
-  creditsRemaining: number;
-}
-
-export function imageData(shapes: SandboxShapes, image: GeneratedImage): Record<string, unknown> {
-  const nested = shapes.nesting === "nested";
-  if (shapes.imageShape === "task") {
-    return nested
-      ? { job: { id: image.id, state: "processing" } }
-      : { image_id: image.id, status: "processing" };
-  }
-  if (nested) {
-    return {
-      job: { id: image.id, state: "completed" },
-      result: {
-        output: [{ url: image.url, width: image.width, height: image.height, format: image.format }],
-      },
-      billing: { credits_used: image.creditsUsed, credits_remaining: image.creditsRemaining },
-    };
-  }
-  return {
-    image_id: image.id,
-    status: "completed",
-    image_urls: [image.url],
-    model: image.model,
-    output_format: image.format,
-    width: image.width,
-    height: image.height,
-    credits_used: image.creditsUsed,
-    credits_remaining: image.creditsRemaining,
-  };
-}
-
-export interface UploadedAsset {
-  id: string;
-  url: string;
-  contentType: string;
-  size: number;
+export function imageData(
+  shapes: SandboxShapes,
+  image: { id: string; url: string; model: string; format: string; width: number; height: number } & Billing,
+): Record<string, unknown> {
+  const { id, url, format, width, height } = image;
+  if (shapes.imageShape === "task")
+    return shape(shapes, [
+      ["image_id", "job.id", id],
+      ["status", "job.state", "processing"],
+    ]);
+  return shape(shapes, [
+    ["image_id", "job.id", id],
+    ["status", "job.state", "completed"],
+    ["image_urls", undefined, [url]],
+    [undefined, "result.output", [{ url, width, height, format }]],
+    ["model", undefined, image.model],
+    ["output_format", undefined, format],
+    ["width", undefined, width],
+    ["height", undefined, height],
+    ...billing(image),
+  ]);
 }
 
 /** `uploadUrlField` renames the URL of the flat form only; the nested form is fixed. */
-export function uploadData(shapes: SandboxShapes, asset: UploadedAsset): Record<string, unknown> {
-  if (shapes.nesting === "nested") {
-    return {
-      asset: {
-        id: asset.id,
-        content_type: asset.contentType,
-        size: asset.size,
-        links: { public: asset.url },
-      },
-    };
-  }
-  return { [shapes.uploadUrlField]: asset.url, content_type: asset.contentType, size: asset.size };
+export function uploadData(
+  shapes: SandboxShapes,
+  asset: { id: string; url: string; contentType: string; size: number },
+): Record<string, unknown> {
+  return shape(shapes, [
+    [undefined, "asset.id", asset.id],
+    [shapes.uploadUrlField, undefined, asset.url],
+    ["content_type", "asset.content_type", asset.contentType],
+    ["size", "asset.size", asset.size],
+    [undefined, "asset.links.public", asset.url],
+  ]);
 }
 
 export function creditsData(shapes: SandboxShapes, account: Account): Record<string, unknown> {
-  const status = account.subscription === null ? "none" : "active";
-  if (shapes.nesting === "nested") {
-    return {
-      account: {
-        balance: { credits: account.credits },
-        access: { paid: account.paidAccess },
-        subscription: { status, plan: account.subscription },
-      },
-    };
-  }
-  return {
-    credits: account.credits,
-    paid_access: account.paidAccess,
-    subscription_status: status,
-    plan: account.subscription,
-  };
+  return shape(shapes, [
+    ["credits", "account.balance.credits", account.credits],
+    ["paid_access", "account.access.paid", account.paidAccess],
+    ["subscription_status", "account.subscription.status", account.subscription === null ? "none" : "active"],
+    ["plan", "account.subscription.plan", account.subscription],
+  ]);
 }
