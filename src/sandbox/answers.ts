@@ -82,7 +82,7 @@ export function videoData(ctx: SandboxContext, task: VideoTask): Record<string, 
       failed ? { code: "generation_failed", message: view.message ?? "Generation failed" } : undefined,
     ],
     ["credits_used", "credits.used", task.creditsUsed],
-    ["credits_refunded", "credits.refunded", failed ? task.refunded : undefined],
+    ["credits_refunded", "credits.refunded", failed ? task.creditsUsed : undefined],
   ]);
 }
 

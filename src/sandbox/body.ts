@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import { validationError } from "./http.js";
+import type { UploadRecord } from "./store.js";
 
 /** Our choice: a generation body is a few hundred bytes; 1 MiB leaves room and bounds memory. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
@@ -10,51 +11,35 @@ export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 const got = (type: string | undefined): string => (type === undefined ? "none" : `"${type}"`);
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** A body over the cap is refused as soon as it passes it, and the connection closed instead of reading on. */
-export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_JSON_BODY_BYTES): Promise<unknown> {
+/** Refused as soon as it passes the cap, and the connection closed instead of reading on. */
+export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
   const type = req.headers["content-type"];
   if (type === undefined || !/^application\/json\s*(;|$)/i.test(type))
     throw validationError("Content-Type", `must be application/json (got ${got(type)})`);
+  const max = MAX_JSON_BODY_BYTES;
   const declared = Number(req.headers["content-length"]);
-  if (declared > maxBytes)
-    throw validationError("body", `must be at most ${maxBytes} bytes (Content-Length is ${declared})`, true);
-  // Event listeners, not for-await: leaving an async iterator early destroys the socket before we answer.
-  const text = await new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      chunks.push(chunk);
-      if (size <= maxBytes) return;
-      req.off("data", onData);
-      req.pause();
-      reject(validationError("body", `must be at most ${maxBytes} bytes`, true));
-    };
-    req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.once("error", reject);
-    // A client that gives up mid-body must not leave the handler waiting forever.
-    req.once(
-      "close",
-      () => req.complete || reject(validationError("body", "request aborted before its end")),
-    );
-  });
+  if (declared > max)
+    throw validationError("body", `must be at most ${max} bytes (Content-Length is ${declared})`, true);
+  const chunks: Buffer[] = [];
+  if ((await readBodyBytes(req, max + 1, chunks)) > max)
+    throw validationError("body", `must be at most ${max} bytes`, true);
+  // A client that gives up mid-body must not leave the handler waiting forever.
+  if (!req.complete) throw validationError("body", "request aborted before its end");
+  const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") throw validationError("body", "required: a JSON object");
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text);
   } catch (error) {
     throw validationError("body", `malformed JSON (${messageOf(error)})`);
   }
-}
-
-export interface UploadedFile {
-  contentType: "image/png" | "image/jpeg" | "image/webp";
-  extension: "png" | "jpg" | "webp";
-  bytes: Buffer;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw validationError("body", "must be a JSON object");
+  return value as Record<string, unknown>;
 }
 
 /** Upload types are decided by the file's first bytes, never by its name or declared type. */
-export function sniffImage(head: Buffer): Omit<UploadedFile, "bytes"> | undefined {
+export function sniffImage(head: Buffer): Omit<UploadRecord, "bytes"> | undefined {
   if (head.subarray(0, 8).equals(Buffer.from("89504e470d0a1a0a", "hex")))
     return { contentType: "image/png", extension: "png" };
   if (head.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff])))
@@ -69,25 +54,25 @@ export function sniffImage(head: Buffer): Omit<UploadedFile, "bytes"> | undefine
  * Busboy reports `limit` when a file *reaches* its fileSize, so the limit is one byte above ours: exactly
  * MAX_UPLOAD_BYTES is accepted, and on the first byte past it we stop reading and close the connection.
  */
-export function readUpload(req: IncomingMessage): Promise<UploadedFile> {
+export function readUpload(req: IncomingMessage): Promise<UploadRecord> {
   const type = req.headers["content-type"];
   if (type === undefined || !/^multipart\/form-data\s*;/i.test(type))
     throw validationError("Content-Type", `must be multipart/form-data with a boundary (got ${got(type)})`);
+  const limits = {
+    fileSize: MAX_UPLOAD_BYTES + 1,
+    files: 1,
+    fields: 20,
+    parts: 21,
+    fieldSize: 65_536,
+    headerPairs: 50,
+  };
   let parser: busboy.Busboy;
   try {
-    const limits = {
-      fileSize: MAX_UPLOAD_BYTES + 1,
-      files: 1,
-      fields: 20,
-      parts: 21,
-      fieldSize: 65_536,
-      headerPairs: 50,
-    };
     parser = busboy({ headers: req.headers, limits });
   } catch (error) {
     throw validationError("Content-Type", `unusable multipart header (${messageOf(error)})`);
   }
-  return new Promise<UploadedFile>((resolve, reject) => {
+  return new Promise<UploadRecord>((resolve, reject) => {
     let settled = false;
     let file: Buffer | undefined;
     const refuse = (field: string, problem: string, cutOff = false): void => {
@@ -136,10 +121,11 @@ export function readUpload(req: IncomingMessage): Promise<UploadedFile> {
 }
 
 /**
- * Reads and discards body bytes until at least `bytes` have come (a chunk may carry it past), the body ends or
- * the client goes; then stops reading. Resolves with the number of bytes read.
+ * Reads body bytes (into `keep` if given) until at least `bytes` have come (a chunk may carry it past), the body
+ * ends or the client goes; then stops reading. Resolves with the number of bytes read. Event listeners, not
+ * for-await: leaving an async iterator early destroys the socket before we answer.
  */
-export function readBodyBytes(req: IncomingMessage, bytes: number): Promise<number> {
+export function readBodyBytes(req: IncomingMessage, bytes: number, keep?: Buffer[]): Promise<number> {
   if (bytes <= 0) return Promise.resolve(0);
   return new Promise((resolve) => {
     let read = 0;
@@ -149,6 +135,7 @@ export function readBodyBytes(req: IncomingMessage, bytes: number): Promise<numb
     };
     const onData = (chunk: Buffer): void => {
       read += chunk.length;
+      keep?.push(chunk);
       if (read >= bytes) done();
     };
     req.on("data", onData).once("end", done).once("close", done);

@@ -119,14 +119,9 @@ export class Faults {
     // 1xx is not an answer, and a client cannot be cut off with one.
     const status = checkStatus(answer.status, 200);
     const code = answer.code ?? EARLY_CODES[status] ?? (status < 500 ? "request_rejected" : "internal_error");
+    const { message, html = false } = answer;
     const afterBytes = checkBytes("afterBytes", answer.afterBytes ?? 0);
-    this.arm("early", route, answer.count, {
-      status,
-      code,
-      message: answer.message,
-      afterBytes,
-      html: !!answer.html,
-    });
+    this.arm("early", route, answer.count, { status, code, message, afterBytes, html });
   }
 
   /** Reads `bytes` of the body, then resets the TCP connection (no answer). */

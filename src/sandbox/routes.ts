@@ -11,14 +11,14 @@ import { SUBSCRIPTION_MODELS, imageCredits, videoCredits } from "../models.js";
 import * as answers from "./answers.js";
 import type { MediaFolder } from "./answers.js";
 import type { Account } from "./auth.js";
-import { readJsonBody, readUpload } from "./body.js";
+import { readJsonObject, readUpload } from "./body.js";
 import type { SandboxContext } from "./context.js";
 import { HttpError, dataResponse, decodeSegment, validationError } from "./http.js";
 import type { SandboxResponse } from "./http.js";
 import { imageSize } from "./media/images.js";
 import { serveMedia } from "./media/serve.js";
 import type { SandboxRoute } from "./types.js";
-import { asObjectBody, validateImageRequest, validateListQuery, validateVideoRequest } from "./validation.js";
+import { validateImageRequest, validateListQuery, validateVideoRequest } from "./validation.js";
 
 export interface Call {
   ctx: SandboxContext;
@@ -58,13 +58,10 @@ const API_ROUTES: Record<string, [SandboxRoute, string, (call: Call) => Promise<
 };
 
 async function generateVideo({ ctx, req, account }: Call): Promise<SandboxResponse> {
-  const request = validateVideoRequest(asObjectBody(await readJsonBody(req)));
+  const request = validateVideoRequest(await readJsonObject(req));
   const { model, duration, resolution } = request;
-  if (SUBSCRIPTION_MODELS.includes(model))
-    requirePaidAccess(
-      account,
-      `Model ${model} needs paid access; use vendor-video-1-5-pro or upgrade the plan`,
-    );
+  const needsPlan = `Model ${model} needs paid access; use vendor-video-1-5-pro or upgrade the plan`;
+  if (SUBSCRIPTION_MODELS.includes(model)) requirePaidAccess(account, needsPlan);
   const cost = videoCredits(model, duration, resolution);
   charge(account, cost, `${duration} s of ${model}${resolution ? ` at ${resolution}` : ""}`);
   const task = ctx.store.addVideo(ctx.newId("video"), account, request, cost);
@@ -91,7 +88,7 @@ async function listVideos({ ctx, query, account }: Call): Promise<SandboxRespons
 }
 
 async function generateImage({ ctx, req, account }: Call): Promise<SandboxResponse> {
-  const request = validateImageRequest(asObjectBody(await readJsonBody(req)));
+  const request = validateImageRequest(await readJsonObject(req));
   // The image endpoint needs paid access whatever the model (spec 5.4).
   requirePaidAccess(account, "Image generation needs paid access; upgrade the account's plan");
   const cost = imageCredits(1);

@@ -17,7 +17,7 @@ export interface TaskView {
   /** When the current status began. */
   since: number;
   final: boolean;
-  message: string | undefined;
+  message?: string;
 }
 
 export interface VideoTask {
@@ -30,13 +30,6 @@ export interface VideoTask {
   final: TaskView | undefined;
   /** Set by the fault knobs: the provider ends the task as failed at `at` (or at its normal end). */
   failure: { message: string; at?: number } | undefined;
-  refunded: number;
-}
-
-export interface ImageRecord {
-  request: ImageRequest;
-  width: number;
-  height: number;
 }
 
 export interface UploadRecord {
@@ -50,7 +43,7 @@ const MAX_STORED_UPLOAD_BYTES = 256 * 1024 * 1024;
 
 export class Store {
   private readonly videos = new Map<string, VideoTask>();
-  readonly images = new Map<string, ImageRecord>();
+  readonly images = new Map<string, { request: ImageRequest; width: number; height: number }>();
   readonly uploads = new Map<string, UploadRecord>();
   private uploadBytes = 0;
   private readonly pendingFailures: string[] = [];
@@ -75,7 +68,6 @@ export class Store {
       createdAt: this.clock(),
       final: undefined,
       failure,
-      refunded: 0,
     };
     this.videos.set(id, task);
     return task;
@@ -122,10 +114,7 @@ export class Store {
     if (!view.final) return;
     task.final = view;
     // Our documented choice: credits are taken when a task starts and given back in full if it fails.
-    if (view.status === "failed") {
-      task.owner.refund(task.creditsUsed);
-      task.refunded = task.creditsUsed;
-    }
+    if (view.status === "failed") task.owner.refund(task.creditsUsed);
   }
 
   /**
@@ -146,7 +135,7 @@ export class Store {
     const { message, at: failAt = endAt } = task.failure ?? {};
     if (message !== undefined && now >= failAt)
       return { status: "failed", since: failAt, final: true, message };
-    if (now >= endAt) return { status: "completed", since: endAt, final: true, message: undefined };
+    if (now >= endAt) return { status: "completed", since: endAt, final: true };
     return this.inProgressView(task, now);
   }
 
@@ -160,7 +149,7 @@ export class Store {
     if (steps >= 1 && elapsed >= 0)
       step = stepMs > 0 ? Math.min(steps - 1, Math.floor(elapsed / stepMs)) : steps - 1;
     const since = task.createdAt + (step < 0 ? 0 : queuedMs + Math.round(step * stepMs));
-    return { status: statuses[step + 1] ?? "processing", since, final: false, message: undefined };
+    return { status: statuses[step + 1] ?? "processing", since, final: false };
   }
 
   addUpload(id: string, record: UploadRecord): void {

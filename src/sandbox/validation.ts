@@ -7,39 +7,14 @@
  * text_to_video request with an image_url is accepted and the image ignored.
  */
 import * as models from "../models.js";
-import type { GenerationType, ImageModel, ImageResolution, OutputFormat } from "../models.js";
-import type { VideoModel, VideoResolution } from "../models.js";
 import { validationError } from "./http.js";
 
-export interface VideoRequest {
-  prompt: string;
-  model: VideoModel;
-  generationType: GenerationType;
-  imageUrl: string | undefined;
-  aspectRatio: string;
-  duration: number;
-  /** Set only for the standard model, defaulted when absent. */
-  resolution: VideoResolution | undefined;
-}
-
-export interface ImageRequest {
-  prompt: string;
-  model: ImageModel;
-  resolution: ImageResolution;
-  aspectRatio: string;
-  outputFormat: OutputFormat;
-  images: string[];
-}
+export type VideoRequest = ReturnType<typeof validateVideoRequest>;
+export type ImageRequest = ReturnType<typeof validateImageRequest>;
 
 type Body = Record<string, unknown>;
 
-export function asObjectBody(value: unknown): Body {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw validationError("body", "must be a JSON object");
-  return value as Body;
-}
-
-export function validateVideoRequest(body: Body): VideoRequest {
+export function validateVideoRequest(body: Body) {
   const prompt = requirePrompt(body);
   const asked = optionalString(body, "model");
   const model = models.resolveVideoModel(asked);
@@ -55,6 +30,7 @@ export function validateVideoRequest(body: Body): VideoRequest {
     throw validationError("image_url", "required when generation_type is image_to_video");
   const aspectRatio = aspectRatioField(body, models.DEFAULT_ASPECT_RATIO_VIDEO);
   const duration = durationField(body);
+  // Set only for the standard model, defaulted when absent.
   let resolution = optionalEnum(body, "resolution", models.VIDEO_RESOLUTIONS);
   if (resolution !== undefined && model !== models.RESOLUTION_MODEL)
     throw validationError("resolution", `only accepted for ${models.RESOLUTION_MODEL}, not for ${model}`);
@@ -62,7 +38,7 @@ export function validateVideoRequest(body: Body): VideoRequest {
   return { prompt, model, generationType, imageUrl, aspectRatio, duration, resolution };
 }
 
-export function validateImageRequest(body: Body): ImageRequest {
+export function validateImageRequest(body: Body) {
   return {
     prompt: requirePrompt(body),
     model: optionalEnum(body, "model", models.IMAGE_MODELS) ?? models.DEFAULT_IMAGE_MODEL,
@@ -74,15 +50,10 @@ export function validateImageRequest(body: Body): ImageRequest {
 }
 
 export function validateListQuery(params: URLSearchParams): { page: number; limit: number } {
+  const { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MIN, PAGE_LIMIT_MAX } = models;
   return {
-    page: integerParam(params, "page", 1, 1, Number.MAX_SAFE_INTEGER),
-    limit: integerParam(
-      params,
-      "limit",
-      models.PAGE_LIMIT_DEFAULT,
-      models.PAGE_LIMIT_MIN,
-      models.PAGE_LIMIT_MAX,
-    ),
+    page: integerParam(params, "page", 1, 1),
+    limit: integerParam(params, "limit", PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MIN, PAGE_LIMIT_MAX),
   };
 }
 
@@ -156,23 +127,16 @@ function requireHttpUrl(field: string, value: string): string {
 }
 
 /** Query values must be plain decimal integers: "1.5", "1e1", " 2" and repeats are refused, not rounded. */
-function integerParam(
-  params: URLSearchParams,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const values = params.getAll(name);
-  if (values.length > 1) throw validationError(name, "given more than once");
-  const raw = values[0];
+function integerParam(params: URLSearchParams, name: string, fallback: number, min: number, max?: number) {
+  const [raw, ...repeats] = params.getAll(name);
+  if (repeats.length > 0) throw validationError(name, "given more than once");
   if (raw === undefined) return fallback;
   if (!/^-?\d{1,16}$/.test(raw)) throw validationError(name, `must be an integer (got "${truncate(raw)}")`);
   const value = Number(raw);
-  const unbounded = max === Number.MAX_SAFE_INTEGER;
-  if (value < min)
-    throw validationError(name, unbounded ? `must be >= ${min}` : `must be from ${min} to ${max}`);
-  if (value > max) throw validationError(name, unbounded ? "is too large" : `must be from ${min} to ${max}`);
+  const range = max === undefined ? `must be >= ${min}` : `must be from ${min} to ${max}`;
+  if (value < min) throw validationError(name, range);
+  if (value > (max ?? Number.MAX_SAFE_INTEGER))
+    throw validationError(name, max === undefined ? "is too large" : range);
   return value;
 }
 
