@@ -110,35 +110,31 @@ export class RateLimiter {
 
   /** Counts one request; `allowed` is false once the window's limit is spent. */
   consume(bucket: string): RateLimitState & { allowed: boolean } {
-    const now = this.clock();
-    if (now - this.lastSweepMs >= this.config.windowMs) {
-      this.lastSweepMs = now;
-      for (const [key, window] of this.windows)
-        if (now >= window.startMs + this.config.windowMs) this.windows.delete(key);
-    }
-    const window = this.current(bucket, now);
-    this.windows.set(bucket, window);
-    const allowed = window.used < this.config.limit;
-    if (allowed) window.used += 1;
-    return { allowed, ...this.describe(window, now) };
+    return this.state(bucket, true);
   }
 
   /** The state without counting: for answers that never reach the limiter (404, 405). */
   peek(bucket: string): RateLimitState {
+    return this.state(bucket, false);
+  }
+
+  private state(bucket: string, count: boolean): RateLimitState & { allowed: boolean } {
     const now = this.clock();
-    return this.describe(this.current(bucket, now), now);
-  }
-
-  private current(bucket: string, now: number): { startMs: number; used: number } {
+    const { limit, windowMs } = this.config;
+    if (count && now - this.lastSweepMs >= windowMs) {
+      this.lastSweepMs = now;
+      for (const [key, { startMs }] of this.windows) if (now >= startMs + windowMs) this.windows.delete(key);
+    }
     const existing = this.windows.get(bucket);
-    return existing && now < existing.startMs + this.config.windowMs ? existing : { startMs: now, used: 0 };
-  }
-
-  private describe(window: { startMs: number; used: number }, now: number): RateLimitState {
-    const endMs = window.startMs + this.config.windowMs;
+    const window = existing && now < existing.startMs + windowMs ? existing : { startMs: now, used: 0 };
+    const allowed = window.used < limit;
+    if (count) this.windows.set(bucket, window);
+    if (count && allowed) window.used += 1;
+    const endMs = window.startMs + windowMs;
     return {
-      limit: this.config.limit,
-      remaining: Math.max(0, this.config.limit - window.used),
+      allowed,
+      limit,
+      remaining: Math.max(0, limit - window.used),
       resetS: Math.ceil(endMs / 1000),
       retryAfterS: Math.max(1, Math.ceil((endMs - now) / 1000)),
     };

@@ -18,12 +18,6 @@ Options:
   --help     show this help
 `;
 
-export interface SandboxCommandOptions {
-  port: number;
-  host: string;
-  help: boolean;
-}
-
 export class SandboxUsageError extends Error {
   override name = "SandboxUsageError";
 }
@@ -39,21 +33,21 @@ export class SandboxStartError extends Error {
   }
 }
 
-export function parseSandboxArgs(args: readonly string[]): SandboxCommandOptions {
+export function parseSandboxArgs(args: readonly string[]): { port: number; host: string; help: boolean } {
   const options = {
-    port: { type: "string" },
-    host: { type: "string" },
-    help: { type: "boolean", short: "h" },
+    port: { type: "string", default: "0" },
+    host: { type: "string", default: "127.0.0.1" },
+    help: { type: "boolean", short: "h", default: false },
   } as const;
-  let values: { port?: string; host?: string; help?: boolean };
+  let parsed;
   try {
-    ({ values } = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }));
+    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: false });
   } catch (error) {
     throw new SandboxUsageError(
       `${error instanceof Error ? error.message : String(error)}\n\n${SANDBOX_USAGE}`,
     );
   }
-  const { port = "0", host = "127.0.0.1", help = false } = values;
+  const { port, host, help } = parsed.values;
   if (!/^\d+$/.test(port) || Number(port) > 65535)
     throw new SandboxUsageError(`--port must be an integer from 0 to 65535 (got "${port}")`);
   if (host === "") throw new SandboxUsageError("--host needs a value");
@@ -114,7 +108,7 @@ export async function runSandboxCommand(
 ): Promise<void> {
   const { port, host, help } = parseSandboxArgs(args);
   if (help) return void io.stderr.write(SANDBOX_USAGE);
-  const handle = await startSandbox({ port, host, timings: { ...DEMO_TIMINGS } }).catch((error: unknown) => {
+  const handle = await startSandbox({ port, host }).catch((error: unknown) => {
     throw new SandboxStartError(describeListenError(error, host, port), { cause: error });
   });
   io.stderr.write(describeSandbox(handle, io.entryScript ?? currentEntryScript()));

@@ -39,11 +39,10 @@ export class HttpError extends Error {
 
 export const JSON_TYPE = "application/json; charset=utf-8";
 
-const json = (status: number, value: unknown, headers: HeaderMap = {}): SandboxResponse => ({
-  status,
-  headers: { "Content-Type": JSON_TYPE, ...headers },
-  body: Buffer.from(JSON.stringify(value)),
-});
+function json(status: number, value: unknown, headers: HeaderMap = {}): SandboxResponse & { body: Buffer } {
+  const body = Buffer.from(JSON.stringify(value));
+  return { status, headers: { "Content-Type": JSON_TYPE, ...headers }, body };
+}
 
 export const dataResponse = (data: unknown, status = 200): SandboxResponse => ({
   ...json(status, { data, error: null }),

@@ -31,12 +31,9 @@ export function createSandboxServer(ctx: SandboxContext): Server {
   server.on("clientError", (_error, socket) => {
     // Unparseable HTTP never reaches the pipeline; answer in the envelope when the socket still allows it.
     if (!socket.writable) return void socket.destroy();
-    const body = JSON.stringify({
-      data: null,
-      error: { message: "Malformed HTTP request", code: "validation_error" },
-    });
+    const { body } = errorResponse(400, "validation_error", "Malformed HTTP request");
     const head = `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}`;
-    socket.end(`${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.end(`${head}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
   });
   return server;
 }

@@ -11,6 +11,13 @@ import type { SandboxResponse } from "../http.js";
 import { IMAGE_TYPES, encodePng, renderImage, seedOf } from "./images.js";
 import { SAMPLE_VIDEO_MP4 } from "./sample-video.js";
 
+const CDN_HEADERS = { "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=3600" };
+
+/**
+ * One byte range per request (206 + Content-Range), 416 with `Content-Range: bytes *\/size` when it starts
+ * past the end. A Range that is not a single well-formed bytes range is ignored and the whole file sent, which
+ * RFC 9110 allows.
+ */
 export async function serveMedia(
   ctx: SandboxContext,
   req: IncomingMessage,
@@ -19,10 +26,23 @@ export async function serveMedia(
 ): Promise<SandboxResponse> {
   const dot = file.lastIndexOf(".");
   const id = dot > 0 ? decodeSegment(file.slice(0, dot)) : undefined;
-  const extension = file.slice(dot + 1);
-  const found = id === undefined ? undefined : await find(ctx, folder, id, extension);
+  const found = id === undefined ? undefined : await find(ctx, folder, id, file.slice(dot + 1));
   if (!found) throw new HttpError(404, "not_found", `No media file "${file}"`);
-  return serveBytes(req.method ?? "GET", req.headers.range, found.bytes, found.type);
+  const { bytes, type } = found;
+  const size = bytes.length;
+  const headOnly = req.method === "HEAD";
+  const headers: Record<string, string> = { "Content-Type": type, ...CDN_HEADERS };
+  const { range: rangeHeader } = req.headers;
+  const range = rangeHeader === undefined ? undefined : parseRange(rangeHeader, size);
+  if (range === "unsatisfiable") {
+    const message = `Range "${rangeHeader}" is outside 0..${size - 1}`;
+    const rangeHeaders = { "Content-Range": `bytes */${size}`, "Accept-Ranges": "bytes" };
+    return errorResponse(416, "range_not_satisfiable", message, rangeHeaders);
+  }
+  if (range === undefined) return { status: 200, headers, body: bytes, headOnly };
+  const [start, end] = range;
+  headers["Content-Range"] = `bytes ${start}-${end}/${size}`;
+  return { status: 206, headers, body: bytes.subarray(start, end + 1), headOnly };
 }
 
 async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string) {
@@ -58,41 +78,6 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
         : undefined;
     }
   }
-}
-
-/**
- * One byte range per request (206 + Content-Range), 416 with `Content-Range: bytes *\/size` when it starts
- * past the end. A Range that is not a single well-formed bytes range is ignored and the whole file sent, which
- * RFC 9110 allows.
- */
-export function serveBytes(
-  method: string,
-  rangeHeader: string | undefined,
-  bytes: Buffer,
-  type: string,
-): SandboxResponse {
-  const size = bytes.length;
-  const headers = { "Content-Type": type, "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=3600" };
-  const headOnly = method === "HEAD";
-  const range = rangeHeader === undefined ? undefined : parseRange(rangeHeader, size);
-  if (range === "unsatisfiable") {
-    const rangeHeaders = { "Content-Range": `bytes */${size}`, "Accept-Ranges": "bytes" };
-    return errorResponse(
-      416,
-      "range_not_satisfiable",
-      `Range "${rangeHeader}" is outside 0..${size - 1}`,
-      rangeHeaders,
-    );
-  }
-  if (range === undefined) return { status: 200, headers, body: bytes, headOnly };
-  const [start, end] = range;
-  const body = bytes.subarray(start, end + 1);
-  return {
-    status: 206,
-    headers: { ...headers, "Content-Range": `bytes ${start}-${end}/${size}` },
-    body,
-    headOnly,
-  };
 }
 
 /** Returns [start, end] inclusive, "unsatisfiable", or undefined to serve the whole file. */
