@@ -25,12 +25,8 @@ export class SandboxUsageError extends Error {
 /** The sandbox could not listen where it was asked to. Its message is one line, printed as is. */
 export class SandboxStartError extends Error {
   override name = "SandboxStartError";
-
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    // The stack says nothing a user can act on; an entry point that prints `stack` prints the one line.
-    this.stack = message;
-  }
+  // The stack says nothing a user can act on; an entry point that prints `stack` prints the one line.
+  override stack = this.message;
 }
 
 export function parseSandboxArgs(args: readonly string[]): { port: number; host: string; help: boolean } {

@@ -4,6 +4,7 @@
  * It is the other end of the wire: it shares service facts with the client through src/models.ts only.
  */
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { DEFAULT_ACCOUNTS, RateLimiter, createAccounts } from "./auth.js";
@@ -66,12 +67,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   };
   const { requests } = ctx;
   const server = createSandboxServer(ctx);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject).listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  // once() rejects with the server's "error" if listening fails.
+  await once(server.listen(options.port ?? 0, options.host ?? "127.0.0.1"), "listening");
   const { address, family, port } = server.address() as AddressInfo;
   ctx.origin = `http://${family === "IPv6" ? `[${address}]` : address}:${port}`;
   const list = [...accounts.values()];

@@ -174,8 +174,8 @@ export class ImageCache {
 
   constructor(private readonly capacity = 8) {}
 
-  get(key: string, render: () => Promise<Buffer>): Promise<Buffer> {
-    const rendering = this.entries.get(key) ?? render();
+  get(key: string, render: () => Buffer | Promise<Buffer>): Promise<Buffer> {
+    const rendering = this.entries.get(key) ?? Promise.resolve(render());
     this.entries.delete(key);
     this.entries.set(key, rendering);
     rendering.catch(() => this.entries.delete(key));

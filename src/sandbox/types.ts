@@ -83,13 +83,8 @@ export interface RequestRecord {
 export type FaultControl = Omit<Faults, "take" | "latencyFor">;
 
 /** A live account: reading `credits` settles finished tasks first; assigning it sets the balance. */
-export interface SandboxAccountView {
-  readonly key: string;
-  readonly name: string;
-  credits: number;
-  paidAccess: boolean;
-  subscription: string | null;
-}
+export type SandboxAccountView = Readonly<Pick<SandboxAccount, "key" | "name">> &
+  Omit<SandboxAccount, "key" | "name">;
 
 export interface SandboxHandle {
   /** "http://HOST:PORT/api/v1" */

@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { crc32, createDeflate } from "node:zlib";
 import { parseAspectRatio } from "../../models.js";
-import type { ImageResolution, OutputFormat } from "../../models.js";
+import type { ImageResolution } from "../../models.js";
 
 export const IMAGE_TYPES = { png: "image/png", jpg: "image/jpeg", webp: "image/webp" } as const;
 
@@ -23,14 +23,8 @@ export function imageSize(
     : { width: short(width, height), height: long };
 }
 
-export async function renderImage(
-  format: OutputFormat,
-  width: number,
-  height: number,
-  seed: number,
-): Promise<Buffer> {
-  return { png: encodePng, jpg: encodeJpeg, webp: encodeWebp }[format](width, height, seed);
-}
+/** The encoder of each output format: (width, height, seed) to the file's bytes. */
+export const ENCODERS = { png: encodePng, jpg: encodeJpeg, webp: encodeWebp };
 
 /** A small stable hash so an image's colours follow its prompt. */
 export function seedOf(text: string): number {

@@ -8,7 +8,7 @@ import type { MediaFolder } from "../answers.js";
 import type { SandboxContext } from "../context.js";
 import { HttpError, decodeSegment, errorResponse } from "../http.js";
 import type { SandboxResponse } from "../http.js";
-import { IMAGE_TYPES, encodePng, renderImage, seedOf } from "./images.js";
+import { ENCODERS, IMAGE_TYPES, encodePng, seedOf } from "./images.js";
 import { SAMPLE_VIDEO_MP4 } from "./sample-video.js";
 
 const CDN_HEADERS = { "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=3600" };
@@ -68,7 +68,7 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
       // Keyed by what the bytes depend on, not by id: the same prompt at the same size renders once (a 4k PNG
       // takes the sandbox about 150 ms, which would otherwise hide the client's own cost in the previews bench).
       const key = `image:${format}:${record.width}x${record.height}:${seed}`;
-      const bytes = await ctx.images.get(key, () => renderImage(format, record.width, record.height, seed));
+      const bytes = await ctx.images.get(key, () => ENCODERS[format](record.width, record.height, seed));
       return { bytes, type: IMAGE_TYPES[format] };
     }
     case "uploads": {
