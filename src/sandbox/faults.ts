@@ -23,7 +23,8 @@ export interface EarlyAnswer {
 export interface Plans {
   error: { status: number; code: string; message: string };
   malformed: { kind: MalformedKind; status: number; bytes: number };
-  drop: "before" | "after";
+  "drop-before": true;
+  "drop-after": true;
   drip: { chunkDelayMs: number; chunks: number };
   headers: Record<string, string>;
   /** `message` undefined: a default naming the status and the bytes read, made when answering. */
@@ -96,7 +97,7 @@ export class Faults {
 
   /** Drops the connection without an answer, "before" processing or "after" it (task created, charged). */
   dropNext(route: FaultRoute, options: { phase: "before" | "after"; count?: number }): void {
-    this.arm("drop", route, options.count, options.phase);
+    this.arm(`drop-${options.phase}`, route, options.count, true);
   }
 
   /** Headers go out at once, then the body trickles in `chunks` pieces `chunkDelayMs` apart. */
@@ -167,17 +168,10 @@ export class Faults {
     return this.latencies.get(route) ?? this.latencies.get("*") ?? 0;
   }
 
-  /** Uses up one request of the first entry of `knob` armed for `route` that `accept`s, and returns its plan. */
-  take<K extends keyof Plans>(
-    knob: K,
-    route: SandboxRoute,
-    accept = (_: Plans[K]) => true,
-  ): Plans[K] | undefined {
+  /** Uses up one request of the first entry of `knob` armed for `route`, and returns its plan. */
+  take<K extends keyof Plans>(knob: K, route: SandboxRoute): Plans[K] | undefined {
     const index = this.armed.findIndex(
-      (entry) =>
-        entry.knob === knob &&
-        (entry.route === route || entry.route === "*") &&
-        accept(entry.value as Plans[K]),
+      (entry) => entry.knob === knob && (entry.route === route || entry.route === "*"),
     );
     const entry = this.armed[index];
     if (entry && --entry.remaining === 0) this.armed.splice(index, 1);

@@ -114,7 +114,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
   const { route } = target;
   const latency = ctx.faults.latencyFor(route);
   if (latency > 0 && !(await sleep(latency, true, { signal: shutdown }).catch(() => false))) return;
-  if (ctx.faults.take("drop", route, (phase) => phase === "before")) return void req.socket.destroy();
+  if (ctx.faults.take("drop-before", route)) return void req.socket.destroy();
 
   if (!media) {
     // Requests without a valid key count against their address, so key guessing is throttled too.
@@ -154,7 +154,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
     return;
   }
   const response = await run();
-  if (ctx.faults.take("drop", route, (phase) => phase === "after")) return void req.socket.destroy();
+  if (ctx.faults.take("drop-after", route)) return void req.socket.destroy();
   return answer(response, ctx.faults.take("drip", route));
 }
 
