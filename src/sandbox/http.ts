@@ -29,7 +29,6 @@ export class HttpError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly headers: HeaderMap = {},
     /** The rest of the request body is not worth reading: answer, then close the connection. */
     readonly closeConnection = false,
   ) {
@@ -53,7 +52,7 @@ export const errorResponse = (status: number, code: string, message: string, hea
   json(status, { data: null, error: { message, code } }, headers);
 
 export function validationError(field: string, problem: string, closeConnection = false): HttpError {
-  return new HttpError(400, "validation_error", `${field}: ${problem}`, {}, closeConnection);
+  return new HttpError(400, "validation_error", `${field}: ${problem}`, closeConnection);
 }
 
 /** A percent-decoded path segment, or undefined when its encoding is broken. */

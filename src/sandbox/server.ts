@@ -134,8 +134,8 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
   const run = (): Promise<SandboxResponse> =>
     target.handle({ ctx, req, query, account: account as Account }).catch((error: unknown) => {
       if (error instanceof HttpError) {
-        const { status, code, message, headers, closeConnection } = error;
-        return { ...errorResponse(status, code, message, headers), closeConnection };
+        const { status, code, message, closeConnection } = error;
+        return { ...errorResponse(status, code, message), closeConnection };
       }
       // A bug or hostile input must never take the sandbox down: it becomes an envelope 500.
       const id = record.requestId ? ` (request ${record.requestId})` : "";

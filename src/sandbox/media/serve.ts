@@ -54,16 +54,15 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
       return extension === "mp4" && completed ? { bytes: SAMPLE_VIDEO_MP4, type: "video/mp4" } : undefined;
     case "posters": {
       // The still the nested status answer links as `result.cover.url`; like the video, only once completed.
-      const task = extension === "png" ? completed : undefined;
-      if (!task) return undefined;
-      const render = () => encodePng(POSTER_WIDTH, POSTER_HEIGHT, seedOf(task.request.prompt));
+      if (extension !== "png" || !completed) return undefined;
+      const render = () => encodePng(POSTER_WIDTH, POSTER_HEIGHT, seedOf(completed.request.prompt));
       // "poster:" keeps posters apart from images in the shared cache, whatever ids the generator makes.
       return { bytes: await ctx.images.get(`poster:${id}`, render), type: "image/png" };
     }
     case "images": {
       const record = ctx.store.images.get(id);
       const format = record?.request.outputFormat;
-      if (!record || !format || extension !== format) return undefined;
+      if (!record || extension !== format) return undefined;
       const seed = seedOf(record.request.prompt);
       // Keyed by what the bytes depend on, not by id: the same prompt at the same size renders once (a 4k PNG
       // takes the sandbox about 150 ms, which would otherwise hide the client's own cost in the previews bench).
