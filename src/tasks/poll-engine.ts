@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
+import { abortable } from "../api/sleep.js";
 import type { GenerationApi, VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
 import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
@@ -267,26 +268,20 @@ export class PollEngine {
 
   /** Resolves true when this loop may send its request, false when it stops first. */
   private takeTurn(loop: Loop): Promise<boolean> {
-    const { signal } = loop.controller;
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const onAbort = () => {
-        const index = this.turns.indexOf(turn);
-        if (index >= 0) this.turns.splice(index, 1);
-        resolve(false);
-      };
-      const turn = {
-        loop,
-        start: () => {
-          signal.removeEventListener("abort", onAbort);
-          resolve(true);
-        },
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.turns.push(turn);
-      // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
-      queueMicrotask(() => this.dispatch());
-    });
+    let turn: { loop: Loop; start: () => void };
+    const started = abortable<void>(
+      loop.controller.signal,
+      (start) => {
+        this.turns.push((turn = { loop, start }));
+        // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
+        queueMicrotask(() => this.dispatch());
+      },
+      () => this.turns.includes(turn) && this.turns.splice(this.turns.indexOf(turn), 1),
+    );
+    return started.then(
+      () => true,
+      () => false,
+    );
   }
 
   /** A poll that got an answer (not one aborted while queued) moves its id to the back of the line. */
