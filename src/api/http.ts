@@ -63,7 +63,6 @@ export interface HttpOptions {
   dispatcher?: Dispatcher;
   /** Injectable for tests; must reject with AbortedError when the signal aborts. */
   sleep?: Sleep;
-  random?: () => number;
   /** Told the status of every answer that arrived (the client learns from it whether the key is accepted). */
   onStatus?: (status: number) => void;
 }
@@ -325,7 +324,7 @@ export class HttpTransport {
       return Math.min(60_000, Math.max(0, error.retryAtMs - Date.now() || 0));
     if (error.code === "rate_limit_exceeded") return this.options.budget.retryDelayMs();
     const ceiling = Math.min(10_000, 500 * 2 ** attempt);
-    return ceiling / 2 + (this.options.random ?? Math.random)() * (ceiling / 2);
+    return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 }
 

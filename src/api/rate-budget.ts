@@ -64,7 +64,6 @@ export interface TokenBucketOptions {
   reserveFraction?: number;
   /** Ceiling of every wait read from headers. Default 65 s. */
   maxWaitMs?: number;
-  /** For jitter; defaults to Math.random. */
   random?: () => number;
 }
 

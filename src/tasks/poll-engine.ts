@@ -44,7 +44,6 @@ export interface PollEngineOptions {
   logger?: TaskLogger;
   /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
   maxBackoffMs?: number;
-  /** For jitter; defaults to Math.random. */
   random?: () => number;
   /** Shares each task's poll with other replicas (Redis); undefined: this process polls alone. */
   coordinator?: PollCoordinator | undefined;
@@ -82,9 +81,9 @@ interface Loop {
   waiters: Set<Waiter>;
   /** Aborts the in-flight request and the sleep once no waiter is left. */
   controller: AbortController;
-  last: VideoStatus | undefined;
+  last?: VideoStatus | undefined;
   lastAt: number;
-  lastError: GenerationError | undefined;
+  lastError?: GenerationError | undefined;
   failures: number;
 }
 
@@ -113,7 +112,6 @@ export class PollEngine {
     this.coordinator = options.coordinator;
   }
 
-  /** Ids being polled right now. */
   get activeIds(): string[] {
     return [...this.loops.keys()];
   }
@@ -139,9 +137,7 @@ export class PollEngine {
         videoId,
         waiters: new Set(),
         controller: new AbortController(),
-        last: undefined,
         lastAt: 0,
-        lastError: undefined,
         failures: 0,
       };
       this.loops.set(videoId, loop);

@@ -30,7 +30,6 @@ export const DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
 /** Time kept for the history lookup when a start's own deadline is near. */
 export const RECONCILE_RESERVE_MS = 5000;
 
-/** What one start needs to know of its call. */
 export interface SendOptions {
   fingerprint: string;
   signal?: AbortSignal | undefined;
