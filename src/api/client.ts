@@ -1,10 +1,8 @@
 /** The typed client of the generation service: one method per endpoint, each answer read by shapes.ts. */
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
-import type { Dispatcher } from "undici";
 import { GenerationError } from "./errors.js";
-import { HttpTransport } from "./http.js";
-import type { RateBudget } from "./rate-budget.js";
+import { HttpTransport, type HttpOptions } from "./http.js";
 import {
   isObject,
   toImageResult,
@@ -27,16 +25,9 @@ import type {
   VideoStatus,
 } from "./types.js";
 
-export interface ClientOptions {
-  baseUrl: string;
-  apiKey: string;
-  budget: RateBudget;
+export interface ClientOptions extends Omit<HttpOptions, "userAgent" | "onStatus"> {
   userAgent?: string;
-  timeoutMs?: number;
   uploadTimeoutMs?: number;
-  maxRetries?: number;
-  dispatcher?: Dispatcher;
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
    * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
    * completed task without a usable URL). The text holds field paths only, never the service's values.
@@ -64,16 +55,9 @@ export class GenerationClient implements GenerationApi {
 
   constructor(private readonly options: ClientOptions) {
     this.state = options.trustedKey === false ? "unknown" : "accepted";
-    const { timeoutMs, maxRetries, dispatcher, sleep } = options;
     this.http = new HttpTransport({
-      baseUrl: options.baseUrl,
-      apiKey: options.apiKey,
-      budget: options.budget,
+      ...options,
       userAgent: options.userAgent ?? "generation-mcp",
-      ...(timeoutMs !== undefined && { timeoutMs }),
-      ...(maxRetries !== undefined && { maxRetries }),
-      ...(dispatcher !== undefined && { dispatcher }),
-      ...(sleep !== undefined && { sleep }),
       onStatus: (status) => {
         if (this.state !== "unknown") return;
         if (status >= 200 && status < 300) this.state = "accepted";

@@ -58,7 +58,10 @@ export class GenerationError extends Error {
   ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
-    this.nextStep = init.nextStep ?? defaultNextStep(code);
+    this.nextStep =
+      init.nextStep ??
+      NEXT_STEPS[code] ??
+      "Try again later; if the problem persists, check the service's status.";
     this.maybeProcessed = init.maybeProcessed ?? false;
     this.retryAtMs = init.retryAtMs;
     this.requestId = init.requestId;
@@ -140,10 +143,6 @@ const NEXT_STEPS: Record<string, string> = {
   timeout:
     "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
-
-export function defaultNextStep(code: string): string {
-  return NEXT_STEPS[code] ?? "Try again later; if the problem persists, check the service's status.";
-}
 
 /** A route the service does not have: the base URL is wrong, not the id. */
 export function unknownRouteStep(origin: string): string {

@@ -10,7 +10,7 @@ import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
 import { metrics } from "../metrics.js";
-import { sleep } from "./sleep.js";
+import { sleep, type Sleep } from "./sleep.js";
 import { cleanText } from "../redact.js";
 import {
   ASK_USER,
@@ -36,7 +36,7 @@ import {
   type RateBudget,
 } from "./rate-budget.js";
 import { isObject } from "./shapes.js";
-import type { RequestPriority } from "./types.js";
+import type { RequestOptions } from "./types.js";
 
 let undici: Promise<typeof UndiciModule> | undefined;
 
@@ -60,34 +60,29 @@ export interface HttpOptions {
   timeoutMs?: number;
   /** Retries of a read after the first attempt. */
   maxRetries?: number;
-  maxResponseBytes?: number;
   dispatcher?: Dispatcher;
   /** Injectable for tests; must reject with AbortedError when the signal aborts. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  random?: () => number;
+  sleep?: Sleep;
   /** Told the status of every answer that arrived (the client learns from it whether the key is accepted). */
   onStatus?: (status: number) => void;
 }
 
-export interface CallOptions {
+export interface CallOptions extends RequestOptions {
   query?: Record<string, string | number | undefined>;
   json?: unknown;
   /** A streamed body with its headers (an upload), made afresh for every attempt. */
   stream?: () => { body: Readable; headers: Record<string, string> };
   /** Reads and uploads may be retried; a charging POST never is. */
   retry: boolean;
-  signal?: AbortSignal | undefined;
-  priority?: RequestPriority | undefined;
-  idempotencyKey?: string | undefined;
   timeoutMs?: number;
-  /** Epoch ms by which the whole call (attempts, retries, waits for the budget) must be over. */
-  deadline?: number | undefined;
   /** The path names one task (GET /videos/:id): only there does an enveloped 404 mean "no such id". */
   idRoute?: boolean;
 }
 
 /** A call without a deadline of its own still ends: every attempt, retry and budget wait included. */
 const DEFAULT_CALL_DEADLINE_MS = 45_000;
+/** Answers larger than this are not read (a status or a list is a few kilobytes). */
+const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** Below this much time left, another attempt could not get an answer in: stop and report. */
 const MIN_ATTEMPT_MS = 1000;
 /** Failures of the connection phase: no byte of the request reached the service, nothing was charged. */
@@ -180,7 +175,7 @@ export class HttpTransport {
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
       this.options.budget.observe(response.statusCode, response.headers);
       this.options.onStatus?.(response.statusCode);
-      text = await readCapped(response.body, this.options.maxResponseBytes ?? 4 * 1024 * 1024);
+      text = await readCapped(response.body, MAX_RESPONSE_BYTES);
       answered(response.statusCode);
     } catch (error) {
       answered?.(response?.statusCode ?? 0);
@@ -329,7 +324,7 @@ export class HttpTransport {
       return Math.min(60_000, Math.max(0, error.retryAtMs - Date.now() || 0));
     if (error.code === "rate_limit_exceeded") return this.options.budget.retryDelayMs();
     const ceiling = Math.min(10_000, 500 * 2 ** attempt);
-    return ceiling / 2 + (this.options.random ?? Math.random)() * (ceiling / 2);
+    return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 }
 

@@ -4,7 +4,8 @@
  * kept for the user's own calls, so waiting on many tasks never starves generate or credits.
  */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
-import { AbortedError, RateLimitError, type GenerationError } from "./errors.js";
+import { RateLimitError, type GenerationError } from "./errors.js";
+import { abortable } from "./sleep.js";
 import type { RequestPriority } from "./types.js";
 
 /** Response headers as undici gives them. */
@@ -63,15 +64,7 @@ export interface TokenBucketOptions {
   reserveFraction?: number;
   /** Ceiling of every wait read from headers. Default 65 s. */
   maxWaitMs?: number;
-  /** For jitter; defaults to Math.random. */
   random?: () => number;
-}
-
-interface Waiter {
-  resolve: () => void;
-  reject: (error: Error) => void;
-  signal: AbortSignal | undefined;
-  onAbort?: () => void;
 }
 
 /**
@@ -99,7 +92,7 @@ export class TokenBucketBudget implements RateBudget {
   private hintlessEmpty = 0;
   /** Acquire times of requests not yet observed, oldest first. */
   private inFlight: number[] = [];
-  private readonly queues: Record<RequestPriority, Waiter[]> = { foreground: [], background: [] };
+  private readonly queues: Record<RequestPriority, Array<() => void>> = { foreground: [], background: [] };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
 
@@ -112,19 +105,19 @@ export class TokenBucketBudget implements RateBudget {
   }
 
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(new AbortedError());
-    return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal };
-      waiter.onAbort = () => {
-        for (const queue of Object.values(this.queues))
-          if (queue.includes(waiter)) queue.splice(queue.indexOf(waiter), 1);
-        reject(new AbortedError());
+    let grant: () => void;
+    const queue = this.queues[priority];
+    return abortable<void>(
+      signal,
+      (resolve) => {
+        queue.push((grant = resolve));
         this.pump();
-      };
-      signal?.addEventListener("abort", waiter.onAbort, { once: true });
-      this.queues[priority].push(waiter);
-      this.pump();
-    });
+      },
+      () => {
+        if (queue.includes(grant)) queue.splice(queue.indexOf(grant), 1);
+        this.pump();
+      },
+    );
   }
 
   observe(status: number, headers: HeaderBag): void {
@@ -226,13 +219,12 @@ export class TokenBucketBudget implements RateBudget {
           wakeAt = Math.min(wakeAt, at);
           break;
         }
-        const waiter = queue.shift() as Waiter;
-        if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener("abort", waiter.onAbort);
+        const grant = queue.shift() as () => void;
         this.inFlight.push(now);
         if (this.seeded) this.remaining -= 1;
         else this.nextPacedAt = now + WINDOW_MS / this.limit;
         if (priority === "background") this.lastBackgroundAt = now;
-        waiter.resolve();
+        grant();
       }
     }
     if (wakeAt !== Number.POSITIVE_INFINITY && this.timer !== undefined && this.timerAt <= wakeAt) return;

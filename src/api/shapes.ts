@@ -102,13 +102,13 @@ export function walk(
   return { nodes, truncated };
 }
 
-/** The first node (breadth-first) that `take` accepts, with what it made of it. */
-function find<T>(data: unknown, take: (node: WalkNode) => T | undefined) {
+/** The first node (breadth-first) that `take` accepts, with what it made of it; `outsideArrays` skips lists. */
+function find<T>(data: unknown, take: (node: WalkNode) => T | undefined, outsideArrays = false) {
   let found: { value: T; node: WalkNode } | undefined;
   walk(data, (node) => {
     const value = take(node);
     if (value !== undefined) found = { value, node };
-    return found && "stop";
+    return found ? "stop" : outsideArrays && Array.isArray(node.value) ? "skip" : undefined;
   });
   return found;
 }
@@ -132,19 +132,20 @@ export const findCreatedAt = (item: unknown) =>
  * item), whose key has the word "paid" (`paid_access`, `hasPaidAccess`, `access.paid`; not `unpaid`);
  * undefined when the answer says nothing we can read.
  */
-export function findPaidAccess(data: unknown): boolean | undefined {
-  let paid: boolean | undefined;
-  const words = (key: string) =>
-    key
-      .replace(/([a-z])([A-Z])/g, "$1_$2")
-      .toLowerCase()
-      .split(/[^a-z0-9]+/);
-  walk(data, ({ key, value }) => {
-    if (typeof value === "boolean" && key !== undefined && words(key).includes("paid")) paid = value;
-    return paid !== undefined ? "stop" : Array.isArray(value) ? "skip" : undefined;
-  });
-  return paid;
-}
+export const findPaidAccess = (data: unknown): boolean | undefined =>
+  find(
+    data,
+    ({ key, value }) =>
+      typeof value === "boolean" &&
+      key
+        ?.replace(/([a-z])([A-Z])/g, "$1_$2")
+        .toLowerCase()
+        .split(/[^a-z0-9]+/)
+        .includes("paid")
+        ? value
+        : undefined,
+    true,
+  )?.value;
 
 /** The first `status` that is not a container; `"unknown"` (not usable) when its value cannot be relayed. */
 function readStatus(data: unknown) {

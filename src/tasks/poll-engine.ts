@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
+import { abortable } from "../api/sleep.js";
 import type { GenerationApi, VideoStatus } from "../api/types.js";
 import { isFinalStatus } from "../api/types.js";
 import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
@@ -43,7 +44,6 @@ export interface PollEngineOptions {
   logger?: TaskLogger;
   /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
   maxBackoffMs?: number;
-  /** For jitter; defaults to Math.random. */
   random?: () => number;
   /** Shares each task's poll with other replicas (Redis); undefined: this process polls alone. */
   coordinator?: PollCoordinator | undefined;
@@ -81,9 +81,9 @@ interface Loop {
   waiters: Set<Waiter>;
   /** Aborts the in-flight request and the sleep once no waiter is left. */
   controller: AbortController;
-  last: VideoStatus | undefined;
+  last?: VideoStatus | undefined;
   lastAt: number;
-  lastError: GenerationError | undefined;
+  lastError?: GenerationError | undefined;
   failures: number;
 }
 
@@ -112,7 +112,6 @@ export class PollEngine {
     this.coordinator = options.coordinator;
   }
 
-  /** Ids being polled right now. */
   get activeIds(): string[] {
     return [...this.loops.keys()];
   }
@@ -138,9 +137,7 @@ export class PollEngine {
         videoId,
         waiters: new Set(),
         controller: new AbortController(),
-        last: undefined,
         lastAt: 0,
-        lastError: undefined,
         failures: 0,
       };
       this.loops.set(videoId, loop);
@@ -267,26 +264,20 @@ export class PollEngine {
 
   /** Resolves true when this loop may send its request, false when it stops first. */
   private takeTurn(loop: Loop): Promise<boolean> {
-    const { signal } = loop.controller;
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const onAbort = () => {
-        const index = this.turns.indexOf(turn);
-        if (index >= 0) this.turns.splice(index, 1);
-        resolve(false);
-      };
-      const turn = {
-        loop,
-        start: () => {
-          signal.removeEventListener("abort", onAbort);
-          resolve(true);
-        },
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.turns.push(turn);
-      // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
-      queueMicrotask(() => this.dispatch());
-    });
+    let turn: { loop: Loop; start: () => void };
+    const started = abortable<void>(
+      loop.controller.signal,
+      (start) => {
+        this.turns.push((turn = { loop, start }));
+        // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
+        queueMicrotask(() => this.dispatch());
+      },
+      () => this.turns.includes(turn) && this.turns.splice(this.turns.indexOf(turn), 1),
+    );
+    return started.then(
+      () => true,
+      () => false,
+    );
   }
 
   /** A poll that got an answer (not one aborted while queued) moves its id to the back of the line. */

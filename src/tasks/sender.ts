@@ -17,7 +17,7 @@ import {
 } from "../api/rate-budget.js";
 import { safeId } from "../api/shapes.js";
 import type { Sleep } from "../api/sleep.js";
-import type { GenerateImageBody, GenerateVideoBody, ImageResult, JsonObject } from "../api/types.js";
+import type { GenerateImageBody, GenerateVideoBody, ImageResult, StartedVideo } from "../api/types.js";
 import { metrics } from "../metrics.js";
 import { resolveVideoModel } from "../models.js";
 import type { DailySpend } from "../spend/daily.js";
@@ -25,17 +25,11 @@ import type { Journal } from "../state/local/journal.js";
 import type { Ownership } from "../state/local/owners.js";
 import type { JournalEntry, StartClaims, TaskLogger } from "../state/records.js";
 
+/** How long an identical start request is answered with the earlier one instead of paying again. */
+export const DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
 /** Time kept for the history lookup when a start's own deadline is near. */
 export const RECONCILE_RESERVE_MS = 5000;
 
-/** A video task as its start's answer or the history gave it. */
-export interface StartedTask {
-  video_id: string;
-  status: string | undefined;
-  raw: JsonObject;
-}
-
-/** What one start needs to know of its call. */
 export interface SendOptions {
   fingerprint: string;
   signal?: AbortSignal | undefined;
@@ -48,23 +42,19 @@ export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
   /** Where the entries are mirrored for other replicas; undefined: this process alone. */
-  claims: StartClaims | undefined;
-  ownership: Ownership | undefined;
-  daily: DailySpend | undefined;
-  windowMs: number;
+  claims?: StartClaims | undefined;
+  ownership?: Ownership | undefined;
+  daily?: DailySpend | undefined;
   now: () => number;
   sleep: Sleep;
   logger: TaskLogger;
 }
 
 export class StartSender {
-  readonly journal: Journal;
   /** Intents this process wrote: they are not an earlier run's lost answers. */
   private readonly ownKeys = new Set<string>();
 
-  constructor(readonly parts: SenderParts) {
-    this.journal = parts.journal;
-  }
+  constructor(readonly parts: SenderParts) {}
 
   isOwnIntent(key: string): boolean {
     return this.ownKeys.has(key);
@@ -97,8 +87,8 @@ export class StartSender {
     };
     this.ownKeys.add(key);
     try {
-      await this.journal.append(intent);
-      await this.parts.claims?.mirror(intent, this.parts.windowMs);
+      await this.parts.journal.append(intent);
+      await this.parts.claims?.mirror(intent, DUPLICATE_WINDOW_MS);
     } catch (error) {
       await reservation?.release();
       throw error;
@@ -119,7 +109,7 @@ export class StartSender {
   }
 
   /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
-  async recordVideo(task: StartedTask, intent: JournalEntry, body: GenerateVideoBody): Promise<void> {
+  async recordVideo(task: StartedVideo, intent: JournalEntry, body: GenerateVideoBody): Promise<void> {
     const { scope } = intent;
     await this.record({
       ...intent,
@@ -161,7 +151,7 @@ export class StartSender {
   }
 
   async refresh(): Promise<void> {
-    await this.journal.refresh().catch((error: unknown) => {
+    await this.parts.journal.refresh().catch((error: unknown) => {
       this.parts.logger("warning", "Could not re-read the task journal.", { error: String(error) });
     });
   }
@@ -169,13 +159,13 @@ export class StartSender {
   /** A settling entry: logged, never thrown, when it cannot be written. */
   private async record(entry: JournalEntry): Promise<void> {
     try {
-      await this.journal.append(entry);
-      await this.parts.claims?.mirror(entry, this.parts.windowMs);
+      await this.parts.journal.append(entry);
+      await this.parts.claims?.mirror(entry, DUPLICATE_WINDOW_MS);
     } catch (error) {
       const unprotected = "Could not write the task journal; this task is not protected against a crash.";
       this.parts.logger("error", unprotected, {
         id: entry.id,
-        path: this.journal.path,
+        path: this.parts.journal.path,
         error: String(error),
       });
     }

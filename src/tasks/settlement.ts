@@ -8,11 +8,11 @@
  */
 import { GenerationError } from "../api/errors.js";
 import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
-import type { GenerateVideoBody, GenerationApi, JsonObject } from "../api/types.js";
+import type { GenerateVideoBody, GenerationApi, JsonObject, StartedVideo } from "../api/types.js";
 import { resolveVideoModel } from "../models.js";
 import type { JournalEntry } from "../state/records.js";
 import { normalizePrompt } from "./fingerprint.js";
-import type { SenderParts, StartSender, StartedTask } from "./sender.js";
+import { DUPLICATE_WINDOW_MS, type SenderParts, type StartSender } from "./sender.js";
 
 /** Clock difference tolerated between us and the service when matching a history item to our request. */
 export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
@@ -29,7 +29,7 @@ export class Settlement {
   private leftoversSettled = false;
   /** Lost starts being looked for in the background, by Idempotency-Key. */
   private readonly searching = new Set<string>();
-  /** Its journal, clock and logger; the duplicate window, during which a lost start is looked for. */
+  /** The sender's journal, clock, sleep and logger. */
   private readonly parts: SenderParts;
 
   constructor(
@@ -49,9 +49,11 @@ export class Settlement {
   async settleLeftovers(deadline: number | undefined): Promise<void> {
     if (this.leftoversSettled) return;
     const { sender } = this;
-    const { now, windowMs } = this.parts;
+    const { now } = this.parts;
     const at = now();
-    const leftovers = sender.journal.pendingIntents().filter((entry) => !sender.isOwnIntent(entry.key ?? ""));
+    const leftovers = sender.parts.journal
+      .pendingIntents()
+      .filter((entry) => !sender.isOwnIntent(entry.key ?? ""));
     const fresh = leftovers.filter((entry) => at - entry.started_at <= SETTLE_MAX_AGE_MS);
     for (const stale of leftovers.filter((entry) => !fresh.includes(entry))) await sender.recordVoid(stale);
     // Images have no history to look in: an identical request is refused while one is open (starter.ts).
@@ -68,7 +70,7 @@ export class Settlement {
             video_id: found.video_id,
           });
           await sender.recordVideo(found, intent, request);
-        } else if (at - intent.started_at > windowMs) {
+        } else if (at - intent.started_at > DUPLICATE_WINDOW_MS) {
           await sender.recordVoid(intent);
         } else {
           this.settleLater(intent);
@@ -88,15 +90,15 @@ export class Settlement {
     if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
     this.searching.add(key);
     const { sender } = this;
-    const { now, windowMs, logger } = this.parts;
+    const { now, logger } = this.parts;
     const request = intent.request as GenerateVideoBody;
-    const open = () => sender.journal.pendingIntents().some((entry) => entry.key === key);
+    const open = () => sender.parts.journal.pendingIntents().some((entry) => entry.key === key);
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
-        const left = intent.started_at + windowMs - now();
+        const left = intent.started_at + DUPLICATE_WINDOW_MS - now();
         await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.stopping);
         if (!open()) return;
-        if (now() - intent.started_at >= windowMs) {
+        if (now() - intent.started_at >= DUPLICATE_WINDOW_MS) {
           logger("info", "A lost start did not appear in the history within the duplicate window.", {});
           return sender.recordVoid(intent);
         }
@@ -121,7 +123,7 @@ export class Settlement {
     body: GenerateVideoBody,
     sentAt: number,
     deadline: number | undefined,
-  ): Promise<StartedTask | undefined> {
+  ): Promise<StartedVideo | undefined> {
     const first = await this.findOnce(body, sentAt, "foreground", deadline);
     if (first || (deadline !== undefined && this.parts.now() + RECONCILE_PAUSE_MS + 1000 > deadline))
       return first;
@@ -135,7 +137,7 @@ export class Settlement {
     sentAt: number,
     priority: "foreground" | "background",
     deadline?: number,
-  ): Promise<StartedTask | undefined> {
+  ): Promise<StartedVideo | undefined> {
     const items = await this.history(priority, deadline);
     return items && pickMatch(items, body, sentAt - RECONCILE_SKEW_MS, await this.knownAmong(items));
   }
@@ -167,7 +169,7 @@ export class Settlement {
       const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
       await Promise.all(ids.map(async (id) => (await ownership.isOwned(id)) && owned.add(id)));
     }
-    return (id) => owned.has(id) || sender.journal.has(id);
+    return (id) => owned.has(id) || sender.parts.journal.has(id);
   }
 }
 
@@ -181,7 +183,7 @@ export function pickMatch(
   body: GenerateVideoBody,
   notBefore: number,
   known: (id: string) => boolean,
-): StartedTask | undefined {
+): StartedVideo | undefined {
   const prompt = normalizePrompt(body.prompt);
   const model = resolveVideoModel(body.model) ?? body.model;
   let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;

@@ -25,10 +25,9 @@ import type { DailySpend } from "../spend/daily.js";
 import type { Journal } from "../state/local/journal.js";
 import type { Ownership } from "../state/local/owners.js";
 import { silentLogger, type JournalEntry, type StartClaims, type TaskLogger } from "../state/records.js";
-import { RECONCILE_RESERVE_MS, StartSender, type SendOptions } from "./sender.js";
+import { DUPLICATE_WINDOW_MS, RECONCILE_RESERVE_MS, StartSender, type SendOptions } from "./sender.js";
 import { Settlement } from "./settlement.js";
 
-export const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
 /** The least time a start request is given, however little of the call's deadline is left. */
 const MIN_START_MS = 10_000;
 /**
@@ -74,7 +73,6 @@ export interface TaskStarterOptions {
   now?: () => number;
   sleep?: Sleep;
   logger?: TaskLogger;
-  duplicateWindowMs?: number;
   /** The duplicate guard shared with other replicas (Redis); undefined: this process alone. */
   claims?: StartClaims | undefined;
   /** Who started which task; settlement never adopts a task another caller owns. */
@@ -94,7 +92,6 @@ export class TaskStarter {
   private readonly now: () => number;
   private readonly sleep: Sleep;
   private readonly logger: TaskLogger;
-  private readonly windowMs: number;
   private readonly sender: StartSender;
   private readonly settlement: Settlement;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
@@ -105,11 +102,8 @@ export class TaskStarter {
     this.now = options.now ?? Date.now;
     this.sleep = options.sleep ?? wait;
     this.logger = options.logger ?? silentLogger;
-    this.windowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
-    const { now, sleep, logger, windowMs } = this;
-    const { journal, budget, claims, ownership, daily } = options;
-    const parts = { journal, budget, claims, ownership, daily, windowMs, now, sleep, logger };
-    this.sender = new StartSender(parts);
+    const { now, sleep, logger } = this;
+    this.sender = new StartSender({ ...options, now, sleep, logger });
     this.settlement = new Settlement(options.api, this.sender, options.stopping);
   }
 
@@ -160,7 +154,7 @@ export class TaskStarter {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
     if ((await this.options.claims?.read(fingerprint))?.started?.kind === kind) return true;
     await this.sender.refresh();
-    return this.journal.findDuplicate(fingerprint, this.windowMs)?.kind === kind;
+    return this.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
 
   /** One start per kind and fingerprint at a time in this process: an identical call joins it as reused. */
@@ -237,12 +231,12 @@ export class TaskStarter {
   /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */
   private lostStart(fingerprint: string): JournalEntry | undefined {
     const lost = this.journal.pendingIntent(fingerprint);
-    return lost?.key !== undefined && this.now() - lost.started_at <= this.windowMs ? lost : undefined;
+    return lost?.key !== undefined && this.now() - lost.started_at <= DUPLICATE_WINDOW_MS ? lost : undefined;
   }
 
   /** The identical image request of the duplicate window, as its answer (the journal keeps the URLs). */
   private imageDuplicate(fingerprint: string): ImageStartOutcome | undefined {
-    const earlier = this.journal.findDuplicate(fingerprint, this.windowMs);
+    const earlier = this.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS);
     if (earlier?.kind !== "image") return undefined;
     this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
     const raw = earlier.result ?? {};
@@ -257,7 +251,7 @@ export class TaskStarter {
 
   /** The identical task of the duplicate window, checked to still exist on this service. */
   private async liveDuplicate(options: StartOptions): Promise<StartOutcome | undefined> {
-    const earlier = this.journal.findDuplicate(options.fingerprint, this.windowMs);
+    const earlier = this.journal.findDuplicate(options.fingerprint, DUPLICATE_WINDOW_MS);
     if (earlier?.kind !== "video" || earlier.id === undefined) return undefined;
     let { status } = earlier;
     let raw = earlier.result ?? {};
@@ -276,7 +270,9 @@ export class TaskStarter {
       }
       // The service could not say; the task was paid for and is most likely fine.
     }
-    this.logger("info", "Returning the identical video task started earlier.", { video_id: earlier.id });
+    this.logger("info", "Returning the identical video task started earlier.", {
+      video_id: earlier.id,
+    });
     return { video_id: earlier.id, status, reused: true, reconciled: false, raw };
   }
 
