@@ -18,26 +18,21 @@ import type { LogLevel } from "../logger.js";
 export type TaskLogger = (level: LogLevel, message: string, data?: Record<string, unknown>) => void;
 export const silentLogger: TaskLogger = () => {};
 
-/** The key itself never leaves the process. */
-export interface StateTarget {
-  baseUrl: string;
-  apiKey: string;
-}
-
 export interface StateHub {
   /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
   ready(): boolean;
-  forKey(target: StateTarget, options: { local: TokenBucketBudget }): SharedState;
+  /** The key itself never leaves the process. */
+  forKey(target: { baseUrl: string; apiKey: string }, options: { local: TokenBucketBudget }): SharedState;
   close(): Promise<void>;
 }
 
 /** The shared state of one service key. Undefined members: this process alone decides. */
 export interface SharedState {
   budget: RateBudget;
-  polls: PollCoordinator | undefined;
-  claims: StartClaims | undefined;
-  tasks: TaskRecordStore | undefined;
-  owners: OwnershipStore | undefined;
+  polls?: PollCoordinator | undefined;
+  claims?: StartClaims | undefined;
+  tasks?: TaskRecordStore | undefined;
+  owners?: OwnershipStore | undefined;
   /** Undefined: kept by this process, in its state folder (local/spend.ts). */
   spend?: SpendStore | undefined;
 }
@@ -45,13 +40,7 @@ export interface SharedState {
 /** One server alone: everything in this process. */
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
-  forKey: (_target, { local }) => ({
-    budget: local,
-    polls: undefined,
-    claims: undefined,
-    tasks: undefined,
-    owners: undefined,
-  }),
+  forKey: (_target, { local }) => ({ budget: local }),
   close: async () => {},
 };
 
@@ -164,14 +153,6 @@ export interface TaskRecordStore {
   cancelRequested(taskId: string): Promise<boolean>;
 }
 
-/** Reads one record back (from a file or Redis): undefined when it is not ours in every part. */
-export const reader =
-  <T extends z.ZodType>(schema: T) =>
-  (value: unknown): z.output<T> | undefined => {
-    const parsed = schema.safeParse(value);
-    return parsed.success ? parsed.data : undefined;
-  };
-
 /** Every record of a list that parses; the others are dropped. */
 export const readList =
   <T>(read: (value: unknown) => T | undefined) =>
@@ -205,7 +186,7 @@ const JOURNAL_ENTRY = z
   })
   .transform((entry) => ({ ...entry, id: entry.id ?? undefined }));
 export type JournalEntry = z.output<typeof JOURNAL_ENTRY>;
-export const parseJournalEntry = reader(JOURNAL_ENTRY);
+export const parseJournalEntry = (value: unknown) => JOURNAL_ENTRY.safeParse(value).data;
 
 export const MAX_PROMPT_CHARS = 500;
 const SCOPE = z.string().regex(/^[A-Za-z0-9:_-]{1,80}$/);
@@ -224,7 +205,7 @@ const OWNED_TASK = z.object({
     .optional(),
 });
 export type OwnedTask = z.output<typeof OWNED_TASK>;
-export const parseOwnedTask = reader(OWNED_TASK);
+export const parseOwnedTask = (value: unknown) => OWNED_TASK.safeParse(value).data;
 
 /** A tool call's result as stored: text, image and resource_link content, structured output, isError. */
 export type StoredResult = CallToolResult;
@@ -318,4 +299,4 @@ const TASK_RECORD = z.object({
     .loose()
     .optional(),
 });
-export const parseRecord = reader(TASK_RECORD) as (value: unknown) => TaskRecord | undefined;
+export const parseRecord = (value: unknown): TaskRecord | undefined => TASK_RECORD.safeParse(value).data;

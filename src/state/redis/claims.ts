@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { parseJournalEntry, parseOwnedTask, type OwnershipStore, type StartClaims } from "../records.js";
-import type { KeyContext } from "./context.js";
+import { px, type KeyContext } from "./context.js";
 
 /** Tasks each scope keeps listed at most (newest first), and how long an ownership is remembered. */
 const OWNED_MAX = 1000;
@@ -28,7 +28,7 @@ export function startClaims(context: KeyContext): StartClaims {
       if (held.has(fingerprint)) return false;
       const key = claimKey(fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
-      const take = async (ttl: number) => Number(await commands.takeLease(key, token, Math.round(ttl))) === 1;
+      const take = async (ttl: number) => Number(await commands.takeLease(key, token, px(ttl))) === 1;
       uncertain.set(fingerprint, token);
       const taken = await context.agreed(true, () => take(ttlMs));
       uncertain.delete(fingerprint);
@@ -47,7 +47,7 @@ export function startClaims(context: KeyContext): StartClaims {
     },
     async mirror(entry, ttlMs) {
       const sealed = sealer.seal(entry);
-      const write = (key: string) => async (ttl: number) => commands.set(key, sealed, "PX", Math.round(ttl));
+      const write = (key: string) => async (ttl: number) => commands.set(key, sealed, "PX", px(ttl));
       const intent = intentKey(entry.fingerprint);
       const started = startedKey(entry.fingerprint);
       if (entry.phase === "intent") context.keep(intent, ttlMs, write(intent));
@@ -59,7 +59,7 @@ export function startClaims(context: KeyContext): StartClaims {
         } else if (entry.phase === "void") {
           if (entryOf(await commands.get(intent))?.key === entry.key) await commands.del(intent);
         } else {
-          await commands.multi().set(started, sealed, "PX", Math.round(ttlMs)).del(intent).exec();
+          await commands.multi().set(started, sealed, "PX", px(ttlMs)).del(intent).exec();
         }
       });
     },
@@ -91,7 +91,7 @@ export function ownershipStore(context: KeyContext): OwnershipStore {
       const write = (ttl: number) =>
         commands
           .multi()
-          .set(ownerKey(task.video_id), sealed, "PX", Math.round(ttl))
+          .set(ownerKey(task.video_id), sealed, "PX", px(ttl))
           .zadd(listKey(task.scope), task.started_at, task.video_id)
           .zremrangebyrank(listKey(task.scope), 0, -OWNED_MAX - 1)
           .pexpire(listKey(task.scope), OWNED_TTL_MS)

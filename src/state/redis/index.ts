@@ -19,6 +19,7 @@
  * replica had time to notice and rebuild.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
@@ -150,10 +151,9 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.on("ready", () => void probe());
 
   const channel = `${config.prefix}status`;
-  const listeners = new Map<string, Set<() => void>>();
-  subscriber.on("message", (_channel: string, message: string) => {
-    for (const wake of listeners.get(message) ?? []) wake();
-  });
+  // Any number of waiters may wait on one task; a message "error" (planted) must not throw.
+  const wakes = new EventEmitter().setMaxListeners(0).on("error", () => undefined);
+  subscriber.on("message", (_channel: string, message: string) => wakes.emit(message));
   const subscribed = subscriber.subscribe(channel).catch(() => undefined);
   try {
     await commands.connect();
@@ -179,7 +179,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     commands,
     owner,
     channel,
-    listeners,
+    wakes,
     onError: markDown,
     soft: (fallback, run) =>
       run().catch((error: unknown) => {

@@ -4,23 +4,24 @@
  * the service gave it (secrets masked as it is sealed, seal.ts); what is read back goes through the very
  * cleaning of a fresh answer (`toVideoStatus`), so nothing stored can reach a result unchecked.
  */
+import * as z from "zod";
 import { toVideoStatus } from "../../api/shapes.js";
 import type { PollCoordinator, SharedStatus } from "../records.js";
-import type { KeyContext } from "./context.js";
+import { px, type KeyContext } from "./context.js";
 
 /** A task's latest status is kept this long after its last poll. */
 const STATUS_TTL_MS = 10 * 60 * 1000;
+const STORED = z.object({ raw: z.unknown(), at: z.number() });
 
 export function pollCoordinator(context: KeyContext): PollCoordinator {
-  const { commands, owner, listeners, base, digest, sealer } = context;
+  const { commands, owner, wakes, base, digest, sealer } = context;
   const lease = (videoId: string) => `${base}lease:${videoId}`;
   const status = (videoId: string) => `${base}status:${videoId}`;
   return {
     async lead(videoId, ttlMs) {
-      const ttl = Math.max(1, Math.round(ttlMs));
       return context.soft(
         true,
-        async () => Number(await commands.takeLease(lease(videoId), owner, ttl)) === 1,
+        async () => Number(await commands.takeLease(lease(videoId), owner, px(ttlMs))) === 1,
       );
     },
     async release(videoId) {
@@ -51,16 +52,12 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
         const done = () => {
           clearTimeout(timer);
           signal.removeEventListener("abort", done);
-          const set = listeners.get(name);
-          set?.delete(done);
-          if (set?.size === 0) listeners.delete(name);
+          wakes.off(name, done);
           resolve();
         };
         const timer = setTimeout(done, Math.max(0, ms));
         signal.addEventListener("abort", done, { once: true });
-        const set = listeners.get(name) ?? new Set();
-        set.add(done);
-        listeners.set(name, set);
+        wakes.on(name, done);
       });
     },
   };
@@ -68,11 +65,9 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
 
 /** A stored answer, cleaned as a fresh one would be; undefined when it is not one. */
 function readStatus(value: unknown, videoId: string): SharedStatus | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const { raw, at } = value as { raw?: unknown; at?: unknown };
-  if (typeof at !== "number" || !Number.isFinite(at)) return undefined;
+  const stored = STORED.safeParse(value).data;
   try {
-    return { video: toVideoStatus(raw, videoId), at };
+    return stored && { video: toVideoStatus(stored.raw, videoId), at: stored.at };
   } catch {
     return undefined;
   }

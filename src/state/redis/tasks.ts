@@ -13,7 +13,7 @@
 import { MAX_TASK_TTL_MS } from "../../config/index.js";
 import { LocalSpendStore } from "../local/spend.js";
 import { expiresAt, parseRecord, type SpendStore, type TaskRecordStore } from "../records.js";
-import type { KeyContext } from "./context.js";
+import { px, type KeyContext } from "./context.js";
 
 /** Task ids the index keeps per service key, newest first: what tasks/list can page through. */
 const TASK_INDEX_MAX = 2000;
@@ -26,7 +26,6 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
   const finalKey = (taskId: string) => `${base}mcptask-final:${taskId}`;
   const cancelKey = (taskId: string) => `${base}mcptask-cancel:${taskId}`;
   const index = `${base}mcptasks`;
-  const ttl = (ms: number) => Math.max(1, Math.round(ms));
   const opened = (text: string | null | undefined) => context.open(text, parseRecord, "task record");
   return {
     async share(record) {
@@ -37,7 +36,7 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
       const write = (ms: number) =>
         commands
           .multi()
-          .set(recordKey(taskId), sealed, "PX", ttl(ms))
+          .set(recordKey(taskId), sealed, "PX", px(ms))
           .zadd(index, Date.parse(record.task.createdAt), taskId)
           .zremrangebyscore(index, "-inf", Date.now() - MAX_TASK_TTL_MS)
           .zremrangebyrank(index, 0, -TASK_INDEX_MAX - 1)
@@ -55,12 +54,12 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
     async finalize(record, ttlMs) {
       const key = finalKey(record.task.taskId);
       const decided = await context.soft(undefined, async () =>
-        opened(await commands.taskFinalize(key, sealer.seal(record), ttl(ttlMs))),
+        opened(await commands.taskFinalize(key, sealer.seal(record), px(ttlMs))),
       );
       // The outcome that holds is written again after a loss, whichever replica decided it.
       if (decided !== undefined) {
         const kept = sealer.seal(decided);
-        context.keep(key, ttlMs, (left) => commands.set(key, kept, "PX", ttl(left), "NX"));
+        context.keep(key, ttlMs, (left) => commands.set(key, kept, "PX", px(left), "NX"));
       }
       return decided;
     },
@@ -69,10 +68,10 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
     },
     async follow(taskId, ttlMs) {
       const lease = `${base}mcptask-lease:${taskId}`;
-      return context.soft(true, async () => Number(await commands.takeLease(lease, owner, ttl(ttlMs))) === 1);
+      return context.soft(true, async () => Number(await commands.takeLease(lease, owner, px(ttlMs))) === 1);
     },
     async requestCancel(record) {
-      const left = ttl(expiresAt(record.task) - Date.now());
+      const left = px(expiresAt(record.task) - Date.now());
       await context.soft(undefined, async () => {
         await commands.set(cancelKey(record.task.taskId), "1", "PX", left);
       });
@@ -94,7 +93,7 @@ export function spendStore(context: KeyContext): SpendStore {
     const total = Math.max(0, (mine.get(name) ?? 0) + change);
     mine.set(name, total);
     context.keep(name, SPEND_TTL_MS, (ms) =>
-      commands.multi().hset(name, owner, total).pexpire(name, Math.round(ms)).exec(),
+      commands.multi().hset(name, owner, total).pexpire(name, px(ms)).exec(),
     );
   };
   return {
