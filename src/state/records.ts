@@ -84,12 +84,6 @@ export interface SpendStore {
   used(caller: string, day: string): Promise<number>;
 }
 
-/** What the replica that leads a task's poll stored for the others (`at`: epoch ms of the poll). */
-export interface SharedStatus {
-  video: VideoStatus;
-  at: number;
-}
-
 /**
  * One replica polls a task per interval (it holds the lease); the others read what it stored and wake when
  * it publishes. Fails soft: an unreachable store makes `lead` answer true, so each replica polls alone.
@@ -100,7 +94,8 @@ export interface PollCoordinator {
   /** The last waiter here left: another replica takes over at once. */
   release(videoId: string): Promise<void>;
   publish(videoId: string, video: VideoStatus): Promise<void>;
-  latest(videoId: string): Promise<SharedStatus | undefined>;
+  /** What the replica that leads the task's poll stored for the others (`at`: epoch ms of that poll). */
+  latest(videoId: string): Promise<{ video: VideoStatus; at: number } | undefined>;
   /** Resolves after `ms`, or sooner when a result for this task is published (or the signal aborts). */
   nextChange(videoId: string, ms: number, signal: AbortSignal): Promise<void>;
 }

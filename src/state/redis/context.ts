@@ -32,8 +32,8 @@ export interface KeyContext {
   channel: string;
   wakes: EventEmitter;
   onError: (error: unknown) => void;
-  /** `<prefix><digest>:`: every key of this service key starts with it. */
-  base: string;
+  /** A key of this service key: `<prefix><digest>:<parts joined by ":">`. */
+  key: (...parts: string[]) => string;
   digest: string;
   sealer: Sealer;
   /**

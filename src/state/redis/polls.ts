@@ -6,7 +6,7 @@
  */
 import * as z from "zod";
 import { toVideoStatus } from "../../api/shapes.js";
-import type { PollCoordinator, SharedStatus } from "../records.js";
+import type { PollCoordinator } from "../records.js";
 import { px, type KeyContext } from "./context.js";
 
 /** A task's latest status is kept this long after its last poll. */
@@ -14,25 +14,23 @@ const STATUS_TTL_MS = 10 * 60 * 1000;
 const STORED = z.object({ raw: z.unknown(), at: z.number() });
 
 export function pollCoordinator(context: KeyContext): PollCoordinator {
-  const { commands, owner, wakes, base, digest, sealer } = context;
-  const lease = (videoId: string) => `${base}lease:${videoId}`;
-  const status = (videoId: string) => `${base}status:${videoId}`;
+  const { commands, owner, wakes, key, digest, sealer } = context;
   return {
     async lead(videoId, ttlMs) {
       return context.soft(
         true,
-        async () => Number(await commands.takeLease(lease(videoId), owner, px(ttlMs))) === 1,
+        async () => Number(await commands.takeLease(key("lease", videoId), owner, px(ttlMs))) === 1,
       );
     },
     async release(videoId) {
-      await commands.releaseIfOwner(lease(videoId), owner).catch(() => undefined);
+      await commands.releaseIfOwner(key("lease", videoId), owner).catch(() => undefined);
     },
     async publish(videoId, video) {
       const stored = { raw: video.raw, at: Date.now() };
       await context.soft(undefined, async () => {
         await commands
           .multi()
-          .set(status(videoId), sealer.seal(stored), "PX", STATUS_TTL_MS)
+          .set(key("status", videoId), sealer.seal(stored), "PX", STATUS_TTL_MS)
           .publish(context.channel, `${digest}:${videoId}`)
           .exec();
       });
@@ -40,7 +38,7 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
     async latest(videoId) {
       return context.soft(undefined, async () =>
         context.open(
-          await commands.get(status(videoId)),
+          await commands.get(key("status", videoId)),
           (value) => readStatus(value, videoId),
           "task status",
         ),
@@ -64,7 +62,7 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
 }
 
 /** A stored answer, cleaned as a fresh one would be; undefined when it is not one. */
-function readStatus(value: unknown, videoId: string): SharedStatus | undefined {
+function readStatus(value: unknown, videoId: string) {
   const stored = STORED.safeParse(value).data;
   try {
     return stored && { video: toVideoStatus(stored.raw, videoId), at: stored.at };
