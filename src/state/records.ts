@@ -18,26 +18,21 @@ import type { LogLevel } from "../logger.js";
 export type TaskLogger = (level: LogLevel, message: string, data?: Record<string, unknown>) => void;
 export const silentLogger: TaskLogger = () => {};
 
-/** The key itself never leaves the process. */
-export interface StateTarget {
-  baseUrl: string;
-  apiKey: string;
-}
-
 export interface StateHub {
   /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
   ready(): boolean;
-  forKey(target: StateTarget, options: { local: TokenBucketBudget }): SharedState;
+  /** The key itself never leaves the process. */
+  forKey(target: { baseUrl: string; apiKey: string }, options: { local: TokenBucketBudget }): SharedState;
   close(): Promise<void>;
 }
 
 /** The shared state of one service key. Undefined members: this process alone decides. */
 export interface SharedState {
   budget: RateBudget;
-  polls: PollCoordinator | undefined;
-  claims: StartClaims | undefined;
-  tasks: TaskRecordStore | undefined;
-  owners: OwnershipStore | undefined;
+  polls?: PollCoordinator | undefined;
+  claims?: StartClaims | undefined;
+  tasks?: TaskRecordStore | undefined;
+  owners?: OwnershipStore | undefined;
   /** Undefined: kept by this process, in its state folder (local/spend.ts). */
   spend?: SpendStore | undefined;
 }
@@ -45,13 +40,7 @@ export interface SharedState {
 /** One server alone: everything in this process. */
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
-  forKey: (_target, { local }) => ({
-    budget: local,
-    polls: undefined,
-    claims: undefined,
-    tasks: undefined,
-    owners: undefined,
-  }),
+  forKey: (_target, { local }) => ({ budget: local }),
   close: async () => {},
 };
 
@@ -95,12 +84,6 @@ export interface SpendStore {
   used(caller: string, day: string): Promise<number>;
 }
 
-/** What the replica that leads a task's poll stored for the others (`at`: epoch ms of the poll). */
-export interface SharedStatus {
-  video: VideoStatus;
-  at: number;
-}
-
 /**
  * One replica polls a task per interval (it holds the lease); the others read what it stored and wake when
  * it publishes. Fails soft: an unreachable store makes `lead` answer true, so each replica polls alone.
@@ -111,7 +94,8 @@ export interface PollCoordinator {
   /** The last waiter here left: another replica takes over at once. */
   release(videoId: string): Promise<void>;
   publish(videoId: string, video: VideoStatus): Promise<void>;
-  latest(videoId: string): Promise<SharedStatus | undefined>;
+  /** What the replica that leads the task's poll stored for the others (`at`: epoch ms of that poll). */
+  latest(videoId: string): Promise<{ video: VideoStatus; at: number } | undefined>;
   /** Resolves after `ms`, or sooner when a result for this task is published (or the signal aborts). */
   nextChange(videoId: string, ms: number, signal: AbortSignal): Promise<void>;
 }
@@ -164,14 +148,6 @@ export interface TaskRecordStore {
   cancelRequested(taskId: string): Promise<boolean>;
 }
 
-/** Reads one record back (from a file or Redis): undefined when it is not ours in every part. */
-export const reader =
-  <T extends z.ZodType>(schema: T) =>
-  (value: unknown): z.output<T> | undefined => {
-    const parsed = schema.safeParse(value);
-    return parsed.success ? parsed.data : undefined;
-  };
-
 /** Every record of a list that parses; the others are dropped. */
 export const readList =
   <T>(read: (value: unknown) => T | undefined) =>
@@ -205,7 +181,7 @@ const JOURNAL_ENTRY = z
   })
   .transform((entry) => ({ ...entry, id: entry.id ?? undefined }));
 export type JournalEntry = z.output<typeof JOURNAL_ENTRY>;
-export const parseJournalEntry = reader(JOURNAL_ENTRY);
+export const parseJournalEntry = (value: unknown) => JOURNAL_ENTRY.safeParse(value).data;
 
 export const MAX_PROMPT_CHARS = 500;
 const SCOPE = z.string().regex(/^[A-Za-z0-9:_-]{1,80}$/);
@@ -224,7 +200,7 @@ const OWNED_TASK = z.object({
     .optional(),
 });
 export type OwnedTask = z.output<typeof OWNED_TASK>;
-export const parseOwnedTask = reader(OWNED_TASK);
+export const parseOwnedTask = (value: unknown) => OWNED_TASK.safeParse(value).data;
 
 /** A tool call's result as stored: text, image and resource_link content, structured output, isError. */
 export type StoredResult = CallToolResult;
@@ -318,4 +294,4 @@ const TASK_RECORD = z.object({
     .loose()
     .optional(),
 });
-export const parseRecord = reader(TASK_RECORD) as (value: unknown) => TaskRecord | undefined;
+export const parseRecord = (value: unknown): TaskRecord | undefined => TASK_RECORD.safeParse(value).data;

@@ -29,7 +29,6 @@ export class Journal {
     this.file = new JsonFile(dir, JOURNAL_FILE, {
       label: "The journal of paid starts",
       parse: readList(parseJournalEntry),
-      empty: () => [],
       logger: options.logger,
     });
     this.now = options.now ?? Date.now;

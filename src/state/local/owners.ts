@@ -39,7 +39,6 @@ export class Ownership {
     const file = new JsonFile(dir, "owners.json", {
       label: "The record of who started which task",
       parse: readList(parseOwnedTask),
-      empty: (): OwnedTask[] => [],
       logger,
     });
     const ownership = new Ownership(file, shared, logger);

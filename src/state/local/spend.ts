@@ -9,7 +9,6 @@ import { isObject } from "../../api/shapes.js";
 import { silentLogger, type SpendStore, type TaskLogger } from "../records.js";
 import { JsonFile, StateFileError } from "./store.js";
 
-export const SPEND_FILE = "spend.json";
 /** Callers kept per day at most: a flood of gateway callers cannot grow the file without bound. */
 const MAX_CALLERS = 10_000;
 
@@ -29,12 +28,7 @@ export class LocalSpendStore implements SpendStore {
     dir: string | undefined,
     private readonly logger: TaskLogger = silentLogger,
   ) {
-    this.file = new JsonFile(dir, SPEND_FILE, {
-      label: "Today's spend record",
-      parse: parseDay,
-      empty: () => ({ day: "", used: {} }),
-      logger,
-    });
+    this.file = new JsonFile(dir, "spend.json", { label: "Today's spend record", parse: parseDay, logger });
   }
 
   /** Whether anything of `day` is recorded, or it cannot be told: the folder then stays. */
@@ -107,12 +101,8 @@ function parseDay(value: unknown): DayRecord {
   const used: Record<string, number> = {};
   const record = isObject(value) && isObject(value["used"]) ? value["used"] : {};
   for (const [caller, amount] of Object.entries(record)) {
-    if (
-      /^[0-9a-f]{1,64}$/.test(caller) &&
-      typeof amount === "number" &&
-      Number.isFinite(amount) &&
-      amount >= 0
-    )
+    // NaN fails both comparisons.
+    if (typeof amount === "number" && amount >= 0 && amount < Infinity && /^[0-9a-f]{1,64}$/.test(caller))
       used[caller] = Math.round(amount);
   }
   return { day: isObject(value) && typeof value["day"] === "string" ? value["day"] : "", used };

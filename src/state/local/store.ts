@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fix } from "../../advice.js";
 import { GenerationError, type GenerationErrorInit } from "../../api/errors.js";
-import { silentLogger, type TaskLogger } from "../records.js";
+import type { TaskLogger } from "../records.js";
 
 export const LOCK_FILE = "state.lock";
 /** Longer than any read and write of a small file, even on a slow disk. */
@@ -45,15 +45,6 @@ export class StateFileError extends GenerationError {
   }
 }
 
-export interface JsonFileOptions<T> {
-  /** The record in words, for errors: "Today's spend record". */
-  label: string;
-  /** The document from what the file holds, invalid parts dropped. */
-  parse: (value: unknown) => T;
-  empty: () => T;
-  logger?: TaskLogger | undefined;
-}
-
 export class JsonFile<T> {
   readonly path: string | undefined;
   private doc: T;
@@ -61,14 +52,22 @@ export class JsonFile<T> {
   private seen = "";
   private queue: Promise<unknown> = Promise.resolve();
 
-  /** `dir` undefined: the document lives in this process only. */
+  /**
+   * `dir` undefined: the document lives in this process only. `label`, the record in words for errors
+   * ("Today's spend record"); `parse`, the document from what the file holds, invalid parts dropped (from
+   * `undefined`: the empty one).
+   */
   constructor(
     readonly dir: string | undefined,
     readonly name: string,
-    private readonly options: JsonFileOptions<T>,
+    private readonly options: {
+      label: string;
+      parse: (value: unknown) => T;
+      logger?: TaskLogger | undefined;
+    },
   ) {
     this.path = dir === undefined ? undefined : join(dir, name);
-    this.doc = options.empty();
+    this.doc = options.parse(undefined);
   }
 
   get value(): T {
@@ -112,7 +111,7 @@ export class JsonFile<T> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") {
         this.seen = "";
-        this.doc = this.options.empty();
+        this.doc = this.options.parse(undefined);
         return this.doc;
       }
       throw this.failure("read", error);
@@ -121,8 +120,9 @@ export class JsonFile<T> {
       this.doc = this.options.parse(JSON.parse(text));
     } catch {
       // Only something other than this server writes a torn or foreign document: the next change replaces it.
-      const log = this.options.logger ?? silentLogger;
-      log("warning", `${this.name} could not be read; it is written again.`, { path: this.path });
+      this.options.logger?.("warning", `${this.name} could not be read; it is written again.`, {
+        path: this.path,
+      });
     }
     return this.doc;
   }
@@ -135,12 +135,10 @@ export class JsonFile<T> {
     const temporary = `${this.path}.${randomBytes(4).toString("hex")}.tmp`;
     try {
       const handle = await open(temporary, "w", 0o600);
-      try {
-        await handle.writeFile(`${JSON.stringify(next)}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await handle
+        .writeFile(`${JSON.stringify(next)}\n`)
+        .then(() => handle.sync())
+        .finally(() => handle.close());
       await rename(temporary, this.path);
     } catch (error) {
       await rm(temporary, { force: true }).catch(() => undefined);
@@ -209,22 +207,19 @@ async function syncFolder(dir: string): Promise<void> {
 }
 
 async function tryLock(path: string): Promise<boolean> {
-  let handle;
-  try {
-    handle = await open(path, "wx", 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+  const handle = await open(path, "wx", 0o600).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "EEXIST") return undefined;
     throw error;
-  }
-  try {
-    await handle.writeFile(String(process.pid));
-  } catch (error) {
-    // A full disk: no lock is held, and an empty lock file left behind would make every waiter wait it out.
-    await handle.close();
-    await rm(path, { force: true });
-    throw error;
-  }
-  await handle.close();
+  });
+  if (handle === undefined) return false;
+  await handle
+    .writeFile(String(process.pid))
+    .finally(() => handle.close())
+    .catch(async (error: unknown) => {
+      // A full disk: no lock is held, and an empty lock file left behind would make every waiter wait it out.
+      await rm(path, { force: true });
+      throw error;
+    });
   return true;
 }
 

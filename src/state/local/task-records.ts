@@ -36,7 +36,6 @@ export class RecordsFile {
           logger.warning(`${skipped} MCP task record(s) in ${FILE_NAME} were not valid and were skipped`);
         return { version: 1, records };
       },
-      empty: () => ({ version: 1, records: [] }),
       logger: (level, message, data) => logger.log(level, message, data),
     });
   }

@@ -38,7 +38,7 @@ export class RedisBudget implements RateBudget {
     private readonly context: KeyContext,
     private readonly local: TokenBucketBudget,
   ) {
-    this.keys = [`${context.base}budget`, `${context.base}inflight`];
+    this.keys = [context.key("budget"), context.key("inflight")];
   }
 
   async acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void> {

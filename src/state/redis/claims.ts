@@ -6,17 +6,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { parseJournalEntry, parseOwnedTask, type OwnershipStore, type StartClaims } from "../records.js";
-import type { KeyContext } from "./context.js";
+import { px, type KeyContext } from "./context.js";
 
 /** Tasks each scope keeps listed at most (newest first), and how long an ownership is remembered. */
 const OWNED_MAX = 1000;
 const OWNED_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export function startClaims(context: KeyContext): StartClaims {
-  const { commands, owner, base, sealer } = context;
-  const claimKey = (fingerprint: string) => `${base}claim:${fingerprint}`;
-  const startedKey = (fingerprint: string) => `${base}started:${fingerprint}`;
-  const intentKey = (fingerprint: string) => `${base}intent:${fingerprint}`;
+  const { commands, owner, key, sealer } = context;
   /** Claims this replica holds, and claims whose command failed (written or not: unknown), by fingerprint. */
   const held = new Map<string, string>();
   const uncertain = new Map<string, string>();
@@ -26,30 +23,30 @@ export function startClaims(context: KeyContext): StartClaims {
       // Exclusive, also within this replica; but a claim whose command failed (timed out while Redis was
       // paused) may have been written after all: the next try takes it with the same token, as its own.
       if (held.has(fingerprint)) return false;
-      const key = claimKey(fingerprint);
+      const claimed = key("claim", fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
-      const take = async (ttl: number) => Number(await commands.takeLease(key, token, Math.round(ttl))) === 1;
+      const take = async (ttl: number) => Number(await commands.takeLease(claimed, token, px(ttl))) === 1;
       uncertain.set(fingerprint, token);
       const taken = await context.agreed(true, () => take(ttlMs));
       uncertain.delete(fingerprint);
       if (taken) {
         held.set(fingerprint, token);
-        context.keep(key, ttlMs, take);
+        context.keep(claimed, ttlMs, take);
       }
       return taken;
     },
     async unclaim(fingerprint) {
       const token = held.get(fingerprint);
       held.delete(fingerprint);
-      context.forget(claimKey(fingerprint));
+      context.forget(key("claim", fingerprint));
       if (token !== undefined)
-        await commands.releaseIfOwner(claimKey(fingerprint), token).catch(() => undefined);
+        await commands.releaseIfOwner(key("claim", fingerprint), token).catch(() => undefined);
     },
     async mirror(entry, ttlMs) {
       const sealed = sealer.seal(entry);
-      const write = (key: string) => async (ttl: number) => commands.set(key, sealed, "PX", Math.round(ttl));
-      const intent = intentKey(entry.fingerprint);
-      const started = startedKey(entry.fingerprint);
+      const write = (name: string) => async (ttl: number) => commands.set(name, sealed, "PX", px(ttl));
+      const intent = key("intent", entry.fingerprint);
+      const started = key("started", entry.fingerprint);
       if (entry.phase === "intent") context.keep(intent, ttlMs, write(intent));
       else context.forget(intent);
       if (entry.phase === "started") context.keep(started, ttlMs, write(started));
@@ -59,15 +56,15 @@ export function startClaims(context: KeyContext): StartClaims {
         } else if (entry.phase === "void") {
           if (entryOf(await commands.get(intent))?.key === entry.key) await commands.del(intent);
         } else {
-          await commands.multi().set(started, sealed, "PX", Math.round(ttlMs)).del(intent).exec();
+          await commands.multi().set(started, sealed, "PX", px(ttlMs)).del(intent).exec();
         }
       });
     },
     async read(fingerprint) {
       return context.soft({}, async () => {
         const [startedText, intentText] = await commands.mget(
-          startedKey(fingerprint),
-          intentKey(fingerprint),
+          key("started", fingerprint),
+          key("intent", fingerprint),
         );
         const started = entryOf(startedText);
         const intent = entryOf(intentText);
@@ -81,27 +78,26 @@ export function startClaims(context: KeyContext): StartClaims {
 }
 
 export function ownershipStore(context: KeyContext): OwnershipStore {
-  const { commands, base, sealer } = context;
-  const ownerKey = (videoId: string) => `${base}owner:${videoId}`;
+  const { commands, key, sealer } = context;
   // The scope is already a digest (Caller.scope), never a credential.
-  const listKey = (scope: string) => `${base}owned:${scope}`;
+  const listKey = (scope: string) => key("owned", scope);
   return {
     async record(task) {
       const sealed = sealer.seal(task);
       const write = (ttl: number) =>
         commands
           .multi()
-          .set(ownerKey(task.video_id), sealed, "PX", Math.round(ttl))
+          .set(key("owner", task.video_id), sealed, "PX", px(ttl))
           .zadd(listKey(task.scope), task.started_at, task.video_id)
           .zremrangebyrank(listKey(task.scope), 0, -OWNED_MAX - 1)
           .pexpire(listKey(task.scope), OWNED_TTL_MS)
           .exec();
-      context.keep(ownerKey(task.video_id), OWNED_TTL_MS, write);
+      context.keep(key("owner", task.video_id), OWNED_TTL_MS, write);
       await context.soft(undefined, () => write(OWNED_TTL_MS));
     },
     async owner(videoId) {
       return context.soft(undefined, async () =>
-        context.open(await commands.get(ownerKey(videoId)), parseOwnedTask, "task ownership"),
+        context.open(await commands.get(key("owner", videoId)), parseOwnedTask, "task ownership"),
       );
     },
     async list(scope, offset, limit) {

@@ -2,6 +2,7 @@
  * What the Redis parts of one service key share (index.ts makes it): the connections, the rules for
  * failures, the seal of its values, and the rebuild log of what this replica wrote.
  */
+import type { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
 import type { Sealer } from "./seal.js";
 
@@ -27,12 +28,12 @@ export interface KeyContext {
   agreed<T>(alone: T, run: () => Promise<T>): Promise<T>;
   /** This replica, in leases and claims. */
   owner: string;
+  /** The status channel, and its messages (`<digest>:<video id>`) as events. */
   channel: string;
-  /** Wake-ups of the status channel, by `<digest>:<video id>`. */
-  listeners: Map<string, Set<() => void>>;
+  wakes: EventEmitter;
   onError: (error: unknown) => void;
-  /** `<prefix><digest>:`: every key of this service key starts with it. */
-  base: string;
+  /** A key of this service key: `<prefix><digest>:<parts joined by ":">`. */
+  key: (...parts: string[]) => string;
   digest: string;
   sealer: Sealer;
   /**
@@ -51,3 +52,6 @@ export interface KeyContext {
   keep(key: string, ttlMs: number, write: (ttlMs: number) => Promise<unknown>): void;
   forget(key: string): void;
 }
+
+/** A TTL for PX: whole milliseconds, at least one. */
+export const px = (ms: number) => Math.max(1, Math.round(ms));

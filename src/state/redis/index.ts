@@ -19,6 +19,7 @@
  * replica had time to notice and rebuild.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
@@ -34,19 +35,19 @@ import { sealerFor } from "./seal.js";
 import { spendStore, taskRecords } from "./tasks.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
-export const COMMAND_TIMEOUT_MS = 1000;
+const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
 const PROBE_INTERVAL_MS = 1000;
 /** Long enough for every live replica to notice a lost store (at most one probe later) and rebuild. */
-export const REBUILD_GRACE_MS = 3000;
+const REBUILD_GRACE_MS = 3000;
 /** The epoch outlives any pause of the whole deployment by far; every heartbeat renews it. */
 const EPOCH_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Entries of the rebuild log kept at most; past it the oldest go (the newest matter most). */
 const REBUILD_MAX = 50_000;
 
 /** The address without its password, for logs. */
-export function describeRedisUrl(url: string): string {
+function describeRedisUrl(url: string): string {
   const parsed = new URL(url);
   return `${parsed.protocol}//${parsed.host}${parsed.pathname === "/" ? "" : parsed.pathname}`;
 }
@@ -150,10 +151,9 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   commands.on("ready", () => void probe());
 
   const channel = `${config.prefix}status`;
-  const listeners = new Map<string, Set<() => void>>();
-  subscriber.on("message", (_channel: string, message: string) => {
-    for (const wake of listeners.get(message) ?? []) wake();
-  });
+  // Any number of waiters may wait on one task; a message "error" (planted) must not throw.
+  const wakes = new EventEmitter().setMaxListeners(0).on("error", () => undefined);
+  subscriber.on("message", (_channel: string, message: string) => wakes.emit(message));
   const subscribed = subscriber.subscribe(channel).catch(() => undefined);
   try {
     await commands.connect();
@@ -175,11 +175,11 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
       `A ${kind} read from Redis at ${shown} did not carry this deployment's seal (written by something else, or damaged); it was skipped.`,
     );
   };
-  const shared: Omit<KeyContext, "base" | "digest" | "sealer" | "open"> = {
+  const shared: Omit<KeyContext, "key" | "digest" | "sealer" | "open"> = {
     commands,
     owner,
     channel,
-    listeners,
+    wakes,
     onError: markDown,
     soft: (fallback, run) =>
       run().catch((error: unknown) => {
@@ -217,7 +217,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
       const sealer = sealerFor(target.baseUrl, target.apiKey);
       const context: KeyContext = {
         ...shared,
-        base: `${config.prefix}${digest}:`,
+        key: (...parts) => `${config.prefix}${digest}:${parts.join(":")}`,
         digest,
         sealer,
         open: (text, read, kind) => {

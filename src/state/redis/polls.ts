@@ -4,34 +4,33 @@
  * the service gave it (secrets masked as it is sealed, seal.ts); what is read back goes through the very
  * cleaning of a fresh answer (`toVideoStatus`), so nothing stored can reach a result unchecked.
  */
+import * as z from "zod";
 import { toVideoStatus } from "../../api/shapes.js";
-import type { PollCoordinator, SharedStatus } from "../records.js";
-import type { KeyContext } from "./context.js";
+import type { PollCoordinator } from "../records.js";
+import { px, type KeyContext } from "./context.js";
 
 /** A task's latest status is kept this long after its last poll. */
 const STATUS_TTL_MS = 10 * 60 * 1000;
+const STORED = z.object({ raw: z.unknown(), at: z.number() });
 
 export function pollCoordinator(context: KeyContext): PollCoordinator {
-  const { commands, owner, listeners, base, digest, sealer } = context;
-  const lease = (videoId: string) => `${base}lease:${videoId}`;
-  const status = (videoId: string) => `${base}status:${videoId}`;
+  const { commands, owner, wakes, key, digest, sealer } = context;
   return {
     async lead(videoId, ttlMs) {
-      const ttl = Math.max(1, Math.round(ttlMs));
       return context.soft(
         true,
-        async () => Number(await commands.takeLease(lease(videoId), owner, ttl)) === 1,
+        async () => Number(await commands.takeLease(key("lease", videoId), owner, px(ttlMs))) === 1,
       );
     },
     async release(videoId) {
-      await commands.releaseIfOwner(lease(videoId), owner).catch(() => undefined);
+      await commands.releaseIfOwner(key("lease", videoId), owner).catch(() => undefined);
     },
     async publish(videoId, video) {
       const stored = { raw: video.raw, at: Date.now() };
       await context.soft(undefined, async () => {
         await commands
           .multi()
-          .set(status(videoId), sealer.seal(stored), "PX", STATUS_TTL_MS)
+          .set(key("status", videoId), sealer.seal(stored), "PX", STATUS_TTL_MS)
           .publish(context.channel, `${digest}:${videoId}`)
           .exec();
       });
@@ -39,7 +38,7 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
     async latest(videoId) {
       return context.soft(undefined, async () =>
         context.open(
-          await commands.get(status(videoId)),
+          await commands.get(key("status", videoId)),
           (value) => readStatus(value, videoId),
           "task status",
         ),
@@ -51,28 +50,22 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
         const done = () => {
           clearTimeout(timer);
           signal.removeEventListener("abort", done);
-          const set = listeners.get(name);
-          set?.delete(done);
-          if (set?.size === 0) listeners.delete(name);
+          wakes.off(name, done);
           resolve();
         };
         const timer = setTimeout(done, Math.max(0, ms));
         signal.addEventListener("abort", done, { once: true });
-        const set = listeners.get(name) ?? new Set();
-        set.add(done);
-        listeners.set(name, set);
+        wakes.on(name, done);
       });
     },
   };
 }
 
 /** A stored answer, cleaned as a fresh one would be; undefined when it is not one. */
-function readStatus(value: unknown, videoId: string): SharedStatus | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const { raw, at } = value as { raw?: unknown; at?: unknown };
-  if (typeof at !== "number" || !Number.isFinite(at)) return undefined;
+function readStatus(value: unknown, videoId: string) {
+  const stored = STORED.safeParse(value).data;
   try {
-    return { video: toVideoStatus(raw, videoId), at };
+    return stored && { video: toVideoStatus(stored.raw, videoId), at: stored.at };
   } catch {
     return undefined;
   }

@@ -1,19 +1,12 @@
 /**
- * MCP task records and each caller's day of spend, on Redis, for every replica.
- *
- * Task records: any replica answers tasks/get, tasks/result, tasks/list and tasks/cancel for a task another
- * started. A task's final record is written once (task_finalize): the first replica to complete or cancel it
- * decides. The index of task ids is bounded by age and by count, so a flood of calls cannot fill Redis.
- *
- * Spend: one hash per caller and UTC day with each replica's share, reserved and released by Lua scripts, so
- * racing replicas never pass the daily limit together and each can write its own share again after Redis lost
- * its data. A reservation that cannot be agreed is refused (SharedStateUnavailableError), unless the operator
- * chose to run alone: this replica then counts in memory.
+ * MCP task records and each caller's day of spend, on Redis. The index of task ids is bounded by age and by
+ * count, so a flood of calls cannot fill Redis. A day's spend is one hash per caller with a field per replica,
+ * so that each replica can write its own share again after Redis lost its data.
  */
 import { MAX_TASK_TTL_MS } from "../../config/index.js";
 import { LocalSpendStore } from "../local/spend.js";
 import { expiresAt, parseRecord, type SpendStore, type TaskRecordStore } from "../records.js";
-import type { KeyContext } from "./context.js";
+import { px, type KeyContext } from "./context.js";
 
 /** Task ids the index keeps per service key, newest first: what tasks/list can page through. */
 const TASK_INDEX_MAX = 2000;
@@ -21,12 +14,8 @@ const TASK_INDEX_MAX = 2000;
 const SPEND_TTL_MS = 25 * 60 * 60 * 1000;
 
 export function taskRecords(context: KeyContext): TaskRecordStore {
-  const { commands, owner, base, sealer } = context;
-  const recordKey = (taskId: string) => `${base}mcptask:${taskId}`;
-  const finalKey = (taskId: string) => `${base}mcptask-final:${taskId}`;
-  const cancelKey = (taskId: string) => `${base}mcptask-cancel:${taskId}`;
-  const index = `${base}mcptasks`;
-  const ttl = (ms: number) => Math.max(1, Math.round(ms));
+  const { commands, owner, key, sealer } = context;
+  const index = key("mcptasks");
   const opened = (text: string | null | undefined) => context.open(text, parseRecord, "task record");
   return {
     async share(record) {
@@ -37,30 +26,30 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
       const write = (ms: number) =>
         commands
           .multi()
-          .set(recordKey(taskId), sealed, "PX", ttl(ms))
+          .set(key("mcptask", taskId), sealed, "PX", px(ms))
           .zadd(index, Date.parse(record.task.createdAt), taskId)
           .zremrangebyscore(index, "-inf", Date.now() - MAX_TASK_TTL_MS)
           .zremrangebyrank(index, 0, -TASK_INDEX_MAX - 1)
           .pexpire(index, MAX_TASK_TTL_MS)
           .exec();
-      context.keep(recordKey(taskId), left, write);
+      context.keep(key("mcptask", taskId), left, write);
       await context.soft(undefined, () => write(left));
     },
     async read(taskId) {
       return context.soft(undefined, async () => {
-        const [final, working] = await commands.mget(finalKey(taskId), recordKey(taskId));
+        const [final, working] = await commands.mget(key("mcptask-final", taskId), key("mcptask", taskId));
         return opened(final) ?? opened(working);
       });
     },
     async finalize(record, ttlMs) {
-      const key = finalKey(record.task.taskId);
+      const final = key("mcptask-final", record.task.taskId);
       const decided = await context.soft(undefined, async () =>
-        opened(await commands.taskFinalize(key, sealer.seal(record), ttl(ttlMs))),
+        opened(await commands.taskFinalize(final, sealer.seal(record), px(ttlMs))),
       );
       // The outcome that holds is written again after a loss, whichever replica decided it.
       if (decided !== undefined) {
         const kept = sealer.seal(decided);
-        context.keep(key, ttlMs, (left) => commands.set(key, kept, "PX", ttl(left), "NX"));
+        context.keep(final, ttlMs, (left) => commands.set(final, kept, "PX", px(left), "NX"));
       }
       return decided;
     },
@@ -68,24 +57,25 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
       return context.soft([], async () => await commands.zrevrange(index, 0, Math.max(0, limit - 1)));
     },
     async follow(taskId, ttlMs) {
-      const lease = `${base}mcptask-lease:${taskId}`;
-      return context.soft(true, async () => Number(await commands.takeLease(lease, owner, ttl(ttlMs))) === 1);
+      return context.soft(
+        true,
+        async () => Number(await commands.takeLease(key("mcptask-lease", taskId), owner, px(ttlMs))) === 1,
+      );
     },
     async requestCancel(record) {
-      const left = ttl(expiresAt(record.task) - Date.now());
+      const left = px(expiresAt(record.task) - Date.now());
       await context.soft(undefined, async () => {
-        await commands.set(cancelKey(record.task.taskId), "1", "PX", left);
+        await commands.set(key("mcptask-cancel", record.task.taskId), "1", "PX", left);
       });
     },
     async cancelRequested(taskId) {
-      return context.soft(false, async () => (await commands.exists(cancelKey(taskId))) === 1);
+      return context.soft(false, async () => (await commands.exists(key("mcptask-cancel", taskId))) === 1);
     },
   };
 }
 
 export function spendStore(context: KeyContext): SpendStore {
-  const { commands, base, owner } = context;
-  const key = (caller: string, day: string) => `${base}spend:${caller}:${day}`;
+  const { commands, key, owner } = context;
   // Only with GENERATION_REDIS_WHEN_DOWN=alone while Redis is away: what this replica alone started.
   const alone = new LocalSpendStore(undefined);
   /** This replica's share of each caller's day, as Redis holds it: what it writes again after a loss. */
@@ -94,12 +84,12 @@ export function spendStore(context: KeyContext): SpendStore {
     const total = Math.max(0, (mine.get(name) ?? 0) + change);
     mine.set(name, total);
     context.keep(name, SPEND_TTL_MS, (ms) =>
-      commands.multi().hset(name, owner, total).pexpire(name, Math.round(ms)).exec(),
+      commands.multi().hset(name, owner, total).pexpire(name, px(ms)).exec(),
     );
   };
   return {
     async reserve(caller, day, amount, limit) {
-      const name = key(caller, day);
+      const name = key("spend", caller, day);
       const answer = await context.agreed(undefined, () =>
         commands.spendReserve(name, amount, limit, SPEND_TTL_MS, owner),
       );
@@ -109,7 +99,7 @@ export function spendStore(context: KeyContext): SpendStore {
       return { reserved, used: Number(answer[1]) };
     },
     async release(caller, day, amount) {
-      const name = key(caller, day);
+      const name = key("spend", caller, day);
       share(name, -amount);
       await context.soft(undefined, async () => {
         await commands.spendRelease(name, amount, owner);
@@ -117,7 +107,10 @@ export function spendStore(context: KeyContext): SpendStore {
     },
     async used(caller, day) {
       return context.soft(0, async () =>
-        (await commands.hvals(key(caller, day))).reduce((sum, value) => sum + (Number(value) || 0), 0),
+        (await commands.hvals(key("spend", caller, day))).reduce(
+          (sum, value) => sum + (Number(value) || 0),
+          0,
+        ),
       );
     },
   };
