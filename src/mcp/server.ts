@@ -21,13 +21,12 @@ import type { Logger } from "../logger.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
-import { guarded } from "./errors.js";
+import { guarded, handlerOn } from "./errors.js";
 import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
 import { MODERN_REVISION, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { registerTasks2025 } from "./tasks/wire-2025.js";
-import { registerTasks2026 } from "./tasks/wire-2026.js";
+import { registerTasks } from "./tasks/wire.js";
 
 /**
  * The tool list as computed at build time from the tools' zod schemas, inlined by the bundler
@@ -161,31 +160,16 @@ export function createMcpServer(options: McpServerOptions): Server {
     return made;
   };
 
-  server.setRequestHandler(
-    "tools/list",
-    LIST,
-    guarded("tools/list", logger, async () => ({
-      tools: await toolList(offersLegacyTasks(server.revision())),
-    })),
-  );
-  server.setRequestHandler(
-    "resources/list",
-    LIST,
-    guarded("resources/list", logger, async () => ({ resources: listViewerResources(session.mediaOrigin) })),
-  );
+  const handle = handlerOn(server, logger);
+  handle("tools/list", LIST, async () => ({ tools: await toolList(offersLegacyTasks(server.revision())) }));
+  handle("resources/list", LIST, async () => ({ resources: listViewerResources(session.mediaOrigin) }));
   server.setRequestHandler("resources/templates/list", LIST, async () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(
-    "resources/read",
-    READ,
-    guarded("resources/read", logger, async ({ uri }) => {
-      const contents = readViewerResource(uri, session.mediaOrigin);
-      if (contents !== undefined) return contents;
-      const shown = cleanText(uri, 200);
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, {
-        uri: shown,
-      });
-    }),
-  );
+  handle("resources/read", READ, async ({ uri }) => {
+    const contents = readViewerResource(uri, session.mediaOrigin);
+    if (contents !== undefined) return contents;
+    const shown = cleanText(uri, 200);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, { uri: shown });
+  });
 
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
   // request shape first there and answer a JSON-RPC error (e.g. for `arguments` that is not an object),
@@ -204,14 +188,12 @@ export function createMcpServer(options: McpServerOptions): Server {
     return callTool(isObject(request.params) ? request.params : {}, ctx);
   };
 
-  const tasks = {
-    callerId: session.caller.id,
-    scope,
-    logger,
-    store: async () => (await session.runtime()).tasks,
-  };
-  if (options.revision.era === "modern") registerTasks2026(server, tasks);
-  else registerTasks2025(server, tasks);
+  const store = async () => (await session.runtime()).tasks;
+  registerTasks(
+    server,
+    { callerId: session.caller.id, scope, logger, store },
+    options.revision.era === "modern",
+  );
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

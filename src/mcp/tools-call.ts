@@ -32,9 +32,7 @@ import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
 import type { TaskState } from "../state/records.js";
-import { REFUSED_TASKS } from "./tasks/access.js";
-import { createdTask2025 } from "./tasks/wire-2025.js";
-import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
+import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
 /** What a tools/call needs of the server it arrived on. */
@@ -227,5 +225,5 @@ function waits(data: unknown): boolean {
 }
 
 function answerTask(form: NonNullable<TaskForm>, task: TaskState): Result {
-  return (form.form === "2025" ? createdTask2025(task) : createdTask2026(task)) as Result;
+  return createdTask(task, form.form === "2026");
 }
