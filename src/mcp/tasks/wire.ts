@@ -18,7 +18,6 @@
  */
 import { randomUUID } from "node:crypto";
 import {
-  CLIENT_CAPABILITIES_META_KEY,
   MissingRequiredClientCapabilityError,
   RELATED_TASK_META_KEY,
   type Result,
@@ -30,7 +29,7 @@ import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import { expiresAt, type StoredResult, type TaskRecord, type TaskState } from "../../state/records.js";
 import { TaskEndedError, handlerOn } from "../errors.js";
-import { TASKS_EXTENSION } from "../revisions.js";
+import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
 import { TERMINAL } from "./runs.js";
 import type { TaskRecords } from "./store.js";
 
@@ -47,10 +46,7 @@ export interface CallerTasks {
 
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
-    { extensions?: Record<string, unknown> } | undefined;
-  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+  return declaredCapabilities(ctx)?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /** The answer to a `tools/call` that became a task, in the era's form. */
