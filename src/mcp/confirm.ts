@@ -20,12 +20,12 @@ import {
 } from "@modelcontextprotocol/server";
 import { BudgetExceededError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
-import { fix, renderAdvice } from "../advice.js";
+import { fix } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
 import { canonicalJson } from "../tasks/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
-import type { CallToolResult } from "../tools/result.js";
+import { errorResult, type CallToolResult } from "../tools/result.js";
 import { declaredCapabilities, type Revision } from "./revisions.js";
 
 /** The key of the confirmation in `inputRequests` / `inputResponses` (2026-07-28). */
@@ -181,9 +181,7 @@ function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: 
       nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
     },
   );
-  const described = `${error.code}: ${error.message}\nNext step: ${error.nextStep}`;
-  const text = input.deps.redactor.text(renderAdvice(described, input.deps.advice));
-  return { refused: { isError: true, content: [{ type: "text", text }] } };
+  return { refused: errorResult(error, input.deps.redactor, input.deps.advice) };
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */

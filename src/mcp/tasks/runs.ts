@@ -56,7 +56,7 @@ interface RunHooks {
 export class TaskRuns {
   readonly runners = new Map<string, AbortController>();
   /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
-  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
+  resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
     private readonly hooks: RunHooks,
@@ -65,10 +65,6 @@ export class TaskRuns {
 
   abort(taskId: string): void {
     this.runners.get(taskId)?.abort();
-  }
-
-  resumeWith(resume: Resumer, stopping: AbortSignal): void {
-    this.resumer = { resume, stopping };
   }
 
   /** Follows a working task from its video_id; one that never named a task fails with advice. */

@@ -47,7 +47,7 @@ export class TaskRecords {
   private readonly runs: TaskRuns;
   /** Wakes the readers waiting for a task to end (tasks/result in 2025-11-25). */
   private readonly endings = new EventEmitter().setMaxListeners(0);
-  private readonly sweeper: ReturnType<typeof setInterval>;
+  private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
 
   private constructor(
     private readonly file: RecordsFile | undefined,
@@ -66,8 +66,6 @@ export class TaskRecords {
       },
       logger,
     );
-    this.sweeper = setInterval(() => this.sweep(), 60_000);
-    this.sweeper.unref();
   }
 
   /** `dir` undefined: in memory only. */
@@ -185,7 +183,7 @@ export class TaskRecords {
 
   /** Takes up, after a restart, every task that was still being waited for (unless another replica does). */
   resumeAll(resume: Resumer, stopping: AbortSignal): void {
-    this.runs.resumeWith(resume, stopping);
+    this.runs.resumer = { resume, stopping };
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
