@@ -32,7 +32,6 @@ import { offersLegacyTasks, type Revision } from "./revisions.js";
 import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
-/** What a tools/call needs of the server it arrived on. */
 export interface CallEdge {
   session: Session;
   revision: Revision;
@@ -54,7 +53,6 @@ export async function callTool(
   ctx: ServerContext,
 ): Promise<Result> {
   const name = typeof params["name"] === "string" ? params["name"] : "";
-  // Metrics (GENERATION_METRICS=on): tool, outcome, duration, credits started; a no-op otherwise.
   return observeToolCall(name, () => runToolCall(edge, name, params, ctx));
 }
 

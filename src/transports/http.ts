@@ -57,7 +57,6 @@ const PROTECTED_RESOURCE_PATHS = [
 const OAUTH_PATHS =
   /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
 
-/** A service key's runtime as the HTTP server uses it: its parts, kept in the pool. */
 export type KeyRuntime = KeyParts & PooledRuntime;
 
 export interface HttpServing {
@@ -67,7 +66,6 @@ export interface HttpServing {
   logger: Logger;
   /** The key the server holds (gateway and OAuth callers are served with it). */
   serviceKey: string;
-  /** The configured service's origin (the viewer's media origin). */
   mediaOrigin: string | undefined;
   /** Makes the runtime of one service key; `callerKey`: the key is a caller's own (passthrough). */
   makeRuntime(apiKey: string, callerKey: boolean): Promise<KeyRuntime>;
