@@ -65,7 +65,13 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       const route = classifyInboundRequest({ httpMethod: "POST", ...headers, body: message });
       if (route.kind === "legacy") {
         const server = createMcpServer({ version, session, revision: legacyRevision(req, message), logger });
-        return serveLegacy(req, res, message, server);
+        // No session id generator: stateless, any replica answers any request.
+        const transport = new NodeStreamableHTTPServerTransport({
+          enableJsonResponse: !asksForProgress(message),
+        });
+        await server.connect(transport);
+        void transport.handleRequest(req, res, message).catch(() => undefined);
+        return { close: () => server.close() };
       }
       // The 2026-07-28 path owns its refusals too (a missing or malformed envelope is -32602 there, with the
       // request's id, never the legacy "unsupported version"). A method it does not serve is HTTP 404.
@@ -90,19 +96,6 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       return NOTHING_TO_CLOSE;
     },
   };
-}
-
-async function serveLegacy(
-  req: IncomingMessage,
-  res: ServerResponse,
-  message: unknown,
-  server: ReturnType<typeof createMcpServer>,
-): Promise<Served> {
-  // No session id generator: stateless, any replica answers any request.
-  const transport = new NodeStreamableHTTPServerTransport({ enableJsonResponse: !asksForProgress(message) });
-  await server.connect(transport);
-  void transport.handleRequest(req, res, message).catch(() => undefined);
-  return { close: () => server.close() };
 }
 
 function unknownMethod(res: ServerResponse, id: string | number, method: string): Served {
