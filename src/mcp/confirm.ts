@@ -1,19 +1,16 @@
 /**
- * The cost gate at the protocol edge, before anything runs (and before a task is made of the call): a start
- * estimated above GENERATION_CONFIRM_ABOVE_CREDITS, or above GENERATION_MAX_CREDITS_PER_CALL, goes ahead only
- * once the user confirmed its cost. Asked where the client can be asked: an elicitation request in a 2025
- * session whose client declared `elicitation` (stdio; a 2025 HTTP request is stateless and cannot be asked),
- * an `input_required` result in 2026-07-28 for a client that declared it on the request. A decline starts
- * nothing and is the user's choice, not an error; a client that cannot ask gets budget_exceeded.
+ * The cost gate, before anything runs (and before a task is made of the call): a start estimated above
+ * GENERATION_CONFIRM_ABOVE_CREDITS or GENERATION_MAX_CREDITS_PER_CALL goes ahead only once the user confirmed
+ * its cost: an elicitation request in a 2025 session whose client declared `elicitation` (a 2025 HTTP request
+ * is stateless and cannot be asked), an `input_required` result in 2026-07-28. A decline starts nothing and
+ * is not an error; a client that cannot ask gets budget_exceeded.
  *
- * A 2026-07-28 answer counts only with the `requestState` minted here for that very question: bound to the
- * caller, the tool, its checked arguments and the estimate, valid for as long as a person may take to
- * decide, used once, and signed with the SDK's HMAC codec under a key derived from the service key (the same
- * on every replica and across restarts, unknown to a caller that does not hold the key).
+ * A 2026-07-28 answer counts only with the `requestState` minted here for that very question (caller, tool,
+ * arguments, estimate), used once, and signed with the SDK's HMAC codec under a key derived from the service
+ * key (the same on every replica and across restarts, unknown to a caller that does not hold the key).
  */
 import { createHash, hkdfSync } from "node:crypto";
 import {
-  CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
   inputRequired,
   inputResponse,
@@ -23,16 +20,16 @@ import {
 } from "@modelcontextprotocol/server";
 import { BudgetExceededError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
-import { fix, renderAdvice } from "../advice.js";
+import { fix } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
 import { canonicalJson } from "../tasks/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
-import type { CallToolResult } from "../tools/result.js";
-import type { Revision } from "./revisions.js";
+import { errorResult, type CallToolResult } from "../tools/result.js";
+import { declaredCapabilities, type Revision } from "./revisions.js";
 
 /** The key of the confirmation in `inputRequests` / `inputResponses` (2026-07-28). */
-export const CONFIRM_KEY = "confirm_cost";
+const CONFIRM_KEY = "confirm_cost";
 /** How long the user has to answer: a person reads and decides; the client may cancel sooner. */
 const DECIDE_MS = 10 * 60 * 1000;
 /** Far above anything minted here; a longer value is not even checked. */
@@ -51,7 +48,6 @@ const REQUESTED_SCHEMA = {
   required: ["confirm"],
 };
 
-/** What an answer must have been asked for. */
 interface Question {
   callerId: string;
   tool: string;
@@ -87,14 +83,14 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
   };
 }
 
-export type SpendGate =
+type SpendGate =
   | { go: true }
   /** Answer this instead: a confirmation request (2026-07-28) or the user's decline. */
   | { answer: Result; declined?: boolean }
   /** Refused before anything was sent: budget_exceeded. */
   | { refused: CallToolResult };
 
-export interface GateInput {
+interface GateInput {
   tool: string;
   data: unknown;
   deps: ServerDeps;
@@ -128,9 +124,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
       ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY)
       : undefined;
     if (view?.kind === "elicit") return answer(view.content, view.action === "accept");
-    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
-    if (!formElicitation(declared?.elicitation)) return refuse(input, estimate, reason);
+    if (!formElicitation(declaredCapabilities(ctx)?.elicitation)) return refuse(input, estimate, reason);
     const asked = inputRequired({
       inputRequests: {
         [CONFIRM_KEY]: inputRequired.elicit({ mode: "form", message, requestedSchema: REQUESTED_SCHEMA }),
@@ -187,9 +181,7 @@ function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: 
       nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
     },
   );
-  const described = `${error.code}: ${error.message}\nNext step: ${error.nextStep}`;
-  const text = input.deps.redactor.text(renderAdvice(described, input.deps.advice));
-  return { refused: { isError: true, content: [{ type: "text", text }] } };
+  return { refused: errorResult(error, input.deps.redactor, input.deps.advice) };
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */

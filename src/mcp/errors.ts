@@ -3,7 +3,14 @@
  * cancel too late: -32602, with a bounded message), a service error with its own code and message, or, for
  * anything unexpected, -32603 "Internal error." whose details go to the log only.
  */
-import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server";
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  type Result,
+  type Server,
+  type ServerContext,
+  type StandardSchemaV1,
+} from "@modelcontextprotocol/server";
 import type { Logger } from "../logger.js";
 import { DISGUISE, type TaskStatus } from "../state/records.js";
 
@@ -43,4 +50,13 @@ export function guarded<P, R>(
       throw new ProtocolError(ProtocolErrorCode.InternalError, "Internal error.");
     }
   };
+}
+
+/** Registers request handlers on `server`, each `guarded`. */
+export function handlerOn(server: Server, logger: Logger) {
+  return <P extends StandardSchemaV1>(
+    method: string,
+    schemas: { params: P },
+    handler: (params: StandardSchemaV1.InferOutput<P>, ctx: ServerContext) => Promise<Result>,
+  ) => server.setRequestHandler(method, schemas, guarded(method, logger, handler));
 }

@@ -1,12 +1,9 @@
 /**
- * MCP over Streamable HTTP, one request at a time, in the era the request speaks (the body decides, as the
- * spec says: a request whose `_meta` carries a protocol version is 2026-07-28; so does a request whose
- * `MCP-Protocol-Version` header names 2026-07-28, which the 2026 path then refuses for its missing envelope;
- * the SDK's own classifier routes, so this entry and the SDK's never disagree). The transport
- * (transports/http.ts) has already checked the Host, the Origin, the caller and the body; the SDK's own
- * entries serve the wire:
- * - 2026-07-28: `createMcpHandler` (the SDK v2 entry, strict): `server/discover`, header and envelope
- *   validation, `resultType` and cache fields, progress and logs on the request's own stream (SSE then).
+ * MCP over Streamable HTTP, one request at a time, in the era the request speaks (the SDK's own classifier
+ * routes, so this entry and the SDK's never disagree). The transport (transports/http.ts) has already checked
+ * the Host, the Origin, the caller and the body; the SDK's own entries serve the wire:
+ * - 2026-07-28: `createMcpHandler` (strict): `server/discover`, header and envelope validation, `resultType`
+ *   and cache fields, progress and logs on the request's own stream (SSE then).
  * - 2025 revisions: a fresh stateless server per request on the SDK's Node Streamable HTTP transport,
  *   answering JSON for a quick call and SSE for a call that asked for progress (a plain curl reads the JSON).
  */
@@ -26,10 +23,7 @@ import { createMcpServer } from "./server.js";
 import type { Session } from "./session.js";
 
 export interface McpHttp {
-  /**
-   * Serves one parsed JSON-RPC message (or a 2025-03-26 batch) for `session`. Resolves once the answer is
-   * handed over; `close` aborts a legacy request's calls (its client went away, or cancelled it).
-   */
+  /** Serves one parsed JSON-RPC message (or a 2025-03-26 batch); resolves once the answer is handed over. */
   serve(req: IncomingMessage, res: ServerResponse, message: unknown, session: Session): Promise<Served>;
 }
 
@@ -71,7 +65,13 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       const route = classifyInboundRequest({ httpMethod: "POST", ...headers, body: message });
       if (route.kind === "legacy") {
         const server = createMcpServer({ version, session, revision: legacyRevision(req, message), logger });
-        return serveLegacy(req, res, message, server);
+        // No session id generator: stateless, any replica answers any request.
+        const transport = new NodeStreamableHTTPServerTransport({
+          enableJsonResponse: !asksForProgress(message),
+        });
+        await server.connect(transport);
+        void transport.handleRequest(req, res, message).catch(() => undefined);
+        return { close: () => server.close() };
       }
       // The 2026-07-28 path owns its refusals too (a missing or malformed envelope is -32602 there, with the
       // request's id, never the legacy "unsupported version"). A method it does not serve is HTTP 404.
@@ -98,21 +98,6 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
   };
 }
 
-async function serveLegacy(
-  req: IncomingMessage,
-  res: ServerResponse,
-  message: unknown,
-  server: ReturnType<typeof createMcpServer>,
-): Promise<Served> {
-  // No session id generator: stateless, any replica answers any request. JSON for a quick answer; an SSE
-  // stream when the client asked for progress on its call.
-  const transport = new NodeStreamableHTTPServerTransport({ enableJsonResponse: !asksForProgress(message) });
-  await server.connect(transport);
-  void transport.handleRequest(req, res, message).catch(() => undefined);
-  return { close: () => server.close() };
-}
-
-/** 2026-07-28: a method this server does not serve is HTTP 404 with -32601. */
 function unknownMethod(res: ServerResponse, id: string | number, method: string): Served {
   const body = JSON.stringify({
     jsonrpc: "2.0",

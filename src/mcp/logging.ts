@@ -1,12 +1,10 @@
 /**
  * Log lines as MCP log notifications (`notifications/message`), by each era's rules:
- * - 2025 revisions, over stdio (one client, one session): the runtime's lines, nothing before the client's
- *   `notifications/initialized` (what was logged before is dropped, not replayed: stderr has it), and only
- *   warnings and above until the client sets a level with `logging/setLevel` (some clients report every
- *   info line as an error), then exactly the level it asked for. The SDK's own `logging/setLevel` handler is
- *   replaced, so this rule is the only one.
+ * - 2025 revisions, over stdio: the runtime's lines, nothing before the client's `notifications/initialized`
+ *   (stderr has it), and only warnings and above until the client sets a level with `logging/setLevel` (some
+ *   clients report every info line as an error), then exactly the level it asked for.
  * - 2026-07-28: a request opts in with `_meta` `io.modelcontextprotocol/logLevel`; the lines of that call
- *   (and only those) ride its own stream, at or above that level.
+ *   (and only those) ride its own stream.
  * Over HTTP in the 2025 revisions nothing is sent: a runtime serves every request of its key, and a
  * stateless request has no session to hold a level.
  */
@@ -33,10 +31,7 @@ function message(level: LoggingLevel, text: string, data: Record<string, unknown
   };
 }
 
-/**
- * Sends `logger`'s lines to the client of a 2025-era stdio `server` (which declares the `logging`
- * capability), until the server's transport has closed; without a logger, only answers `logging/setLevel`.
- */
+/** Relays `logger`'s lines to a 2025-era stdio client until its transport closes; else answers setLevel only. */
 export function attachSessionLogging(server: Server, logger: Logger | undefined): void {
   if (logger === undefined) {
     // Nothing to relay (HTTP); the level is still checked, so a bad one is a clean -32602.
@@ -44,7 +39,6 @@ export function attachSessionLogging(server: Server, logger: Logger | undefined)
     return;
   }
   let initialized = false;
-  // Until the client calls `logging/setLevel`.
   let threshold = severity("warning");
   const previous = server.oninitialized;
   server.oninitialized = () => {
@@ -63,10 +57,7 @@ export function attachSessionLogging(server: Server, logger: Logger | undefined)
   });
 }
 
-/**
- * The sink that sends one 2026-07-28 call's own log lines on its stream, when the request asked for them
- * (`_meta` `io.modelcontextprotocol/logLevel`); undefined when it did not.
- */
+/** The sink of one 2026-07-28 call's own log lines, when the request asked for them; else undefined. */
 export function requestLogSink(ctx: ServerContext): LogSink | undefined {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
   const asked = LEVELS.safeParse(envelope?.[LOG_LEVEL_META_KEY]);

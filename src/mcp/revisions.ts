@@ -5,6 +5,11 @@
  * from 2025-11-25 on). A capability or field of a later revision is never offered to a client that
  * negotiated an earlier one: the edge asks here.
  */
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type ClientCapabilities,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 
 export const MODERN_REVISION = "2026-07-28";
 /** The revisions answered to `initialize`, newest first. */
@@ -50,3 +55,9 @@ export const MODERN_METHODS: ReadonlySet<string> = new Set([
   "tasks/update",
   "tasks/cancel",
 ]);
+
+/** What a 2026-07-28 client declared on this request (`_meta`); undefined for a 2025 request. */
+export function declaredCapabilities(ctx: ServerContext): ClientCapabilities | undefined {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  return envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+}

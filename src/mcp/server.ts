@@ -1,11 +1,9 @@
 /**
- * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks: 2026-07-28
- * (`server/discover`, stateless, tasks through the extension) or a 2025 revision (`initialize`, tasks as the
- * 2025-11-25 capability). No I/O at import; cheap to make (the SDK's entries may make one per probe). The
- * low-level SDK server, so that every argument check answers with our `validation_error` text, no failure
- * escapes as a crash, and task answers follow each era's wire form (tasks/wire-2025.ts, wire-2026.ts). Every
- * method has a params schema of ours: a request that breaks it is a clean -32602 naming the field (the SDK's
- * own check would answer its schema dump as -32603). What differs between revisions is decided here only.
+ * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks: 2026-07-28 or a 2025
+ * revision. No I/O at import; cheap to make (the SDK's entries may make one per probe). The low-level SDK
+ * server, so that every argument check answers with our `validation_error` text and no failure escapes as a
+ * crash. Every method has a params schema of ours: a request that breaks it is a clean -32602 naming the
+ * field (the SDK's own check would answer its schema dump as -32603).
  */
 import {
   ProtocolError,
@@ -21,26 +19,21 @@ import type { Logger } from "../logger.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
-import { guarded } from "./errors.js";
+import { guarded, handlerOn } from "./errors.js";
 import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
 import { MODERN_REVISION, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { registerTasks2025 } from "./tasks/wire-2025.js";
-import { registerTasks2026 } from "./tasks/wire-2026.js";
+import { registerTasks } from "./tasks/wire.js";
 
-/**
- * The tool list as computed at build time from the tools' zod schemas, inlined by the bundler
- * (scripts/bundle.mjs); unbundled runs compute it (tool-list.ts) on the first `tools/list`.
- */
+/** The tool list computed at build time, inlined by scripts/bundle.mjs; unbundled runs use tool-list.ts. */
 declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
 
 let listed: { withTasks: Tool[]; withoutTasks: Tool[] } | undefined;
 
 /**
- * The tools as `tools/list` answers them (once per process); `withTasks` false leaves out `execution`
- * (2025-11-25 tasks). The tool definitions (their zod schemas are much of the start-up work) load only with
- * `tools/call`'s module, on the first call.
+ * `withTasks` false leaves out `execution` (2025-11-25 tasks). The tool definitions (their zod schemas are
+ * much of the start-up work) load only with `tools/call`'s module, on the first call.
  */
 async function toolList(withTasks: boolean): Promise<Tool[]> {
   if (listed === undefined) {
@@ -64,6 +57,13 @@ const INSTRUCTIONS =
 
 /** Lists that never change while the server runs: a client may keep them for an hour, shared by all. */
 const STATIC = { ttlMs: 60 * 60 * 1000, cacheScope: "public" as const };
+const STATIC_LISTS = [
+  "server/discover",
+  "tools/list",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+];
 
 const LIST = { params: z.looseObject({ cursor: z.string().optional() }) };
 const READ = { params: z.looseObject({ uri: z.string() }) };
@@ -74,12 +74,8 @@ export interface McpServerOptions {
   /** Fixed for an HTTP request; for a 2025 stdio session (`negotiates`), what `initialize` agrees wins. */
   revision: Revision;
   negotiates?: boolean;
-  /** Where an unexpected failure's details go (the client gets none). */
   logger: Logger;
-  /**
-   * Relayed as MCP log notifications (a 2025-era stdio session: the runtime's log). None over HTTP: a runtime
-   * serves every request of its key, and one caller must not hear about another's calls.
-   */
+  /** Relayed as MCP log notifications: a 2025-era stdio session only (logging.ts). */
   sessionLog?: Logger | undefined;
 }
 
@@ -95,7 +91,6 @@ class GenerationServer extends Server {
       {
         capabilities: {
           tools: {},
-          // Only the MCP Apps viewer (src/ui/viewer.ts): no subscriptions, the list never changes.
           resources: {},
           logging: {},
           ...(planned.era === "modern"
@@ -103,18 +98,11 @@ class GenerationServer extends Server {
             : { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
         },
         instructions: INSTRUCTIONS,
-        // A 2026-07-28 instance lists its revision among those it speaks from the start, as the SDK's entries
-        // add it (which also registers `server/discover`): the same list and handler either way.
+        // As the SDK's entries would add it (which also registers `server/discover`).
         ...(planned.era === "modern" && {
           supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION],
         }),
-        cacheHints: {
-          "server/discover": STATIC,
-          "tools/list": STATIC,
-          "resources/list": STATIC,
-          "resources/templates/list": STATIC,
-          "resources/read": STATIC,
-        },
+        cacheHints: Object.fromEntries(STATIC_LISTS.map((method) => [method, STATIC])),
       },
     );
   }
@@ -161,39 +149,28 @@ export function createMcpServer(options: McpServerOptions): Server {
     return made;
   };
 
-  server.setRequestHandler(
-    "tools/list",
-    LIST,
-    guarded("tools/list", logger, async () => ({
-      tools: await toolList(offersLegacyTasks(server.revision())),
-    })),
-  );
-  server.setRequestHandler(
-    "resources/list",
-    LIST,
-    guarded("resources/list", logger, async () => ({ resources: listViewerResources(session.mediaOrigin) })),
-  );
+  const handle = handlerOn(server, logger);
+  handle("tools/list", LIST, async () => ({ tools: await toolList(offersLegacyTasks(server.revision())) }));
+  handle("resources/list", LIST, async () => ({ resources: listViewerResources(session.mediaOrigin) }));
   server.setRequestHandler("resources/templates/list", LIST, async () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(
-    "resources/read",
-    READ,
-    guarded("resources/read", logger, async ({ uri }) => {
-      const contents = readViewerResource(uri, session.mediaOrigin);
-      if (contents !== undefined) return contents;
-      const shown = cleanText(uri, 200);
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, {
-        uri: shown,
-      });
-    }),
-  );
+  handle("resources/read", READ, async ({ uri }) => {
+    const contents = readViewerResource(uri, session.mediaOrigin);
+    if (contents !== undefined) return contents;
+    const shown = cleanText(uri, 200);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, { uri: shown });
+  });
 
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
   // request shape first there and answer a JSON-RPC error (e.g. for `arguments` that is not an object),
   // where the contract wants a validation_error tool result; and task answers go out in their era's form.
   const callTool = guarded("tools/call", logger, async (params: Record<string, unknown>, ctx) => {
     const module = await (toolsCall ??= import("./tools-call.js"));
-    const clientCapabilities = () => server.getClientCapabilities();
-    const edge = { session, revision: server.revision(), deps, clientCapabilities };
+    const edge = {
+      session,
+      revision: server.revision(),
+      deps,
+      clientCapabilities: server.getClientCapabilities(),
+    };
     return module.callTool(edge, params, ctx);
   });
   server.fallbackRequestHandler = async (request, ctx) => {
@@ -204,14 +181,12 @@ export function createMcpServer(options: McpServerOptions): Server {
     return callTool(isObject(request.params) ? request.params : {}, ctx);
   };
 
-  const tasks = {
-    callerId: session.caller.id,
-    scope,
-    logger,
-    store: async () => (await session.runtime()).tasks,
-  };
-  if (options.revision.era === "modern") registerTasks2026(server, tasks);
-  else registerTasks2025(server, tasks);
+  const store = async () => (await session.runtime()).tasks;
+  registerTasks(
+    server,
+    { callerId: session.caller.id, scope, logger, store },
+    options.revision.era === "modern",
+  );
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

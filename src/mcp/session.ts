@@ -1,7 +1,4 @@
-/**
- * Who an MCP server instance (one per stdio connection, one per HTTP request) serves, and how it reaches the
- * parts of the caller's service key. Made by the transport from one `Caller`.
- */
+/** Who an MCP server instance serves, and how it reaches the parts of the caller's service key. */
 import type { AdviceMode } from "../advice.js";
 import type { Caller } from "../auth/caller.js";
 import type { DepsFactory } from "../tools/define-tool.js";
@@ -21,10 +18,6 @@ export interface Session {
   advice: AdviceMode;
   /** The configured service's origin: the one origin the viewer may load media from. */
   mediaOrigin: string | undefined;
-  /**
-   * The parts of the caller's service key, made on the first call that needs the service (for a caller's own
-   * key, nothing is written before the service accepts it): requests that need nothing of it (discovery,
-   * initialize, lists ...) never make them.
-   */
+  /** Made on the first call that needs the service: discovery, initialize, lists ... never make them. */
   runtime(): Promise<KeyParts>;
 }

@@ -1,9 +1,8 @@
 /**
- * The tools as MCP lists them, from their zod schemas: the same list for every client, shaped per revision
- * only where a revision has a field of its own (`execution.taskSupport`, 2025-11-25 tasks; server.ts leaves
- * it out for the others). Read by the build (inlined into the bundle: the server never loads this module
- * there), by unbundled runs on their first `tools/list`, the schema snapshot test, README's tool table and
- * the MCPB manifest.
+ * The tools as MCP lists them, from their zod schemas (with the 2025-11-25 `execution` field, which server.ts
+ * leaves out for the other revisions). Read by the build (inlined into the bundle: the JSON Schema conversion
+ * was a third of the start-up work), by unbundled runs, the schema snapshot test, README's tool table and the
+ * MCPB manifest.
  */
 import type { Tool } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -11,10 +10,6 @@ import type { ToolDefinition } from "../tools/define-tool.js";
 import { TOOLS } from "../tools/index.js";
 import { viewerToolMeta } from "../ui/viewer.js";
 
-/**
- * Lists the tools as MCP describes them (with the 2025-11-25 `execution` field). The bundler inlines this
- * list as computed at build time (the JSON Schema conversion was a third of the start-up work).
- */
 export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] {
   return tools.map((tool) => ({
     name: tool.name,

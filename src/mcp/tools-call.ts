@@ -1,9 +1,7 @@
 /**
- * `tools/call` in both protocol eras: the arguments checked (every refusal a `validation_error` result,
- * never a protocol error: what the SDK's own schema check would refuse too), then the tool run either in
- * this call (progress on the request's own stream, cancelled with it) or, when the client asked for a task
- * (2025-11-25: the `task` param) or the server chose one for a client that declared the tasks extension
- * (2026-07-28), in the background, answered in that era's task form.
+ * `tools/call` in both protocol eras: the arguments checked (every refusal a `validation_error` result, never
+ * a protocol error), then the tool run either in this call (progress on the request's own stream, cancelled
+ * with it) or in the background as a task, answered in that era's task form (taskForm below).
  */
 import {
   ProtocolError,
@@ -31,29 +29,19 @@ import {
 import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import type { TaskState } from "../state/records.js";
-import { REFUSED_TASKS } from "./tasks/access.js";
-import { createdTask2025 } from "./tasks/wire-2025.js";
-import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
+import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
-/** What a tools/call needs of the server it arrived on. */
 export interface CallEdge {
   session: Session;
   revision: Revision;
   /** The deps of the caller's runtime, made on first use; rejects with the service's refusal of the key. */
   deps(): Promise<ServerDeps>;
   /** What a 2025 client declared at `initialize` (none over stateless HTTP): whether it can be asked. */
-  clientCapabilities?: (() => ClientCapabilities | undefined) | undefined;
+  clientCapabilities: ClientCapabilities | undefined;
 }
 
 const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
-
-/**
- * Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`): accepted and
- * ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
- */
-const CLIENT_ADDED_ARGUMENTS = ["wait_for_previous"];
 
 const TASK_PARAM = z.looseObject({ ttl: z.number().nullish() });
 
@@ -65,7 +53,6 @@ export async function callTool(
   ctx: ServerContext,
 ): Promise<Result> {
   const name = typeof params["name"] === "string" ? params["name"] : "";
-  // Metrics (GENERATION_METRICS=on): tool, outcome, duration, credits started; a no-op otherwise.
   return observeToolCall(name, () => runToolCall(edge, name, params, ctx));
 }
 
@@ -77,11 +64,11 @@ async function runToolCall(
 ): Promise<Result> {
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  // Refused before anything was sent: a task of it is held in memory only (tasks/access.ts).
+  // Refused before anything was sent: a task of it is held in memory only (tasks/wire.ts).
   const refused = (answer: CallToolResult) =>
     asTask === undefined
       ? answer
-      : answerTask(asTask, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+      : createdTask(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task, asTask.form === "2026");
   if ("refused" in call) return refused(call.refused);
   let deps: ServerDeps;
   try {
@@ -103,7 +90,7 @@ async function runToolCall(
     states: (await edge.session.runtime()).confirmStates,
     revision: edge.revision,
     ctx,
-    clientCapabilities: edge.clientCapabilities?.(),
+    clientCapabilities: edge.clientCapabilities,
   });
   if ("refused" in gate || ("answer" in gate && gate.declined === true && asTask?.form === "2025")) {
     return refused("refused" in gate ? gate.refused : (gate.answer as CallToolResult));
@@ -130,7 +117,7 @@ async function runToolCall(
           run.signal,
         ),
     });
-    return answerTask(asTask, task);
+    return createdTask(task, asTask.form === "2026");
   }
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;
@@ -178,10 +165,13 @@ function accept(
   return { tool, data: parsed.data };
 }
 
+/**
+ * Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`): accepted and
+ * ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+ */
 function withoutClientAdditions(args: unknown): unknown {
-  if (!isObject(args) || !CLIENT_ADDED_ARGUMENTS.some((name) => name in args)) return args;
-  const kept = { ...args };
-  for (const name of CLIENT_ADDED_ARGUMENTS) delete kept[name];
+  if (!isObject(args)) return args;
+  const { wait_for_previous: _added, ...kept } = args;
   return kept;
 }
 
@@ -224,8 +214,4 @@ function taskForm(
 function waits(data: unknown): boolean {
   const args = isObject(data) ? data : {};
   return args["dry_run"] !== true && args["wait"] !== false;
-}
-
-function answerTask(form: NonNullable<TaskForm>, task: TaskState): Result {
-  return (form.form === "2025" ? createdTask2025(task) : createdTask2026(task)) as Result;
 }

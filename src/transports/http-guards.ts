@@ -1,9 +1,7 @@
 /**
- * What a request to `--http` must pass before any MCP processing, and the small answers of a refusal: the
- * Host and Origin this server answers to, a body read within its limits, a caller's share of the calls in
- * flight, and `GET /metrics`. Host and Origin are checked here rather than with the SDK's validators: those
- * compare host names only, and this server also holds a Host to its own port (and an Origin to its scheme,
- * name and port).
+ * What a request to `--http` must pass before any MCP processing, and the small answers of a refusal. Host
+ * and Origin are checked here rather than with the SDK's validators: those compare host names only, and this
+ * server also holds a Host to its own port (and an Origin to its scheme, name and port).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -13,7 +11,6 @@ import type { MetricsEndpoint } from "../metrics.js";
 const CORS_HEADERS =
   "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
 
-/** The answer to a CORS preflight from a listed origin. */
 export function preflight(res: ServerResponse): void {
   res.writeHead(204, {
     "access-control-allow-methods": "POST, OPTIONS",
@@ -23,12 +20,10 @@ export function preflight(res: ServerResponse): void {
   res.end();
 }
 
-export interface Slots {
-  take(callerId: string, count: number): (() => void) | undefined;
-}
-
 /** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
-export function callerSlots(max: number): Slots {
+export function callerSlots(max: number): {
+  take(callerId: string, count: number): (() => void) | undefined;
+} {
   const held = new Map<string, number>();
   return {
     take(callerId, count) {

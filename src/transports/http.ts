@@ -1,32 +1,28 @@
 /**
  * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (mcp/http.ts), so any
  * replica can answer any request; one runtime per service key (runtime-pool.ts). Before any MCP processing
- * each request passes, in order: the Host check (DNS rebinding), the Origin check, authentication (one
- * `Caller`), the body limits and the caller's concurrency cap; a refusal is a small JSON answer, never a
- * stack trace. A client that disconnects, or sends `notifications/cancelled` for a call still running here,
- * cancels it (the task itself goes on and stays recoverable). `GET /healthz` says the process is alive,
- * `GET /readyz` whether it serves; with GENERATION_METRICS=on, `GET /metrics` the Prometheus metrics.
- *
- * Bounded before anyone is trusted: connections (`maxConnections`), the bytes of bodies being read at once
- * (whatever the bearer), the time to send headers and the whole request (checked every second, so the
- * documented limits hold), and the calls in flight per caller, a batch counting as its calls.
+ * each request passes, in order: the Host check (DNS rebinding), the Origin check, authentication, the body
+ * limits and the caller's concurrency cap (the checks are in http-guards.ts); a refusal is a small JSON
+ * answer, never a stack trace. A client that disconnects, or sends `notifications/cancelled` for a call still
+ * running here, cancels it (the task itself goes on). Bounded before anyone is trusted: connections, the
+ * bytes of bodies being read at once, the time to send headers and the whole request, and the calls in
+ * flight per caller, a batch counting as its calls.
  *
  * Cancellation needs a correlation a stateless server otherwise lacks: two clients of one key both number
  * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
- * does not store (any replica accepts any value, or none); a cancel names the call by caller, that id and the
- * request id.
- * The checks themselves are in http-guards.ts.
+ * does not store; a cancel names the call by caller, that id and the request id.
  */
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { authFor, isRefusal, type Auth } from "../auth/bearer.js";
+import { authFor, isRefusal } from "../auth/bearer.js";
 import { missingScopes, type Caller } from "../auth/caller.js";
 import type { Config, HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
-import { startMetrics, type MetricsEndpoint } from "../metrics.js";
+import { startMetrics } from "../metrics.js";
 import { registerSecret } from "../redact.js";
 import { RuntimePool, type PooledRuntime } from "../runtime-pool.js";
 import type { KeyParts, Session } from "../mcp/session.js";
@@ -43,12 +39,8 @@ import {
   sameOrigin,
 } from "./http-guards.js";
 
-/** Longest a client may take to send its headers, and its whole request. */
-export const HEADERS_TIMEOUT_MS = 10_000;
-export const REQUEST_TIMEOUT_MS = 30_000;
 /** Bodies being read at once, in bytes, are bounded by this many full-size bodies. */
 const BUFFERED_BODIES = 16;
-/** Bodies one caller may have being read at once. */
 const BODIES_PER_CALLER = 4;
 /** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
 const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
@@ -65,7 +57,6 @@ const PROTECTED_RESOURCE_PATHS = [
 const OAUTH_PATHS =
   /^\/(\.well-known\/(oauth-protected-resource|oauth-authorization-server|openid-configuration)(\/.*)?|register|authorize|token)$/;
 
-/** A service key's runtime as the HTTP server uses it: its parts, kept in the pool. */
 export type KeyRuntime = KeyParts & PooledRuntime;
 
 export interface HttpServing {
@@ -75,7 +66,6 @@ export interface HttpServing {
   logger: Logger;
   /** The key the server holds (gateway and OAuth callers are served with it). */
   serviceKey: string;
-  /** The configured service's origin (the viewer's media origin). */
   mediaOrigin: string | undefined;
   /** Makes the runtime of one service key; `callerKey`: the key is a caller's own (passthrough). */
   makeRuntime(apiKey: string, callerKey: boolean): Promise<KeyRuntime>;
@@ -84,7 +74,6 @@ export interface HttpServing {
 }
 
 export interface HttpServerHandle {
-  /** `http://host:port/mcp` */
   url: string;
   port: number;
   /**
@@ -96,49 +85,21 @@ export interface HttpServerHandle {
 
 /** `--http`: the caller's authentication as configured, the metrics when on, and the server. */
 export async function serveHttp(options: HttpServing): Promise<HttpServerHandle> {
-  const { http, logger } = options;
-  registerSecret(http.metrics?.token);
+  const { http: config, logger } = options;
+  registerSecret(config.metrics?.token);
   // Loads prom-client only now; every other mode keeps the no-op recorder (src/metrics.ts).
   const metrics =
-    http.metrics === undefined
+    config.metrics === undefined
       ? undefined
       : await startMetrics({
           tools: (await import("../tools/index.js")).TOOLS.map((tool) => tool.name),
           sharedStateReady: options.sharedStateReady,
         });
-  const auth = await authFor(http, options.serviceKey, logger);
+  const auth = await authFor(config, options.serviceKey, logger);
+  const { oauth } = auth;
   const pool = new RuntimePool<KeyRuntime>({
     create: (apiKey) => options.makeRuntime(apiKey, auth.callerKeys),
   });
-  try {
-    const server = await startHttpServer({ ...options, auth, pool, metrics });
-    logger.info(`generation-mcp ${options.version} serving MCP at ${server.url} (${auth.mode})`);
-    if (metrics !== undefined) {
-      const access = http.metrics?.token === undefined ? "no auth" : "Bearer GENERATION_METRICS_TOKEN";
-      logger.info(`Prometheus metrics at ${server.url.replace(/\/mcp$/, "/metrics")} (${access})`);
-    }
-    return {
-      ...server,
-      close: async (graceMs) => {
-        await server.close(graceMs);
-        auth.oauth?.close();
-      },
-    };
-  } catch (error) {
-    auth.oauth?.close();
-    throw error;
-  }
-}
-
-async function startHttpServer(
-  options: HttpServing & {
-    auth: Auth;
-    pool: RuntimePool<KeyRuntime>;
-    metrics: MetricsEndpoint | undefined;
-  },
-): Promise<HttpServerHandle> {
-  const { http: config, logger, pool, auth } = options;
-  const { oauth } = auth;
   const open = new Set<ServerResponse>();
   /** Calls running on this replica, by caller, session and request id: what a cancel notification ends. */
   const running = new Map<string, Set<() => void>>();
@@ -154,8 +115,8 @@ async function startHttpServer(
 
   const server = createHttpServer(
     {
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
+      headersTimeout: 10_000,
+      requestTimeout: 30_000,
       keepAliveTimeout: 5_000,
       // How often Node checks those two: the limits hold to within this.
       connectionsCheckingInterval: 1000,
@@ -180,13 +141,13 @@ async function startHttpServer(
     if (path === "/healthz" && probe) return json(res, 200, { status: "ok" });
     if (path === "/readyz" && probe) {
       const shared = (options.sharedStateReady?.() ?? true) && (oauth?.ready() ?? true);
-      const status = !ready
-        ? stopping
-          ? "stopping"
-          : "starting"
-        : shared
-          ? "ready"
-          : "shared state unavailable";
+      const status = stopping
+        ? "stopping"
+        : !ready
+          ? "starting"
+          : shared
+            ? "ready"
+            : "shared state unavailable";
       return json(res, ready && shared ? 200 : 503, { status });
     }
     if (!hostAllowed(req.headers.host, allowedHosts)) {
@@ -203,8 +164,8 @@ async function startHttpServer(
       res.setHeader("vary", "Origin");
       res.setHeader("access-control-expose-headers", "www-authenticate, mcp-session-id");
     }
-    if (path === "/metrics" && options.metrics !== undefined) {
-      return answerMetrics(req, res, options.metrics, config.metrics?.token);
+    if (path === "/metrics" && metrics !== undefined) {
+      return answerMetrics(req, res, metrics, config.metrics?.token);
     }
     if (oauth !== undefined && metadataPaths.has(path)) {
       // Public metadata (RFC 9728): where to sign in for this resource, readable from any page.
@@ -240,12 +201,8 @@ async function startHttpServer(
       return jsonRpcError(res, caller.status, -32001, `unauthorized: ${caller.message}`);
     }
     if (!/^application\/json\s*(;|$)/i.test(req.headers["content-type"] ?? "")) {
-      return jsonRpcError(
-        res,
-        415,
-        -32000,
-        "Unsupported Media Type: send the JSON-RPC message as application/json.",
-      );
+      const text = "Unsupported Media Type: send the JSON-RPC message as application/json.";
+      return jsonRpcError(res, 415, -32000, text);
     }
     const bodySlot = bodies.take(caller.id, 1);
     if (bodySlot === undefined)
@@ -366,20 +323,23 @@ async function startHttpServer(
     }
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
+  server.listen(config.port, config.host);
+  await once(server, "listening").catch((error: unknown) => {
+    oauth?.close();
+    throw error;
   });
   const port = (server.address() as AddressInfo).port;
   allowedHosts = effectiveHosts(config, port);
   ready = true;
-  const shownHost = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}/mcp`;
+  logger.info(`generation-mcp ${options.version} serving MCP at ${url} (${auth.mode})`);
+  if (metrics !== undefined) {
+    const access = config.metrics?.token === undefined ? "no auth" : "Bearer GENERATION_METRICS_TOKEN";
+    logger.info(`Prometheus metrics at ${url.replace(/\/mcp$/, "/metrics")} (${access})`);
+  }
 
   return {
-    url: `http://${shownHost}:${port}/mcp`,
+    url,
     port,
     async close(graceMs = 3000) {
       stopping = true;
@@ -391,6 +351,7 @@ async function startHttpServer(
       const deadline = Date.now() + 2000;
       while (open.size > 0 && Date.now() < deadline) await sleep(20);
       server.closeAllConnections();
+      oauth?.close();
     },
   };
 }

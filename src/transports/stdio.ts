@@ -1,16 +1,12 @@
 /**
  * MCP over stdio for one client, in either era (the SDK's `serveStdio` decides per connection from its
- * opening exchange), on the SDK's StdioServerTransport. The service key's runtime is made by the first call
- * that needs it, or RUNTIME_AFTER_MS after start, whichever comes first.
+ * opening exchange), on the SDK's StdioServerTransport.
  *
  * One adapter sits in front of the SDK transport (`limitLines`): the SDK buffers a message up to 10 MiB and
  * then errors and closes, ending the session with nothing said. Here a longer line is skipped as it streams
- * in (only a small head and tail are kept, so memory stays bounded whatever its size), logged on stderr as
- * one line, and answered with a JSON-RPC error when its head or tail shows a request id; the session goes
- * on. A line that is not even shaped like JSON is logged and skipped; one that is JSON but not JSON-RPC is
- * skipped by the SDK, which reports it (logged too). Upstream change that would remove the adapter: an
- * option of StdioServerTransport to skip (and report, with the line's size and head) an over-long line
- * instead of closing.
+ * in (only a small head and tail are kept, so memory stays bounded), logged, and answered with a JSON-RPC
+ * error when its head or tail shows a request id; the session goes on. Upstream change that would remove the
+ * adapter: an option of StdioServerTransport to skip (and report) an over-long line instead of closing.
  */
 import { Transform, type Readable, type Writable } from "node:stream";
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
@@ -36,11 +32,9 @@ export interface StdioTransportOptions {
   stdin?: Readable;
   stdout?: Writable;
   maxMessageBytes?: number;
-  /** Where skipped lines are reported (the server's logger, which writes stderr). */
   logger?: { log(level: LogLevel, message: string, data?: Record<string, unknown>): void };
 }
 
-/** The SDK's stdio transport, reading stdin through `limitLines`. */
 export function stdioTransport(options: StdioTransportOptions = {}): StdioServerTransport {
   const limit = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
   const stdin = options.stdin ?? process.stdin;
@@ -146,19 +140,14 @@ function describeLine(head: string, tail: string): { method?: string; id?: strin
     } catch {
       continue;
     }
-    if (
-      key === "id" &&
-      found.id === undefined &&
-      (typeof value === "string" || Number.isSafeInteger(value))
-    ) {
-      found.id = value as string | number;
+    if (key === "id" && (typeof value === "string" || Number.isSafeInteger(value))) {
+      found.id ??= value as string | number;
     }
-    if (key === "method" && found.method === undefined && typeof value === "string") found.method = value;
+    if (key === "method" && typeof value === "string") found.method ??= value;
   }
   return found;
 }
 
-/** The runtime of the stdio client's key: its parts, and its shutdown (see runtime.ts). */
 export interface StdioRuntime extends KeyParts {
   close(): Promise<void>;
 }

@@ -1,22 +1,19 @@
 /**
  * The background waits of the MCP task records (store.ts): the tool handler a plain call runs, launched for a
  * new task or taken up again from its video_id (after a restart, or from a replica that died). A run's first
- * progress message that names the started task announces it: from then on the task can be handed out and
- * taken up again. A run that ends hands its result to the store, unless the server is stopping (the task
- * stays `working`, to be taken up at the next start) or the task has ended already (a cancel). And what the
- * protocol edge decides of a record: the ttl a task gets, which states are final, how a result reads as failed.
+ * progress message that names the started task announces it: from then on the task can be handed out. A run
+ * that ends hands its result to the store, unless the server is stopping (the task stays `working`, to be
+ * taken up at the next start) or the task has ended already (a cancel).
  */
 import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import type { ResumeInfo } from "../../tools/define-tool.js";
 import { expiresAt, type StoredResult, type TaskRecord, type TaskStatus } from "../../state/records.js";
 
-/** A requested ttl that names none gets this. */
-export const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
+const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
 
 export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
 
-/** The ttl a task gets: the default when none was asked for, else the one asked for within the bounds. */
 export function boundTtl(requested: number | null | undefined): number {
   if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
   return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
@@ -51,39 +48,23 @@ export type Resumer = (
   run: TaskRun,
 ) => Promise<StoredResult> | undefined;
 
-export interface RunHooks {
+interface RunHooks {
   progress(record: TaskRecord, message: string): void;
   finish(record: TaskRecord, status: "completed" | "failed", result: StoredResult): Promise<void>;
 }
 
 export class TaskRuns {
-  private readonly runners = new Map<string, AbortController>();
+  readonly runners = new Map<string, AbortController>();
   /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
-  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
+  resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
     private readonly hooks: RunHooks,
     private readonly logger: Logger,
   ) {}
 
-  get size(): number {
-    return this.runners.size;
-  }
-
-  has(taskId: string): boolean {
-    return this.runners.has(taskId);
-  }
-
   abort(taskId: string): void {
     this.runners.get(taskId)?.abort();
-  }
-
-  abortAll(): void {
-    for (const runner of this.runners.values()) runner.abort();
-  }
-
-  resumeWith(resume: Resumer, stopping: AbortSignal): void {
-    this.resumer = { resume, stopping };
   }
 
   /** Follows a working task from its video_id; one that never named a task fails with advice. */

@@ -1,16 +1,17 @@
 /**
- * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts,
- * wire-2026.ts), and their background waits (runs.ts): the very tool handler a plain call runs. The call is
- * answered once the service has started the generation (the tool's first progress names the video_id), so
- * the journal and the duplicate guard work as for a plain call; reading a task never reaches the service.
+ * The MCP task records of one service key, whatever wire form a client reads them through (wire.ts), and
+ * their background waits (runs.ts). The call is answered once the service has started the generation (the
+ * tool's first progress names the video_id), so the journal and the duplicate guard work as for a plain call;
+ * reading a task never reaches the service.
  *
  * Records are kept beside the journal (state/local/task-records.ts) and outlive a restart: a task still
- * `working` then is taken up again from its video_id; one past its ttl is dropped (its video_id stays
- * recoverable with get_status). With replicas (GENERATION_REDIS_URL) every record is shared too, so any
- * replica answers for any task; the one following a task renews a lease at every poll, and when it lapses
- * (that replica died) the next one asked takes the task over. An outcome is decided once for all (`finalize`).
+ * `working` then is taken up again from its video_id; one past its ttl is dropped. With replicas
+ * (GENERATION_REDIS_URL) every record is shared too, so any replica answers for any task; the one following a
+ * task renews a lease at every poll, and when it lapses (that replica died) the next one asked takes the task
+ * over. An outcome is decided once for all (`finalize`).
  */
 import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../api/sleep.js";
@@ -30,7 +31,7 @@ import { TERMINAL, TaskRuns, boundTtl, errorText, type Resumer, type TaskRun } f
 const MAX_RECORDS = 1000;
 const LIST_PAGE_SIZE = 50;
 
-export interface StartTaskOptions {
+interface StartTaskOptions {
   tool: string;
   scope?: string | undefined;
   requestedTtl?: number | null | undefined;
@@ -45,8 +46,8 @@ export class TaskRecords {
   private readonly records = new Map<string, TaskRecord>();
   private readonly runs: TaskRuns;
   /** Wakes the readers waiting for a task to end (tasks/result in 2025-11-25). */
-  private readonly endings = new Map<string, Set<() => void>>();
-  private readonly sweeper: ReturnType<typeof setInterval>;
+  private readonly endings = new EventEmitter().setMaxListeners(0);
+  private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
 
   private constructor(
     private readonly file: RecordsFile | undefined,
@@ -65,8 +66,6 @@ export class TaskRecords {
       },
       logger,
     );
-    this.sweeper = setInterval(() => this.sweep(), 60_000);
-    this.sweeper.unref();
   }
 
   /** `dir` undefined: in memory only. */
@@ -140,14 +139,12 @@ export class TaskRecords {
       if (TERMINAL.has(record.task.status)) return record;
       // Woken at once when it ends here; polled when another replica follows it.
       await new Promise<void>((resolve) => {
-        const wake = () => {
-          this.endings.get(taskId)?.delete(wake);
+        this.endings.once(taskId, resolve);
+        const done = () => {
+          this.endings.off(taskId, resolve);
           resolve();
         };
-        const waiting = this.endings.get(taskId) ?? new Set();
-        waiting.add(wake);
-        this.endings.set(taskId, waiting);
-        void sleep(record.task.pollInterval ?? this.pollIntervalMs, signal).then(wake, wake);
+        void sleep(record.task.pollInterval ?? this.pollIntervalMs, signal).then(done, done);
       });
       if (signal.aborted) throw signal.reason;
     }
@@ -186,7 +183,7 @@ export class TaskRecords {
 
   /** Takes up, after a restart, every task that was still being waited for (unless another replica does). */
   resumeAll(resume: Resumer, stopping: AbortSignal): void {
-    this.runs.resumeWith(resume, stopping);
+    this.runs.resumer = { resume, stopping };
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
@@ -209,7 +206,7 @@ export class TaskRecords {
   }
 
   get running(): number {
-    return this.runs.size;
+    return this.runs.runners.size;
   }
 
   /** An empty set leaves no file behind. */
@@ -220,7 +217,7 @@ export class TaskRecords {
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    this.runs.abortAll();
+    for (const runner of this.runs.runners.values()) runner.abort();
     this.persist();
     await this.file?.written();
   }
@@ -241,7 +238,7 @@ export class TaskRecords {
       this.adopt(local, record);
       return local;
     }
-    if (local !== undefined && this.runs.has(taskId)) return local;
+    if (local !== undefined && this.runs.runners.has(taskId)) return local;
     if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
       this.records.set(taskId, record);
       this.runs.takeUp(record);
@@ -264,7 +261,7 @@ export class TaskRecords {
     if (statusOf(record) !== "cancelled") return;
     this.runs.abort(record.task.taskId);
     // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runs.has(record.task.taskId)) {
+    if (this.shared !== undefined && !this.runs.runners.has(record.task.taskId)) {
       await this.shared.requestCancel(record);
     }
   }
@@ -290,7 +287,7 @@ export class TaskRecords {
       if (decided !== undefined && decided.task.taskId === record.task.taskId) this.adopt(record, decided);
     }
     this.persist();
-    this.wake(record.task.taskId);
+    this.endings.emit(record.task.taskId);
   }
 
   /** Takes the outcome another replica decided; a wait of ours for it has nothing left to do. */
@@ -300,12 +297,7 @@ export class TaskRecords {
     record.result = decided.result;
     this.runs.abort(record.task.taskId);
     this.persist();
-    this.wake(record.task.taskId);
-  }
-
-  private wake(taskId: string): void {
-    for (const wake of [...(this.endings.get(taskId) ?? [])]) wake();
-    this.endings.delete(taskId);
+    this.endings.emit(record.task.taskId);
   }
 
   /**
