@@ -230,11 +230,6 @@ export function requestDeadline(context: ToolContext, windowMs: number): number 
   return context.startedAt + Math.max(windowMs, 20_000);
 }
 
-/** Milliseconds a download may take now, bounded by the call's deadline but never unreasonably short. */
-export function downloadTimeoutMs(context: ToolContext, windowMs: number): number {
-  return Math.max(10_000, requestDeadline(context, windowMs) - Date.now());
-}
-
 /** The options of a request the user is waiting for, over by `deadline` (default: a read's). */
 export function foreground(context: ToolContext, deps: ServerDeps, deadline?: number): RequestOptions {
   const read = () => requestDeadline(context, Math.min(waitWindowMs(deps), 30_000));

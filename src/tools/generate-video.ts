@@ -138,8 +138,7 @@ export const generateVideo = defineTool({
       deps,
       context,
     );
-    if ("request" in start)
-      return { dry_run: true, estimated_credits: estimate(args).credits, request: start.request };
+    if (start.dry_run) return start;
     const { started, cost } = start;
     const videoId = started.video_id;
     const how = started.reused ? "reused" : "started";
