@@ -149,10 +149,8 @@ async function makeSheet(url: string, options: SheetOptions): Promise<Sheet> {
       runFfmpeg(options.ffmpegPath ?? "ffmpeg", [...SAFE_ARGS, ...input, ...args], deadline);
     const probe = await ffmpeg([]);
     const size = /Video: .*?, (\d+)x(\d+)/.exec(probe.stderr);
-    const [hours, minutes, seconds] = (/Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(probe.stderr) ?? [])
-      .slice(1)
-      .map(Number);
-    const duration = (hours ?? 0) * 3600 + (minutes ?? 0) * 60 + (seconds ?? 0);
+    const time = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(probe.stderr);
+    const duration = time ? Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]) : 0;
     if (size === null || !(duration > 0))
       throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
     const [width, height] = [Number(size[1]), Number(size[2])];

@@ -12,13 +12,8 @@ import type * as z from "zod";
 import type { CallEstimate } from "../spend/estimate.js";
 import { fingerprintRequest } from "../tasks/fingerprint.js";
 import type { StartOptions } from "../tasks/starter.js";
-import {
-  foreground,
-  requestDeadline,
-  type ServerDeps,
-  type ToolContext,
-  type videoResult,
-} from "./define-tool.js";
+import { foreground, requestDeadline } from "./define-tool.js";
+import type { ServerDeps, ToolContext, videoResult } from "./define-tool.js";
 
 /** `download: true` on a server that does not save files (a shared HTTP deployment without an output folder). */
 export function refuseDownloadIfOff(deps: ServerDeps, download: boolean | undefined): void {
@@ -31,13 +26,13 @@ export function refuseDownloadIfOff(deps: ServerDeps, download: boolean | undefi
 
 /** Opens and checks every path (containment, type, size) before any request; closes all on failure. */
 export async function openLocalImages(paths: string[], param: string, deps: ServerDeps) {
-  const allowedDirs = await deps.allowedDirs();
+  const dirs = { allowedDirs: await deps.allowedDirs(), configuredDirs: deps.config.allowedDirs };
   const opened: LocalImage[] = [];
   try {
     for (const [index, path] of paths.entries()) {
-      const named = paths.length > 1 ? `${param}[${index}]` : param;
-      const configuredDirs = deps.config.allowedDirs;
-      opened.push(await openLocalImage(path, { allowedDirs, configuredDirs, param: named }));
+      opened.push(
+        await openLocalImage(path, { ...dirs, param: paths.length > 1 ? `${param}[${index}]` : param }),
+      );
     }
     return opened;
   } catch (error) {
@@ -92,12 +87,11 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
   refuseDownloadIfOff(deps, plan.args.download);
   const images = plan.paths === undefined ? [] : await openLocalImages(plan.paths, plan.param, deps);
   try {
+    const { credits, what } = plan.estimate;
     if (plan.args.dry_run) {
-      const request = plan.withImages(
-        plan.body,
-        images.map((image) => `(uploaded from ${image.filename})`),
-      );
-      return { dry_run: true as const, estimated_credits: plan.estimate.credits, request };
+      const uploads = images.map((image) => `(uploaded from ${image.filename})`);
+      const request = plan.withImages(plan.body, uploads);
+      return { dry_run: true as const, estimated_credits: credits, request };
     }
     const hashes = images.map((image) => image.sha256);
     const fingerprint = fingerprintRequest(plan.kind, plan.identity, hashes, deps.scope);
@@ -108,7 +102,6 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
     if (images.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate(plan.kind, fingerprint)))) {
       body = plan.withImages(body, await uploadAll(images, deps, context, deadline));
     }
-    const { credits, what } = plan.estimate;
     const started = await plan.start(body, {
       fingerprint,
       allowDuplicate,
