@@ -57,7 +57,7 @@ class FramesError extends Error {
   }
 }
 
-const sheets = new Map<string, Promise<Sheet & { keep?: boolean }>>();
+const sheets = new Map<string, Promise<Sheet>>();
 
 /** Sheets made at once, and waiting for a turn: a burst of finished videos must not start an ffmpeg each. */
 const AT_ONCE = 2;
@@ -90,18 +90,13 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
   const key = `${options.ffmpegPath ?? ""} ${maxSide} ${url}`;
   let made = sheets.get(key);
   sheets.delete(key);
-  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).then(
-    (sheet) => sheet,
-    (error: unknown) => {
-      const keep = error instanceof FramesError && error.keep;
-      if (!keep) sheets.delete(key);
-      return { note: noteFor(error), keep };
-    },
-  );
+  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).catch((error: unknown) => {
+    if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
+    return { note: noteFor(error) };
+  });
   sheets.set(key, made);
   while (sheets.size > CACHED_SHEETS) sheets.delete(sheets.keys().next().value ?? "");
-  const { keep: _keep, ...sheet } = await untilAborted(made, options.signal);
-  return sheet;
+  return untilAborted(made, options.signal);
 }
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

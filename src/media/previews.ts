@@ -24,7 +24,7 @@ import {
   type WorkerRequest,
 } from "./preview-worker.js";
 
-export { MAX_INPUT_PIXELS, PreviewError } from "./preview-worker.js";
+export { MAX_INPUT_PIXELS } from "./preview-worker.js";
 
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;

@@ -118,7 +118,7 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
 }
 
 /** A video result; its `still_url` (a poster) is for the preview only (media/content.ts), not the output. */
-export type VideoOutcome = z.input<typeof videoResult> & { video_id: string; still_url?: string };
+type VideoOutcome = z.input<typeof videoResult> & { video_id: string; still_url?: string };
 
 export function keepWaitingStep(videoId: string): string {
   return `The task is still running and is not lost. Call get_status with video_id "${videoId}" and wait: true to keep waiting.`;
