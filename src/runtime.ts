@@ -158,7 +158,6 @@ export async function createRuntime(
     advice: adviceModeFor(config, scope),
     stopping: stopping.signal,
     mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
-    mediaOrigin: URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined,
     downloads: !remote || config.outputDirConfigured,
     scope,
     // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.

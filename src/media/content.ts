@@ -8,9 +8,10 @@
  */
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
+import { isObject } from "../api/shapes.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
-import { contactSheet, type FramesInfo } from "./frames.js";
+import { contactSheet } from "./frames.js";
 import { makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
 
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
@@ -46,19 +47,14 @@ export async function withMedia(
   settings: MediaSettings,
   signal: AbortSignal,
 ): Promise<CallToolResult> {
-  const fields =
-    typeof returned === "object" && returned !== null ? (returned as Record<string, unknown>) : {};
+  const fields = isObject(returned) ? returned : {};
   const images = (Array.isArray(fields["image_urls"]) ? fields["image_urls"] : []).flatMap(mediaUrl);
   const video = fields["status"] === "completed" ? mediaUrl(fields["video_url"]) : [];
-  const imageSources: PreviewSource[] = images.map((url, index) => ({
-    url,
-    label: images.length > 1 ? `image ${index + 1}` : "the image",
-  }));
   const stills = mediaUrl(fields["still_url"]).map((url) => ({ url, label: "the video's still" }));
   const extra: ContentBlock[] = [];
   const notes: string[] = [];
-  let shown: FramesInfo | undefined;
-  if (imageSources.length + stills.length + video.length > 0 && !settings.previews) {
+  let structuredContent = result.structuredContent;
+  if (images.length + stills.length + video.length > 0 && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else {
     const options = { maxSide: settings.previewMaxSide, allowHosts: settings.allowHosts, signal };
@@ -69,18 +65,18 @@ export async function withMedia(
             note: "No frame preview: the call was cancelled or the server is stopping.",
           }));
     const sheet = frames !== undefined && !("note" in frames) ? frames : undefined;
-    // One image per video: its still only where no sheet of its frames could be made.
-    const sources = [...imageSources, ...(sheet === undefined ? stills : [])];
-    const previews =
-      sources.length > 0
-        ? await makePreviews(sources, { ...options, loadSharp: settings.loadSharp })
-        : { images: [], notes: [] };
+    const sources: PreviewSource[] = [
+      ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
+      // One image per video: its still only where no sheet of its frames could be made.
+      ...(sheet === undefined ? stills : []),
+    ];
+    const previews = await makePreviews(sources, { ...options, loadSharp: settings.loadSharp });
     extra.push(...previews.images);
     notes.push(...previews.notes.map((note) => redact(note)));
     if (frames !== undefined && "note" in frames) notes.push(redact(frames.note));
     if (sheet !== undefined) {
       extra.push({ type: "text", text: sheet.text }, sheet.image);
-      shown = sheet.frames;
+      if (structuredContent) structuredContent = { ...structuredContent, frames: sheet.frames };
     }
   }
   if (settings.resourceLinks) {
@@ -93,10 +89,6 @@ export async function withMedia(
       ),
     );
   }
-  const structuredContent =
-    result.structuredContent && shown
-      ? { ...result.structuredContent, frames: shown }
-      : result.structuredContent;
   const content = [...result.content, ...extra];
   return fitResult(
     withNotes({ ...result, content, ...(structuredContent !== undefined && { structuredContent }) }, notes),

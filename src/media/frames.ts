@@ -5,7 +5,7 @@
  * reads only that file, under a time limit. Whatever goes wrong costs the sheet only: a note, never a failed
  * call. Sheets are made once per video URL and kept in a small LRU shared by every later result of it.
  */
-import { spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { rmSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,7 +24,7 @@ export const FRAMES_DEADLINE_MS = 30_000;
 /** A sheet above this is made again at a lower quality: it shares the result's 1 MB with everything else. */
 export const SHEET_MAX_BYTES = 200_000;
 const CACHED_SHEETS = 16;
-const MAX_STDERR_CHARS = 64 * 1024;
+const MAX_STDERR_BYTES = 4 * 1024 * 1024;
 const VIDEO_DEMUXERS: Readonly<Record<string, string>> = { mp4: "mov", mov: "mov", webm: "matroska" };
 
 export interface FramesInfo {
@@ -57,7 +57,7 @@ class FramesError extends Error {
   }
 }
 
-const sheets = new Map<string, Promise<Sheet & { keep?: boolean }>>();
+const sheets = new Map<string, Promise<Sheet>>();
 
 /** Sheets made at once, and waiting for a turn: a burst of finished videos must not start an ffmpeg each. */
 const AT_ONCE = 2;
@@ -90,18 +90,13 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
   const key = `${options.ffmpegPath ?? ""} ${maxSide} ${url}`;
   let made = sheets.get(key);
   sheets.delete(key);
-  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).then(
-    (sheet) => sheet,
-    (error: unknown) => {
-      const keep = error instanceof FramesError && error.keep;
-      if (!keep) sheets.delete(key);
-      return { note: noteFor(error), keep };
-    },
-  );
+  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).catch((error: unknown) => {
+    if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
+    return { note: noteFor(error) };
+  });
   sheets.set(key, made);
   while (sheets.size > CACHED_SHEETS) sheets.delete(sheets.keys().next().value ?? "");
-  const { keep: _keep, ...sheet } = await untilAborted(made, options.signal);
-  return sheet;
+  return untilAborted(made, options.signal);
 }
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -149,10 +144,8 @@ async function makeSheet(url: string, options: SheetOptions): Promise<Sheet> {
       runFfmpeg(options.ffmpegPath ?? "ffmpeg", [...SAFE_ARGS, ...input, ...args], deadline);
     const probe = await ffmpeg([]);
     const size = /Video: .*?, (\d+)x(\d+)/.exec(probe.stderr);
-    const [hours, minutes, seconds] = (/Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(probe.stderr) ?? [])
-      .slice(1)
-      .map(Number);
-    const duration = (hours ?? 0) * 3600 + (minutes ?? 0) * 60 + (seconds ?? 0);
+    const time = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(probe.stderr);
+    const duration = time ? Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]) : 0;
     if (size === null || !(duration > 0))
       throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
     const [width, height] = [Number(size[1]), Number(size[2])];
@@ -213,38 +206,30 @@ async function checkBinary(binary: string, deadline: number): Promise<void> {
 /** ffmpeg may read the one local file and nothing else, never the terminal; its own limits come on top. */
 const SAFE_ARGS = ["-hide_banner", "-nostdin", "-nostats", "-protocol_whitelist", "file"];
 
-type Run = { code: number | null; stderr: string };
+type Run = { code: number; stderr: string };
 
 /** Runs ffmpeg until the deadline; a missing binary rejects with its ENOENT error. */
 function runFfmpeg(binary: string, args: string[], deadline: number): Promise<Run> {
-  const timeoutMs = deadline - Date.now();
-  if (timeoutMs <= 0) return Promise.reject(timedOut());
+  const timeout = deadline - Date.now();
+  if (timeout <= 0) return Promise.reject(timedOut());
+  // Never the service key or tokens: ffmpeg gets the environment without the server's settings.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^GENERATION_|KEY|TOKEN|SECRET|PASSWORD/i.test(name)),
+  );
   return new Promise((resolve, reject) => {
-    // Never the service key or tokens: ffmpeg gets the environment without the server's settings.
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([name]) => !/^GENERATION_|KEY|TOKEN|SECRET|PASSWORD/i.test(name)),
-    );
-    const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"], env, windowsHide: true });
     const kill = () => child.kill("SIGKILL");
-    const timer = setTimeout(kill, timeoutMs);
+    const child = execFile(
+      binary,
+      args,
+      { env, timeout, killSignal: "SIGKILL", maxBuffer: MAX_STDERR_BYTES, windowsHide: true },
+      (error, _stdout, stderr) => {
+        process.removeListener("exit", kill);
+        if (error === null) resolve({ code: 0, stderr });
+        else if (typeof error.code === "number") resolve({ code: error.code, stderr });
+        else reject(error.signal ? timedOut() : error);
+      },
+    );
     process.once("exit", kill);
-    let stderr = "";
-    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-      if (stderr.length < MAX_STDERR_CHARS) stderr += chunk;
-    });
-    const done = () => {
-      clearTimeout(timer);
-      process.removeListener("exit", kill);
-    };
-    child.once("error", (error) => {
-      done();
-      reject(error);
-    });
-    child.once("close", (code, signal) => {
-      done();
-      if (signal !== null) reject(timedOut());
-      else resolve({ code, stderr });
-    });
   });
 }
 

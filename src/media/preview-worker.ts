@@ -34,12 +34,8 @@ export async function importSharp(): Promise<Sharp> {
 
 /** Answers one request, with the library `load` gives (loaded once by the caller's own memo). */
 export async function answer(request: WorkerRequest, load: () => Promise<Sharp>): Promise<WorkerReply> {
-  let sharp: Sharp;
-  try {
-    sharp = await load();
-  } catch (error) {
-    return { id: request.id, unavailable: firstLine(error) };
-  }
+  const sharp = await load().catch((error: unknown) => firstLine(error));
+  if (typeof sharp === "string") return { id: request.id, unavailable: sharp };
   if ("probe" in request) return { id: request.id };
   try {
     const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);

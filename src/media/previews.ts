@@ -24,7 +24,7 @@ import {
   type WorkerRequest,
 } from "./preview-worker.js";
 
-export { MAX_INPUT_PIXELS, PreviewError } from "./preview-worker.js";
+export { MAX_INPUT_PIXELS } from "./preview-worker.js";
 
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;
@@ -41,10 +41,7 @@ export const PREVIEW_DEADLINE_MS = 10_000;
 const WORKER_IDLE_MS = 30_000;
 const PREVIEWABLE = new Set(["png", "jpg", "webp", "gif"]);
 
-/**
- * An image to preview. The seam for issue 27: a contact sheet of a finished video's frames (ffmpeg, made
- * once per video and kept) becomes a second kind of source here, turned into one more JPEG `image` item.
- */
+/** An image to preview. */
 export interface PreviewSource {
   url: string;
   /** How the note names it: "image 2", "the video's still". */

@@ -42,25 +42,28 @@ export class DailySpend {
   ) {}
 
   /**
-   * Reserves `credits` of the caller's day, or throws budget_exceeded naming what remains and when it resets
+   * Reserves `amount` of the caller's day, or throws budget_exceeded naming what remains and when it resets
    * (or the store's error, when it cannot be recorded or agreed).
    */
   async reserve(callerId: string, amount: number, what: string): Promise<Reservation> {
     const now = this.now();
-    const [caller, day] = [spendCaller(callerId), utcDay(now)];
-    const { reserved, used } = await this.store.reserve(
-      caller,
-      day,
-      hundredths(amount),
-      hundredths(this.limit),
-    );
-    if (!reserved) throw this.refusal(amount, credits(used), now, what);
+    const [caller, day, cents] = [spendCaller(callerId), utcDay(now), hundredths(amount)];
+    const { reserved, used } = await this.store.reserve(caller, day, cents, hundredths(this.limit));
+    if (!reserved) {
+      const [remaining, resetsAt] = [this.remaining(credits(used)), nextUtcMidnight(now)];
+      throw new BudgetExceededError(
+        `${what.charAt(0).toUpperCase()}${what.slice(1)} is estimated at ${amount} credits, but only ${remaining} of today's ${this.limit} credits remain for this caller (GENERATION_DAILY_CREDITS; ${credits(used)} started today). The allowance resets at ${resetsAt} (midnight UTC).`,
+        {
+          nextStep: `The start was not sent to the service and nothing was charged. Wait until ${resetsAt}, or choose a request that fits the remaining ${remaining} credits (dry_run: true shows the cost; get_credits shows the allowance), or ask the user to ${fix("spend_limits")}.`,
+        },
+      );
+    }
     let released = false;
     return {
       release: async () => {
         if (released) return;
         released = true;
-        await this.store.release(caller, day, hundredths(amount));
+        await this.store.release(caller, day, cents);
       },
     };
   }
@@ -70,11 +73,7 @@ export class DailySpend {
     const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
     try {
       const used = credits(await this.store.used(spendCaller(callerId), utcDay(now)));
-      return {
-        ...day,
-        used_today: used,
-        remaining_today: Math.max(0, credits(hundredths(this.limit - used))),
-      };
+      return { ...day, used_today: used, remaining_today: this.remaining(used) };
     } catch (error) {
       if (!(error instanceof GenerationError)) throw error;
       const why = error instanceof StateFileError ? `today's spend record ${error.problem}` : error.message;
@@ -87,15 +86,8 @@ export class DailySpend {
     }
   }
 
-  private refusal(amount: number, used: number, now: number, what: string): BudgetExceededError {
-    const remaining = Math.max(0, credits(hundredths(this.limit - used)));
-    const resetsAt = nextUtcMidnight(now);
-    return new BudgetExceededError(
-      `${what.charAt(0).toUpperCase()}${what.slice(1)} is estimated at ${amount} credits, but only ${remaining} of today's ${this.limit} credits remain for this caller (GENERATION_DAILY_CREDITS; ${used} started today). The allowance resets at ${resetsAt} (midnight UTC).`,
-      {
-        nextStep: `The start was not sent to the service and nothing was charged. Wait until ${resetsAt}, or choose a request that fits the remaining ${remaining} credits (dry_run: true shows the cost; get_credits shows the allowance), or ask the user to ${fix("spend_limits")}.`,
-      },
-    );
+  private remaining(used: number): number {
+    return Math.max(0, credits(hundredths(this.limit - used)));
   }
 }
 

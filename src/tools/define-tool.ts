@@ -1,7 +1,6 @@
 /**
- * A tool is a plain object: name, title, description for the model, zod input and output schemas, honest
- * annotations, a handler returning structured output, and a text mirror of it. Below the types: the schema
- * fields several tools share, and the deadlines that keep every call inside the client's patience.
+ * A tool is a plain object: zod input and output schemas, honest annotations, a handler returning structured
+ * output and a text mirror of it. Below: schema fields several tools share, and the calls' deadlines.
  */
 import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -33,8 +32,6 @@ export interface ServerDeps {
   allowedDirs(): Promise<string[]>;
   /** Hosts a media download may reach on a private address: the configured service's own (the sandbox). */
   mediaAllowHosts: readonly string[];
-  /** The service's origin, the one the MCP Apps viewer may load media from; undefined when unparsable. */
-  mediaOrigin?: string | undefined;
   /** Aborts when the server is shutting down: every call then answers at once with what it has. */
   stopping: AbortSignal;
   /** Registers a running call, so a shutdown can wait for its answer to go out. */
@@ -220,7 +217,6 @@ export const startFields = {
  * reads needs at most 30 s; a download after the wait gets at least 10 s.
  */
 
-/** The call's wait window in milliseconds. */
 export function waitWindowMs(deps: ServerDeps, timeoutSeconds?: number): number {
   return (timeoutSeconds ?? deps.config.waitTimeoutS) * 1000;
 }
@@ -230,13 +226,8 @@ export function requestDeadline(context: ToolContext, windowMs: number): number 
   return context.startedAt + Math.max(windowMs, 20_000);
 }
 
-/** Milliseconds a download may take now, bounded by the call's deadline but never unreasonably short. */
-export function downloadTimeoutMs(context: ToolContext, windowMs: number): number {
-  return Math.max(10_000, requestDeadline(context, windowMs) - Date.now());
-}
-
 /** The options of a request the user is waiting for, over by `deadline` (default: a read's). */
 export function foreground(context: ToolContext, deps: ServerDeps, deadline?: number): RequestOptions {
-  const read = () => requestDeadline(context, Math.min(waitWindowMs(deps), 30_000));
-  return { signal: context.signal, priority: "foreground", deadline: deadline ?? read() };
+  deadline ??= requestDeadline(context, Math.min(waitWindowMs(deps), 30_000));
+  return { signal: context.signal, priority: "foreground", deadline };
 }

@@ -1,6 +1,5 @@
 import * as z from "zod";
 import type { GenerateImageBody } from "../api/types.js";
-import { downloadMedia } from "../files/download.js";
 import {
   DEFAULT_ASPECT_RATIO_IMAGE,
   DEFAULT_IMAGE_MODEL,
@@ -12,17 +11,8 @@ import {
 } from "../models.js";
 import { sanitizeValue } from "../redact.js";
 import { estimateImage } from "../spend/estimate.js";
-import {
-  defineTool,
-  downloadTimeoutMs,
-  fields,
-  guidanceFields,
-  startFields,
-  waitWindowMs,
-} from "./define-tool.js";
-import { dryRunText, startGeneration } from "./steps.js";
-
-const MAX_IMAGE_DOWNLOAD_BYTES = 200 * 1024 * 1024;
+import { defineTool, fields, guidanceFields, startFields, waitWindowMs } from "./define-tool.js";
+import { dryRunText, saveMedia, startGeneration } from "./steps.js";
 
 const input = z
   .strictObject({
@@ -101,13 +91,12 @@ export const generateImage = defineTool({
       ...(args.images !== undefined && { images: [...args.images] }),
     };
     const windowMs = waitWindowMs(deps);
-    const estimate = estimateImage(body.model);
     const start = await startGeneration(
       {
         kind: "image",
         body,
         identity: body,
-        estimate,
+        estimate: estimateImage(body.model),
         args,
         paths: args.image_paths,
         param: "image_paths",
@@ -119,9 +108,7 @@ export const generateImage = defineTool({
       deps,
       context,
     );
-    if ("request" in start) {
-      return { image_urls: [], estimated_credits: estimate.credits, dry_run: true, request: start.request };
-    }
+    if (start.dry_run) return { image_urls: [], ...start };
     const { started, cost } = start;
     const image_urls = started.image_urls;
     const result = {
@@ -139,17 +126,8 @@ export const generateImage = defineTool({
     const baseName = typeof id === "string" || typeof id === "number" ? `image-${id}` : `image-${Date.now()}`;
     const local_paths: string[] = [];
     for (const [index, url] of image_urls.entries()) {
-      const saved = await downloadMedia({
-        url,
-        dir: deps.config.outputDir,
-        baseName: image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName,
-        maxBytes: MAX_IMAGE_DOWNLOAD_BYTES,
-        signal: context.signal,
-        timeoutMs: downloadTimeoutMs(context, windowMs),
-        expected: "image",
-        allowHosts: deps.mediaAllowHosts,
-      });
-      local_paths.push(saved.path);
+      const name = image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName;
+      local_paths.push((await saveMedia(url, name, "image", windowMs, deps, context)).path);
     }
     return { ...result, local_paths };
   },

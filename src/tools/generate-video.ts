@@ -112,6 +112,7 @@ export const generateVideo = defineTool({
   viewer: true,
   async handler(args, deps, context) {
     const hasImage = args.image_url !== undefined || args.image_path !== undefined;
+    const model = args.model ?? DEFAULT_VIDEO_MODEL;
     const body: GenerateVideoBody = {
       prompt: args.prompt,
       ...(args.model !== undefined && { model: args.model }),
@@ -126,7 +127,7 @@ export const generateVideo = defineTool({
       {
         kind: "video",
         body,
-        identity: { ...body, model: args.model ?? DEFAULT_VIDEO_MODEL },
+        identity: { ...body, model },
         estimate: estimate(args),
         args,
         paths: args.image_path === undefined ? undefined : [args.image_path],
@@ -138,16 +139,11 @@ export const generateVideo = defineTool({
       deps,
       context,
     );
-    if ("request" in start)
-      return { dry_run: true, estimated_credits: estimate(args).credits, request: start.request };
+    if (start.dry_run) return start;
     const { started, cost } = start;
     const videoId = started.video_id;
-    const how = started.reused ? "reused" : "started";
-    context.logger.info(`video task ${how}: video_id ${videoId}`, {
-      video_id: videoId,
-      model: args.model ?? DEFAULT_VIDEO_MODEL,
-      estimated_credits: cost.estimated_credits,
-    });
+    const logged = { video_id: videoId, model, estimated_credits: cost.estimated_credits };
+    context.logger.info(`video task ${started.reused ? "reused" : "started"}: video_id ${videoId}`, logged);
     await context.progress(
       `video_id ${videoId}: ${started.reused ? "reusing identical recent task" : "started"}`,
     );
@@ -167,11 +163,8 @@ export const generateVideo = defineTool({
       };
     }
     const knownStatus = started.reused ? undefined : started.status;
-    const download = args.download ?? false;
-    return {
-      ...(await waitForVideo(videoId, { windowMs, download, knownStatus }, deps, context)),
-      ...common,
-    };
+    const options = { windowMs, download: args.download ?? false, knownStatus };
+    return { ...(await waitForVideo(videoId, options, deps, context)), ...common };
   },
   task: {
     // The task's wait goes on until the video is final or the task's ttl is spent, not a call's window.

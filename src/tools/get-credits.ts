@@ -67,10 +67,8 @@ export const getCredits = defineTool({
     ),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   async handler(_args, deps, context) {
-    const fields = sanitizeValue(await deps.api.getCredits(foreground(context, deps))) as Record<
-      string,
-      unknown
-    >;
+    const answer = await deps.api.getCredits(foreground(context, deps));
+    const fields = sanitizeValue(answer) as Record<string, unknown>;
     // `models` and `allowance` are this server's: service fields of those names are kept under other names.
     const { allowance: theirAllowance, models: theirModels, ...rest } = fields;
     const kept = {

@@ -38,12 +38,11 @@ export async function toolResult(
     const returned = await running;
     const result = tool.output.parse(returned) as Record<string, unknown>;
     const text = deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice));
-    const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
     return await withMedia(
       { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
       returned,
-      { previews, previewMaxSide, resourceLinks, ffmpegPath, allowHosts: deps.mediaAllowHosts },
+      { ...deps.config, allowHosts: deps.mediaAllowHosts },
       AbortSignal.any([cancelled, deps.stopping]),
     );
   } catch (error) {

@@ -12,8 +12,8 @@ import type * as z from "zod";
 import type { CallEstimate } from "../spend/estimate.js";
 import { fingerprintRequest } from "../tasks/fingerprint.js";
 import type { StartOptions } from "../tasks/starter.js";
-import { downloadTimeoutMs, foreground, requestDeadline, type videoResult } from "./define-tool.js";
-import type { ServerDeps, ToolContext } from "./define-tool.js";
+import { foreground, requestDeadline } from "./define-tool.js";
+import type { ServerDeps, ToolContext, videoResult } from "./define-tool.js";
 
 /** `download: true` on a server that does not save files (a shared HTTP deployment without an output folder). */
 export function refuseDownloadIfOff(deps: ServerDeps, download: boolean | undefined): void {
@@ -26,13 +26,13 @@ export function refuseDownloadIfOff(deps: ServerDeps, download: boolean | undefi
 
 /** Opens and checks every path (containment, type, size) before any request; closes all on failure. */
 export async function openLocalImages(paths: string[], param: string, deps: ServerDeps) {
-  const allowedDirs = await deps.allowedDirs();
+  const dirs = { allowedDirs: await deps.allowedDirs(), configuredDirs: deps.config.allowedDirs };
   const opened: LocalImage[] = [];
   try {
     for (const [index, path] of paths.entries()) {
-      const named = paths.length > 1 ? `${param}[${index}]` : param;
-      const configuredDirs = deps.config.allowedDirs;
-      opened.push(await openLocalImage(path, { allowedDirs, configuredDirs, param: named }));
+      opened.push(
+        await openLocalImage(path, { ...dirs, param: paths.length > 1 ? `${param}[${index}]` : param }),
+      );
     }
     return opened;
   } catch (error) {
@@ -87,8 +87,12 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
   refuseDownloadIfOff(deps, plan.args.download);
   const images = plan.paths === undefined ? [] : await openLocalImages(plan.paths, plan.param, deps);
   try {
-    const uploads = images.map((image) => `(uploaded from ${image.filename})`);
-    if (plan.args.dry_run) return { request: plan.withImages(plan.body, uploads) };
+    const { credits, what } = plan.estimate;
+    if (plan.args.dry_run) {
+      const uploads = images.map((image) => `(uploaded from ${image.filename})`);
+      const request = plan.withImages(plan.body, uploads);
+      return { dry_run: true as const, estimated_credits: credits, request };
+    }
     const hashes = images.map((image) => image.sha256);
     const fingerprint = fingerprintRequest(plan.kind, plan.identity, hashes, deps.scope);
     const allowDuplicate = plan.args.allow_duplicate ?? false;
@@ -98,7 +102,6 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
     if (images.length > 0 && (allowDuplicate || !(await deps.starter.hasDuplicate(plan.kind, fingerprint)))) {
       body = plan.withImages(body, await uploadAll(images, deps, context, deadline));
     }
-    const { credits, what } = plan.estimate;
     const started = await plan.start(body, {
       fingerprint,
       allowDuplicate,
@@ -115,13 +118,13 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
 }
 
 /** A video result; its `still_url` (a poster) is for the preview only (media/content.ts), not the output. */
-export type VideoOutcome = z.input<typeof videoResult> & { video_id: string; still_url?: string };
+type VideoOutcome = z.input<typeof videoResult> & { video_id: string; still_url?: string };
 
 export function keepWaitingStep(videoId: string): string {
   return `The task is still running and is not lost. Call get_status with video_id "${videoId}" and wait: true to keep waiting.`;
 }
 
-const MAX_VIDEO_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024;
+const MAX_DOWNLOAD_BYTES = { video: 2 * 1024 * 1024 * 1024, image: 200 * 1024 * 1024 };
 const NO_REASON = "The service reported the task as failed without a reason.";
 
 /**
@@ -194,16 +197,7 @@ export async function videoOutcome(
   };
   if (!options.download || video.status !== "completed" || video.video_url === undefined) return outcome;
   try {
-    const saved = await downloadMedia({
-      url: video.video_url,
-      dir: deps.config.outputDir,
-      baseName: video.video_id,
-      maxBytes: MAX_VIDEO_DOWNLOAD_BYTES,
-      signal: context.signal,
-      timeoutMs: downloadTimeoutMs(context, options.windowMs),
-      expected: "video",
-      allowHosts: deps.mediaAllowHosts,
-    });
+    const saved = await saveMedia(video.video_url, video.video_id, "video", options.windowMs, deps, context);
     context.logger.info(`saved video ${video.video_id}`, { path: saved.path, bytes: saved.bytes });
     return { ...outcome, local_path: saved.path };
   } catch (error) {
@@ -214,6 +208,27 @@ export async function videoOutcome(
       nextStep: "Fetch video_url directly, or call get_status with download: true to try again.",
     });
   }
+}
+
+/** Saves finished media into GENERATION_OUTPUT_DIR, within the call's deadline but never unreasonably short. */
+export function saveMedia(
+  url: string,
+  baseName: string,
+  expected: "video" | "image",
+  windowMs: number,
+  deps: ServerDeps,
+  context: ToolContext,
+) {
+  return downloadMedia({
+    url,
+    dir: deps.config.outputDir,
+    baseName,
+    maxBytes: MAX_DOWNLOAD_BYTES[expected],
+    signal: context.signal,
+    timeoutMs: Math.max(10_000, requestDeadline(context, windowMs) - Date.now()),
+    expected,
+    allowHosts: deps.mediaAllowHosts,
+  });
 }
 
 /** Adds the task id to an error raised while waiting, so the assistant can still recover the task. */

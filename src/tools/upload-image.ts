@@ -73,15 +73,11 @@ export const uploadImage = defineTool({
   output: z.object({ url: z.string().describe("The hosted image URL.") }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   async handler(args, deps, context) {
+    const base64 = { param: "data_base64", maxBytes: MAX_DATA_BASE64_BYTES };
     const images =
-      args.data_base64 !== undefined
-        ? [
-            imageFromBase64(args.data_base64, args.filename, {
-              param: "data_base64",
-              maxBytes: MAX_DATA_BASE64_BYTES,
-            }),
-          ]
-        : await openLocalImages([args.path ?? ""], "path", deps);
+      args.data_base64 === undefined
+        ? await openLocalImages([args.path ?? ""], "path", deps)
+        : [imageFromBase64(args.data_base64, args.filename, base64)];
     try {
       const [url] = await uploadAll(images, deps, context, requestDeadline(context, waitWindowMs(deps)));
       return { url: url ?? "" };
