@@ -5,7 +5,7 @@
  * keyed by content) and only the preview (fetch, decode, scale, encode) separates the two.
  *
  * Memory, per size, on a fresh previews-on server. The server decodes in a worker process (src/media/
- * preview-engine.ts) that it stops after WORKER_IDLE_MS without a preview, so both are measured: the
+ * previews.ts) that it stops after WORKER_IDLE_MS without a preview, so both are measured: the
  * server's RSS idle after start, after the warm-up and its peak (VmHWM, reset after the warm-up); the
  * worker's peak; and the server plus its children once the worker has had time to stop (back to baseline?).
  */
@@ -16,7 +16,7 @@ import { now, procMemory, quantile, resetPeak, sleep, summary } from "./lib.mjs"
 /** The README's previews table is formatted in bench/report.mjs (it runs without a build). */
 export { previewRows } from "./report.mjs";
 
-/** src/media/preview-engine.ts WORKER_IDLE_MS, plus a margin. */
+/** src/media/previews.ts WORKER_IDLE_MS, plus a margin. */
 const WORKER_STOP_WAIT_MS = 32_000;
 
 function childPids(pid) {

@@ -73,7 +73,7 @@ const oneStartupChunk = {
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  // The preview worker is its own entry: the server forks it (src/media/preview-engine.ts).
+  // The preview worker is its own entry: the server forks it (src/media/previews.ts).
   entryPoints: {
     cli: path.join(root, "src", "cli.ts"),
     "preview-worker": path.join(root, "src", "media", "preview-worker.ts"),
