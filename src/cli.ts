@@ -85,7 +85,6 @@ async function main(argv: string[]): Promise<void> {
   const rawKey = process.env["GENERATION_API_KEY"]?.trim();
   if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
   const config = loadConfig({ env: process.env, flags, directories: positionals });
-  registerSecret(config.apiKey);
   const logger = new Logger();
   // Dropped from the allowed folders without a word, a typo would only show as refused uploads later.
   const missing = await missingFolders(config.allowedDirs ?? []);
