@@ -86,14 +86,12 @@ export async function createRuntime(
   const redactor = PROCESS_REDACTOR.with(target.apiKey);
   const logger = processLogger.scoped(redactor);
   // The embedded sandbox lives and dies with this process: nothing of it is shared.
-  const local = new TokenBucketBudget();
-  const accepted = () => client.keyState === "accepted";
-  const shared = gateShared((target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local }), accepted);
-  const budget = shared.budget;
+  const state = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local: new TokenBucketBudget() });
+  const shared = gateShared(state, () => client.keyState === "accepted");
   const client: GenerationClient = new GenerationClient({
     baseUrl: target.baseUrl,
     apiKey: target.apiKey,
-    budget,
+    budget: shared.budget,
     userAgent: `generation-mcp/${version}`,
     onWarning: (message, data) => logger.warning(message, data),
     trustedKey: target.callerKey !== true,
@@ -119,7 +117,7 @@ export async function createRuntime(
   const starter = new TaskStarter({
     api: client,
     journal,
-    budget,
+    budget: shared.budget,
     logger: log,
     claims: shared.claims,
     ownership,
