@@ -42,7 +42,6 @@ export interface PoolOptions<R> {
 
 interface Entry<R> {
   runtime: Promise<R>;
-  /** Set once made. */
   made?: R;
   calls: number;
   lastUsed: number;

@@ -20,9 +20,7 @@ export function sniffImageType(bytes: Uint8Array): UploadMimeType | undefined {
 }
 
 /** The file extension (without dot) that names an upload type. */
-export function extensionFor(mime: UploadMimeType): (typeof EXTENSIONS)[UploadMimeType] {
-  return EXTENSIONS[mime];
-}
+export const extensionFor = (mime: UploadMimeType) => EXTENSIONS[mime];
 
 /** The extension for downloaded media: mp4 / mov (an ISO-BMFF video), png, jpg, webp, gif, webm. */
 export function sniffMediaExtension(bytes: Uint8Array): MediaExtension | undefined {
