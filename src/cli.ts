@@ -85,7 +85,6 @@ async function main(argv: string[]): Promise<void> {
   const rawKey = process.env["GENERATION_API_KEY"]?.trim();
   if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
   const config = loadConfig({ env: process.env, flags, directories: positionals });
-  registerSecret(config.apiKey);
   const logger = new Logger();
   // Dropped from the allowed folders without a word, a typo would only show as refused uploads later.
   const missing = await missingFolders(config.allowedDirs ?? []);
@@ -139,27 +138,24 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     return logger.info(`generation-mcp ${VERSION} ready on stdio`);
   }
   const http = config.http;
-  const server = await (
-    await import("./transports/http.js")
-  )
-    .serveHttp({
-      config,
-      http,
-      version: VERSION,
-      logger,
-      serviceKey: target.apiKey,
-      mediaOrigin,
-      // A caller's own key: nothing is kept for it before the service accepts it.
-      makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }),
-      sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
-    })
-    .catch(async (error: unknown) => {
-      // A port in use is a first mistake, not a bug: one line that says how to pick another, as `sandbox` does.
-      const syscall = typeof error === "object" && error !== null && "syscall" in error ? error.syscall : "";
-      if (syscall !== "listen" && syscall !== "bind" && syscall !== "getaddrinfo") throw error;
-      const { describeListenError } = await import("./sandbox/cli.js");
-      throw new StartError(describeListenError(error, http.host, http.port, "MCP server"));
-    });
+  const { serveHttp } = await import("./transports/http.js");
+  const server = await serveHttp({
+    config,
+    http,
+    version: VERSION,
+    logger,
+    serviceKey: target.apiKey,
+    mediaOrigin,
+    // A caller's own key: nothing is kept for it before the service accepts it.
+    makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }),
+    sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
+  }).catch(async (error: unknown) => {
+    // A port in use is a first mistake, not a bug: one line that says how to pick another, as `sandbox` does.
+    const syscall = String((error as { syscall?: unknown } | null)?.syscall);
+    if (!["listen", "bind", "getaddrinfo"].includes(syscall)) throw error;
+    const { describeListenError } = await import("./sandbox/cli.js");
+    throw new StartError(describeListenError(error, http.host, http.port, "MCP server"));
+  });
   onShutdown(async () => {
     await server.close().catch(() => undefined);
     await closeAll();
@@ -226,21 +222,18 @@ function onShutdown(close: () => Promise<unknown>): () => void {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  const failure = error instanceof Error ? error : new Error(String(error));
   // Not a usage mistake: one line that says what is wrong and what to do.
-  if (error instanceof Error && (error.name === "SandboxStartError" || error instanceof StartError)) {
-    const who = error instanceof StartError ? "generation-mcp" : "generation-mcp sandbox";
-    process.stderr.write(redact(`${who}: ${error.message}\n`));
+  if (failure.name === "SandboxStartError" || failure instanceof StartError) {
+    const who = failure instanceof StartError ? "generation-mcp" : "generation-mcp sandbox";
+    process.stderr.write(redact(`${who}: ${failure.message}\n`));
     process.exit(1);
   }
   const expected =
-    error instanceof ConfigError ||
-    (error instanceof Error && error.name === "SandboxUsageError") ||
-    (error instanceof Error && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"));
-  const message = !(error instanceof Error)
-    ? String(error)
-    : expected
-      ? error.message
-      : (error.stack ?? error.message);
+    failure instanceof ConfigError ||
+    failure.name === "SandboxUsageError" ||
+    String((failure as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
+  const message = expected || failure !== error ? failure.message : (failure.stack ?? failure.message);
   process.stderr.write(redact(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`));
   process.exit(2);
 });

@@ -8,6 +8,7 @@ import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 export type LogLevel = "debug" | "info" | "warning" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3 };
 
+type LogLine = (message: string, data?: Record<string, unknown>) => void;
 export type LogSink = (level: LogLevel, message: string, data: Record<string, unknown> | undefined) => void;
 
 export class Logger {
@@ -61,18 +62,10 @@ export class Logger {
     this.parent?.notify(level, message, data);
   }
 
-  debug(message: string, data?: Record<string, unknown>): void {
-    this.log("debug", message, data);
-  }
-  info(message: string, data?: Record<string, unknown>): void {
-    this.log("info", message, data);
-  }
-  warning(message: string, data?: Record<string, unknown>): void {
-    this.log("warning", message, data);
-  }
-  error(message: string, data?: Record<string, unknown>): void {
-    this.log("error", message, data);
-  }
+  readonly debug: LogLine = (message, data) => this.log("debug", message, data);
+  readonly info: LogLine = (message, data) => this.log("info", message, data);
+  readonly warning: LogLine = (message, data) => this.log("warning", message, data);
+  readonly error: LogLine = (message, data) => this.log("error", message, data);
 }
 
 // Controls (C0, DEL, C1 such as NEL), line and paragraph separators, and the bidi controls that can make a

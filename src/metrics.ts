@@ -35,9 +35,7 @@ const NO_METRICS: MetricsRecorder = {
 };
 let current = NO_METRICS;
 
-export function metrics(): MetricsRecorder {
-  return current;
-}
+export const metrics = (): MetricsRecorder => current;
 
 /** Runs one tools/call and reports it (a call that throws, as such, and the error goes on). */
 export async function observeToolCall<T>(tool: string, run: () => Promise<T>): Promise<T> {

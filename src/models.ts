@@ -38,9 +38,6 @@ export const DEFAULT_ASPECT_RATIO_IMAGE = "1:1";
 export const DEFAULT_DURATION_S = 5;
 /** Our choice (spec: "not shown"): 20 s is the longest clip the service's video models are sold for. */
 export const MAX_DURATION_S = 20;
-/** Our choice: each side of W:H is a whole number from 1 to 64 (21:9, 9:16, 4:3, 1:1 ...). */
-export const MAX_ASPECT_TERM = 64;
-export const ASPECT_RATIO_PATTERN = /^([1-9]\d{0,1}):([1-9]\d{0,1})$/;
 
 export const PAGE_LIMIT_MIN = 1;
 export const PAGE_LIMIT_MAX = 50;
@@ -48,8 +45,7 @@ export const PAGE_LIMIT_DEFAULT = 20;
 
 /** Upload ceiling: "10MB" read as 10 MiB = 10,485,760 bytes (our documented choice). */
 export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
-export const UPLOAD_MIME_TYPES = ["image/jpeg", "image/png", "image/webp"] as const;
-export type UploadMimeType = (typeof UPLOAD_MIME_TYPES)[number];
+export type UploadMimeType = "image/jpeg" | "image/png" | "image/webp";
 
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 60;
 
@@ -94,14 +90,10 @@ export function isUsable(model: ModelPrice, paidAccess: boolean | undefined): bo
   return model.needs_paid_access ? paidAccess : true;
 }
 
-export function isVideoModel(value: string): value is VideoModel {
-  return (VIDEO_MODELS as readonly string[]).includes(value);
-}
-
 /** Accepts the spec's unprefixed default spelling as the lite model. */
 export function resolveVideoModel(value: string | undefined): VideoModel | undefined {
   if (value === undefined || value === DEFAULT_VIDEO_MODEL_ALIAS) return DEFAULT_VIDEO_MODEL;
-  return isVideoModel(value) ? value : undefined;
+  return VIDEO_MODELS.find((model) => model === value);
 }
 
 export function videoCredits(model: VideoModel, durationS: number, resolution?: string): number {
@@ -109,24 +101,18 @@ export function videoCredits(model: VideoModel, durationS: number, resolution?: 
     model === RESOLUTION_MODEL && resolution === "1080p"
       ? VIDEO_1080P_CREDITS_PER_SECOND
       : VIDEO_CREDITS_PER_SECOND[model];
-  return roundCredits(perSecond * durationS);
+  return Math.round(perSecond * durationS * 100) / 100;
 }
 
 export function imageCredits(count = 1): number {
   return IMAGE_CREDITS_PER_IMAGE * count;
 }
 
-function roundCredits(value: number): number {
-  return Math.round(value * 100) / 100;
-}
-
+/** Our choice: each side of W:H is a whole number from 1 to 64 (21:9, 9:16, 4:3, 1:1 ...). */
 export function parseAspectRatio(value: string): { width: number; height: number } | undefined {
-  const match = ASPECT_RATIO_PATTERN.exec(value);
-  if (!match) return undefined;
-  const width = Number(match[1]);
-  const height = Number(match[2]);
-  if (width > MAX_ASPECT_TERM || height > MAX_ASPECT_TERM) return undefined;
-  return { width, height };
+  const match = /^([1-9]\d?):([1-9]\d?)$/.exec(value);
+  const [width, height] = [Number(match?.[1]), Number(match?.[2])];
+  return match !== null && width <= 64 && height <= 64 ? { width, height } : undefined;
 }
 
 /** Our choice (spec: not shown): prompts longer than this are refused with validation_error. */

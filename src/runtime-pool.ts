@@ -16,8 +16,15 @@ export interface PooledRuntime {
   busy(): boolean;
   /** Resolves once the calls running now have settled. */
   callsSettled(): Promise<void>;
-  /** What the service has said of the key: accepted, refused, or nothing yet. */
+  /**
+   * What the service has said of the key: a caller's key not accepted yet holds nothing worth keeping (its
+   * runtime goes when its last call ends), and one it refused is remembered as refused.
+   */
   keyState(): KeyState;
+  /**
+   * Every call still running answers at once with what it has (a started task with its video_id and "still
+   * processing"), waited for at most `graceMs`, then everything is closed.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -35,7 +42,6 @@ export interface PoolOptions<R> {
 
 interface Entry<R> {
   runtime: Promise<R>;
-  /** Set once made. */
   made?: R;
   calls: number;
   lastUsed: number;

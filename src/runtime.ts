@@ -3,12 +3,11 @@
  * starter, MCP task records, spend. Used by both transports (stdio: one key; HTTP: one per key, in
  * runtime-pool.ts) and by the in-process tests, so all run the same assembly.
  */
-import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import { GenerationClient, type ClientOptions, type KeyState } from "./api/client.js";
+import { GenerationClient, type ClientOptions } from "./api/client.js";
 import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config/index.js";
 import { adviceModeFor } from "./advice.js";
@@ -27,6 +26,7 @@ import { LOCAL_STATE, type SharedState, type StateHub, type TaskLogger } from ".
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
 import { confirmStatesFor, type ConfirmStates } from "./mcp/confirm.js";
+import type { PooledRuntime } from "./runtime-pool.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -51,11 +51,11 @@ export interface ServiceTarget {
  */
 export function journalDir(stateDir: string, target: ServiceTarget): string {
   const host = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).host : "service";
-  const digest = createHash("sha256").update(`${target.baseUrl}\n${target.apiKey}`).digest("hex");
-  return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest.slice(0, 12)}`);
+  const digest = digestOf(`${target.baseUrl}\n${target.apiKey}`).slice(0, 12);
+  return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest}`);
 }
 
-export interface Runtime {
+export interface Runtime extends PooledRuntime {
   depsFactory: DepsFactory;
   /** Masks this runtime's key (and the process's secrets) in whatever it emits or stores. */
   redactor: Redactor;
@@ -66,20 +66,6 @@ export interface Runtime {
   /** The `requestState`s of this key's cost confirmations (mcp/confirm.ts). */
   confirmStates: ConfirmStates;
   client: GenerationClient;
-  /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
-  busy(): boolean;
-  /** Resolves once the calls running now have settled (background task waits aside). */
-  callsSettled(): Promise<void>;
-  /**
-   * What the service has said of this key: a caller's key not accepted yet holds nothing worth keeping (its
-   * runtime goes when its last call ends), and one it refused is remembered as refused.
-   */
-  keyState(): KeyState;
-  /**
-   * Stops the process's work: every call still running answers at once with what it has (a started task
-   * with its video_id and "still processing"), waited for at most `graceMs`, then everything is closed.
-   */
-  close(graceMs?: number): Promise<void>;
 }
 
 /** How long a shutdown waits for running calls to answer before closing. */
@@ -100,14 +86,12 @@ export async function createRuntime(
   const redactor = PROCESS_REDACTOR.with(target.apiKey);
   const logger = processLogger.scoped(redactor);
   // The embedded sandbox lives and dies with this process: nothing of it is shared.
-  const local = new TokenBucketBudget();
-  const accepted = () => client.keyState === "accepted";
-  const shared = gateShared((target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local }), accepted);
-  const budget = shared.budget;
+  const state = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local: new TokenBucketBudget() });
+  const shared = gateShared(state, () => client.keyState === "accepted");
   const client: GenerationClient = new GenerationClient({
     baseUrl: target.baseUrl,
     apiKey: target.apiKey,
-    budget,
+    budget: shared.budget,
     userAgent: `generation-mcp/${version}`,
     onWarning: (message, data) => logger.warning(message, data),
     trustedKey: target.callerKey !== true,
@@ -133,7 +117,7 @@ export async function createRuntime(
   const starter = new TaskStarter({
     api: client,
     journal,
-    budget,
+    budget: shared.budget,
     logger: log,
     claims: shared.claims,
     ownership,
@@ -147,6 +131,7 @@ export async function createRuntime(
   // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
   const remote = config.http !== undefined;
   const confirmStates = confirmStatesFor(target.baseUrl, target.apiKey);
+  const base = URL.parse(target.baseUrl);
   const depsFactory: DepsFactory = ({ clientRoots, scope, callerId }) => ({
     api: client,
     poller,
@@ -157,7 +142,7 @@ export async function createRuntime(
     redactor,
     advice: adviceModeFor(config, scope),
     stopping: stopping.signal,
-    mediaAllowHosts: URL.canParse(target.baseUrl) ? [new URL(target.baseUrl).hostname] : [],
+    mediaAllowHosts: base === null ? [] : [base.hostname],
     downloads: !remote || config.outputDirConfigured,
     scope,
     // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.

@@ -22,7 +22,7 @@ export type Authenticator = (
 export interface Auth {
   authenticate: Authenticator;
   /** OAuth mode: the resource server's metadata, challenges and readiness. */
-  oauth: OAuthGate | undefined;
+  oauth?: OAuthGate;
   /** Whether each caller's bearer is its own service key (passthrough). */
   callerKeys: boolean;
   /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
@@ -55,7 +55,6 @@ export async function authFor(config: HttpConfig, serviceKey: string, logger: Lo
   if (config.tokenHashes !== undefined) {
     return {
       authenticate: gatewayAuth(config.tokenHashes, serviceKey),
-      oauth: undefined,
       callerKeys: false,
       bearerHint:
         "This server has no OAuth: send the access token you were given for it as 'Authorization: Bearer <token>'.",
@@ -64,7 +63,6 @@ export async function authFor(config: HttpConfig, serviceKey: string, logger: Lo
   }
   return {
     authenticate: passthroughAuth,
-    oauth: undefined,
     callerKeys: true,
     bearerHint:
       "This server has no OAuth: send your generation service API key as 'Authorization: Bearer <key>'.",

@@ -125,23 +125,22 @@ async function fetchJson(url: string): Promise<unknown> {
     redirect: "error",
     headers: { accept: "application/json" },
   });
-  const reader = response.body?.getReader();
-  try {
-    if (!response.ok) throw new Error(`${url} answered HTTP ${response.status}`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (let read = await reader?.read(); read !== undefined && !read.done; read = await reader?.read()) {
-      size += read.value.byteLength;
-      if (size > MAX_DOCUMENT_BYTES) throw new Error(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
-      chunks.push(read.value);
-    }
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
-  } finally {
-    // An answer refused before its end is dropped, not left half-read.
-    void reader?.cancel().catch(() => undefined);
+  if (!response.ok) {
+    void response.body?.cancel().catch(() => undefined);
+    throw new Error(`${url} answered HTTP ${response.status}`);
   }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Leaving the loop early (the throw) cancels the rest of the answer: it is dropped, not left half-read.
+  for await (const chunk of response.body ?? []) {
+    if ((size += chunk.byteLength) > MAX_DOCUMENT_BYTES) {
+      throw new Error(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
+  return (error instanceof Error ? error.message : String(error)).slice(0, 200);
 }

@@ -70,14 +70,16 @@ export async function createOAuthGate(
     message: "the access token is not valid for this server: sign in again.",
   });
 
-  const verify = (token: string, keySet: JWTVerifyGetKey) =>
-    jwtVerify(token, keySet, {
-      issuer: config.issuer,
-      audience: config.audience,
-      algorithms: ALGORITHMS,
-      clockTolerance: CLOCK_LEEWAY_S,
-      requiredClaims: ["sub", "exp"],
-    });
+  const verify = async (token: string, keySet: JWTVerifyGetKey) =>
+    (
+      await jwtVerify(token, keySet, {
+        issuer: config.issuer,
+        audience: config.audience,
+        algorithms: ALGORITHMS,
+        clockTolerance: CLOCK_LEEWAY_S,
+        requiredClaims: ["sub", "exp"],
+      })
+    ).payload;
 
   return {
     ready: () => {
@@ -111,23 +113,15 @@ export async function createOAuthGate(
         void keys.refetch();
         return { unavailable: "the identity provider cannot be reached to check tokens" };
       }
-      let payload;
-      try {
-        ({ payload } = await verify(token, keySet));
-      } catch (error) {
+      const payload = await verify(token, keySet).catch(async (error: unknown) => {
         // A key id none of the keys in hand has: perhaps the issuer rotated, so its set is fetched again
         // (once per cool-down, whoever asks); if that brings nothing new, the token does not pass.
-        if (!(error instanceof errors.JWKSNoMatchingKey) || !(await keys.refetch())) return invalid();
-        const fresh = keys.current();
-        if (fresh === undefined) return invalid();
-        try {
-          ({ payload } = await verify(token, fresh));
-        } catch {
-          return invalid();
-        }
-      }
+        const rotated = error instanceof errors.JWKSNoMatchingKey && (await keys.refetch());
+        const fresh = rotated ? keys.current() : undefined;
+        return fresh === undefined ? undefined : verify(token, fresh).catch(() => undefined);
+      });
       // One subject, one caller: a token naming none (or "") would make everyone without one a single caller.
-      if (typeof payload.sub !== "string" || payload.sub === "") return invalid();
+      if (typeof payload?.sub !== "string" || payload.sub === "") return invalid();
       const id = digestOf(`${config.issuer}\n${payload.sub}`);
       return { id, kind: "oauth", serviceKey, scope: `o:${id.slice(0, 32)}`, grants: grantsOf(payload) };
     },

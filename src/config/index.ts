@@ -9,15 +9,8 @@ import { checkHttpKeys, httpConfig, type HttpConfig } from "./http.js";
 import { ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
 
 export { isLoopbackHost, isMetricsOn, type HttpConfig, type OAuthConfig } from "./http.js";
-export {
-  ConfigError,
-  DEFAULTS,
-  FLAG_OPTIONS,
-  FLAG_TO_ENV,
-  describeOptions,
-  isUnfilledPlaceholder,
-} from "./schema.js";
-export const { httpPort: DEFAULT_HTTP_PORT, httpMaxBodyBytes: DEFAULT_HTTP_MAX_BODY_BYTES } = DEFAULTS;
+export { ConfigError, FLAG_OPTIONS, FLAG_TO_ENV, describeOptions, isUnfilledPlaceholder } from "./schema.js";
+export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;
 
 /** The largest JSON-RPC message one transport message may carry: 10 MiB, like the MCP SDK's stdio default. */
 export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;

@@ -4,9 +4,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Folders under the home directory allowed when GENERATION_ALLOWED_DIRS is unset (if they exist). */
-export const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
+const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
-export interface AllowedDirsInput {
+interface AllowedDirsInput {
   /**
    * GENERATION_ALLOWED_DIRS, split. `undefined` (unset): the home folders above and the output folder. When
    * set it replaces the defaults, so `[]` allows no folder but the client's roots. `~/` expands to `home`.

@@ -7,11 +7,13 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, createWriteStream } from "node:fs";
 import { copyFile, link, mkdir, open, readdir, unlink } from "node:fs/promises";
 import path from "node:path";
+import { buffer } from "node:stream/consumers";
 import { pipeline } from "node:stream/promises";
 import type { Agent, Dispatcher } from "undici";
 
 import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { errorCode } from "./local-path.js";
 import { NonPublicAddressError, checkPublicUrl, createPublicAgent, showUrl } from "./public-address.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
 
@@ -72,16 +74,15 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
       const hash = createHash("sha256");
       let head = Buffer.alloc(0);
       let bytes = 0;
-      const count = async function* (source: AsyncIterable<Buffer>) {
+      const tap = async function* (source: AsyncIterable<Buffer>) {
         for await (const chunk of source) {
           bytes += chunk.length;
-          if (bytes > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
           if (head.length < SNIFF_LENGTH) head = Buffer.concat([head, chunk]);
           hash.update(chunk);
           yield chunk;
         }
       };
-      await pipeline(response.body, count, createWriteStream(temp, { fd: handle }));
+      await pipeline(capped(response, shown, opts.maxBytes), tap, createWriteStream(temp, { fd: handle }));
       if (bytes === 0) throw failure(`${shown} answered with no data; nothing was saved.`);
       const fallback = opts.expected === "video" ? "mp4" : opts.expected === "image" ? "png" : "bin";
       const extension = sniffMediaExtension(head) ?? fallback;
@@ -98,15 +99,16 @@ export async function downloadMedia(opts: DownloadMediaOptions): Promise<Downloa
 
 /** Fetches media into memory (for a preview) under the same guards and errors as `downloadMedia`. */
 export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
-  return fetchMedia(opts, async (response, shown) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      if ((bytes += chunk.length) > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks, bytes);
-  });
+  return fetchMedia(opts, (response, shown) => buffer(capped(response, shown, opts.maxBytes)));
+}
+
+/** The body, failing once it passes `maxBytes` (Content-Length may be missing or lie). */
+async function* capped(response: Response, shown: string, maxBytes: number): AsyncGenerator<Buffer> {
+  let bytes = 0;
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    if ((bytes += chunk.length) > maxBytes) throw tooLarge(shown, maxBytes);
+    yield chunk;
+  }
 }
 
 /**
@@ -152,8 +154,8 @@ async function fetchMedia<T>(
   } catch (error) {
     if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
     if (error instanceof GenerationError) throw error;
-    const code = (error as { code?: unknown }).code;
-    if (deadline.aborted || /^UND_ERR_\w*TIMEOUT$/.test(String(code))) {
+    const code = errorCode(error);
+    if (deadline.aborted || /^UND_ERR_\w*TIMEOUT$/.test(code ?? "")) {
       throw new TimeoutError(
         `Downloading ${showUrl(start)} did not finish within ${Math.round(timeoutMs / 1000)} s; nothing was saved.`,
         { cause: error, nextStep: RETRY_DOWNLOAD },
@@ -212,21 +214,16 @@ async function follow(
 
 function mediaUrl(raw: string, context: string, base?: URL): URL {
   const url = URL.parse(raw, base?.href);
-  const problem =
-    url === null
-      ? `${context} is not a valid URL; nothing was saved.`
-      : url.protocol !== "http:" && url.protocol !== "https:"
-        ? `${context} leads to a ${url.protocol} address; only http and https are downloaded, nothing was saved.`
-        : undefined;
-  if (url === null || problem !== undefined) {
+  if (url === null || !/^https?:$/.test(url.protocol)) {
     throw failure(
-      problem ?? "",
+      url === null
+        ? `${context} is not a valid URL; nothing was saved.`
+        : `${context} leads to a ${url.protocol} address; only http and https are downloaded, nothing was saved.`,
       "Open the media URL yourself if you trust it; the server downloads only http(s) addresses.",
     );
   }
   // Credentials in the address would become an Authorization header.
-  url.username = "";
-  url.password = "";
+  url.username = url.password = "";
   return url;
 }
 
@@ -281,19 +278,17 @@ async function holdsSame(file: string, expected: { bytes: number; sha256: string
 // link() fails with EEXIST instead of replacing, unlike rename(); copyFile with COPYFILE_EXCL where there
 // are no hard links (FAT, some network shares).
 async function linkExclusive(temp: string, candidate: string): Promise<boolean> {
-  const exists = (error: unknown) => (error as { code?: unknown }).code === "EEXIST";
   try {
     await link(temp, candidate);
     return true;
   } catch (error) {
-    if (exists(error)) return false;
-    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(String((error as { code?: unknown }).code)))
-      throw error;
+    if (errorCode(error) === "EEXIST") return false;
+    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(errorCode(error) ?? "")) throw error;
   }
   return copyFile(temp, candidate, constants.COPYFILE_EXCL).then(
     () => true,
     async (error: unknown) => {
-      if (exists(error)) return false;
+      if (errorCode(error) === "EEXIST") return false;
       await unlink(candidate).catch(() => {});
       throw error;
     },

@@ -9,6 +9,7 @@ import type { FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 
 import type { UploadSource } from "../api/types.js";
 import { MAX_UPLOAD_BYTES, type UploadMimeType } from "../models.js";
@@ -57,8 +58,7 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
       );
     }
     // Read whole (at most maxBytes, and only while checking): type, container and hash see the same bytes.
-    const bytes = Buffer.allocUnsafe(size);
-    for await (const _chunk of readExactly(handle, size, param, shown, bytes));
+    const bytes = await buffer(readExactly(handle, size, param, shown));
     const image = inspect(bytes, param, shown, path.basename(requested));
     return { ...image, ...streams(handle, () => verified(handle, image, param, shown)) };
   } catch (error) {
@@ -210,11 +210,11 @@ async function* verified(
 }
 
 /**
- * Reads exactly `size` bytes in bounded chunks (into `into` when given, else fresh buffers a consumer may
- * keep) and fails if the file is now shorter or longer. A failing read becomes a refusal naming the
- * parameter, so the HTTP layer the stream feeds does not take it for a network failure and retry.
+ * Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. A failing
+ * read becomes a refusal naming the parameter, so the HTTP layer the stream feeds does not take it for a
+ * network failure and retry.
  */
-async function* readExactly(handle: FileHandle, size: number, param: string, shown: string, into?: Buffer) {
+async function* readExactly(handle: FileHandle, size: number, param: string, shown: string) {
   const readAt = async (buffer: Buffer, position: number): Promise<number> => {
     try {
       return (await handle.read(buffer, 0, buffer.length, position)).bytesRead;
@@ -228,12 +228,11 @@ async function* readExactly(handle: FileHandle, size: number, param: string, sho
     }
   };
   for (let position = 0; position < size;) {
-    const length = Math.min(CHUNK_BYTES, size - position);
-    const buffer = into?.subarray(position, position + length) ?? Buffer.allocUnsafe(length);
-    const read = await readAt(buffer, position);
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - position));
+    const read = await readAt(chunk, position);
     if (read === 0) throw changedError(param, shown);
     position += read;
-    yield buffer.subarray(0, read);
+    yield chunk.subarray(0, read);
   }
   if ((await readAt(Buffer.alloc(1), size)) !== 0) throw changedError(param, shown);
 }

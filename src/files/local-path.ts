@@ -22,7 +22,7 @@ export interface OpenInsideOptions {
   home: string;
 }
 
-export interface OpenedFile {
+interface OpenedFile {
   handle: FileHandle;
   /** The path as asked for (absolute, `~` expanded), and as quoted in messages. */
   requested: string;
@@ -215,13 +215,11 @@ function outsideError(
 function missingError(param: string, shown: string, missing: UnresolvedPath): ValidationError {
   const { code, existing, firstMissing } = missing;
   const what =
-    code === "ENOTDIR"
-      ? "does not exist: a part of the path is a file, not a folder"
-      : code !== undefined && code !== "ENOENT"
-        ? describeFsError(code)
-        : firstMissing === undefined
-          ? "does not exist"
-          : `does not exist: the folder ${showPath(firstMissing)} does not exist either (the deepest existing folder on that path is ${showPath(existing ?? "")})`;
+    code !== undefined && code !== "ENOENT"
+      ? describeFsError(code)
+      : firstMissing === undefined
+        ? "does not exist"
+        : `does not exist: the folder ${showPath(firstMissing)} does not exist either (the deepest existing folder on that path is ${showPath(existing ?? "")})`;
   return refuse(
     param,
     `${shown} ${what}.`,
@@ -232,7 +230,7 @@ function missingError(param: string, shown: string, missing: UnresolvedPath): Va
 function describeFsError(code: string | undefined): string {
   const known: Record<string, string> = {
     ENOENT: "does not exist",
-    ENOTDIR: "does not exist (a part of the path is not a folder)",
+    ENOTDIR: "does not exist: a part of the path is a file, not a folder",
     EACCES: "cannot be read (permission denied)",
     EPERM: "cannot be read (permission denied)",
     ELOOP: "has too many levels of symbolic links",

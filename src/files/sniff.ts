@@ -4,7 +4,7 @@ import type { UploadMimeType } from "../models.js";
 /** How many leading bytes the sniffers look at; read at least this many before calling them. */
 export const SNIFF_LENGTH = 16;
 
-export type MediaExtension = "mp4" | "mov" | "png" | "jpg" | "webp" | "gif" | "webm";
+type MediaExtension = "mp4" | "mov" | "png" | "jpg" | "webp" | "gif" | "webm";
 
 const EXTENSIONS = { "image/jpeg": "jpg", "image/png": "png", "image/webp": "webp" } as const;
 // ISO-BMFF brands of still images (AVIF, HEIC): an `ftyp` box alone does not make a video.
@@ -20,9 +20,7 @@ export function sniffImageType(bytes: Uint8Array): UploadMimeType | undefined {
 }
 
 /** The file extension (without dot) that names an upload type. */
-export function extensionFor(mime: UploadMimeType): (typeof EXTENSIONS)[UploadMimeType] {
-  return EXTENSIONS[mime];
-}
+export const extensionFor = (mime: UploadMimeType) => EXTENSIONS[mime];
 
 /** The extension for downloaded media: mp4 / mov (an ISO-BMFF video), png, jpg, webp, gif, webm. */
 export function sniffMediaExtension(bytes: Uint8Array): MediaExtension | undefined {
@@ -30,17 +28,15 @@ export function sniffMediaExtension(bytes: Uint8Array): MediaExtension | undefin
   if (image !== undefined) return extensionFor(image);
   if (has(bytes, 0, "GIF87a") || has(bytes, 0, "GIF89a")) return "gif";
   if (has(bytes, 0, "\x1a\x45\xdf\xa3")) return "webm";
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // A real ftyp box holds at least its header, a major brand and a minor version (16 bytes).
-  const boxSize = ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0;
-  if (bytes.length < 12 || !has(bytes, 4, "ftyp") || boxSize < 16) return undefined;
-  const brand = String.fromCharCode(...bytes.subarray(8, 12));
+  if (bytes.length < 12 || !has(bytes, 4, "ftyp") || view.readUInt32BE(0) < 16) return undefined;
+  const brand = view.toString("latin1", 8, 12);
   if (!/^[\x20-\x7e]{4}$/.test(brand) || STILL_IMAGE_BRANDS.has(brand)) return undefined;
   return brand === "qt  " ? "mov" : "mp4";
 }
 
 function has(bytes: Uint8Array, offset: number, text: string): boolean {
-  return (
-    bytes.length >= offset + text.length &&
-    [...text].every((char, i) => bytes[offset + i] === char.charCodeAt(0))
-  );
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return view.toString("latin1", offset, offset + text.length) === text;
 }
