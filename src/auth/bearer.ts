@@ -4,7 +4,7 @@
  * - passthrough (the default): the bearer is the caller's own service key. It is not judged here: the
  *   service judges it when the caller first needs the service (runtime-pool.ts), and nothing is kept for a
  *   key before that.
- * - gateway (GENERATION_HTTP_TOKEN_HASHES): the server holds the service key; callers present tokens whose
+ * - gateway (GENERATION_HTTP_TOKENS): the server holds the service key; callers present tokens whose
  *   SHA-256 hashes the operator listed. The token never leaves this module except as its digest.
  * - OAuth (GENERATION_OAUTH_ISSUER): the team's authorization server signs callers in (oauth.ts).
  */
