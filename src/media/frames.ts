@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ImageContent } from "@modelcontextprotocol/server";
 
-import { AbortedError } from "../api/errors.js";
+import { abortable } from "../api/sleep.js";
 import { downloadMedia } from "../files/download.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf } from "./previews.js";
@@ -96,16 +96,7 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
   });
   sheets.set(key, made);
   while (sheets.size > CACHED_SHEETS) sheets.delete(sheets.keys().next().value ?? "");
-  return untilAborted(made, options.signal);
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new AbortedError());
-  return new Promise((resolve, reject) => {
-    const abort = () => reject(new AbortedError());
-    signal.addEventListener("abort", abort, { once: true });
-    void promise.then(resolve).finally(() => signal.removeEventListener("abort", abort));
-  });
+  return abortable(options.signal, (resolve, reject) => void made.then(resolve, reject));
 }
 
 function noteFor(error: unknown): string {
