@@ -4,7 +4,7 @@
  * It is the other end of the wire: it shares service facts with the client through src/models.ts only.
  */
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
+import { once, setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { DEFAULT_ACCOUNTS, RateLimiter, createAccounts } from "./auth.js";
@@ -51,6 +51,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const accounts = createAccounts(options.accounts ?? DEFAULT_ACCOUNTS);
   const store = new Store(clock, timings, () => shapes.inProgressStatuses);
   const shutdown = new AbortController();
+  // Every request waiting out a latency or drip fault listens to it: any number may wait at once.
+  setMaxListeners(0, shutdown.signal);
   const rateLimit = options.rateLimit ?? { limit: DEFAULT_RATE_LIMIT_PER_MINUTE, windowMs: 60_000 };
   const ctx: SandboxContext = {
     clock,
