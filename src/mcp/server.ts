@@ -57,13 +57,6 @@ const INSTRUCTIONS =
 
 /** Lists that never change while the server runs: a client may keep them for an hour, shared by all. */
 const STATIC = { ttlMs: 60 * 60 * 1000, cacheScope: "public" as const };
-const STATIC_LISTS = [
-  "server/discover",
-  "tools/list",
-  "resources/list",
-  "resources/templates/list",
-  "resources/read",
-];
 
 const LIST = { params: z.looseObject({ cursor: z.string().optional() }) };
 const READ = { params: z.looseObject({ uri: z.string() }) };
@@ -102,7 +95,13 @@ class GenerationServer extends Server {
         ...(planned.era === "modern" && {
           supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION],
         }),
-        cacheHints: Object.fromEntries(STATIC_LISTS.map((method) => [method, STATIC])),
+        cacheHints: {
+          "server/discover": STATIC,
+          "tools/list": STATIC,
+          "resources/list": STATIC,
+          "resources/templates/list": STATIC,
+          "resources/read": STATIC,
+        },
       },
     );
   }

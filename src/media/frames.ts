@@ -19,12 +19,13 @@ import { reasonOf } from "./previews.js";
 
 /** The largest video fetched for a sheet: a 10 s 4k clip is some 50-150 MB. */
 export const MAX_VIDEO_BYTES = 200 * 1024 * 1024;
-/** Fetch and decode together; a later result of the same video reuses the outcome. */
+/** The wait for a turn, the fetch and the decode together; a later result of the same video reuses the outcome. */
 export const FRAMES_DEADLINE_MS = 30_000;
 /** A sheet above this is made again at a lower quality: it shares the result's 1 MB with everything else. */
 export const SHEET_MAX_BYTES = 200_000;
 const CACHED_SHEETS = 16;
 const MAX_STDERR_BYTES = 4 * 1024 * 1024;
+const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";
 const VIDEO_DEMUXERS: Readonly<Record<string, string>> = { mp4: "mov", mov: "mov", webm: "matroska" };
 
 export interface FramesInfo {
@@ -65,10 +66,9 @@ const WAITING_AT_MOST = 8;
 let running = 0;
 const turns: (() => void)[] = [];
 
-async function inTurn<T>(make: () => Promise<T>): Promise<T> {
+async function inTurn<T>(deadline: number, make: () => Promise<T>): Promise<T> {
   if (running < AT_ONCE) running += 1;
-  else if (turns.length < WAITING_AT_MOST) await new Promise<void>((resolve) => turns.push(resolve));
-  else {
+  else if (turns.length >= WAITING_AT_MOST || !(await turnBefore(deadline))) {
     throw new FramesError(
       "the server is busy making other videos' frame sheets; get_status of this video shows them later.",
       false,
@@ -84,16 +84,34 @@ async function inTurn<T>(make: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Waits for a turn; false when the deadline comes first (the place in line is given up). */
+function turnBefore(deadline: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const take = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      turns.splice(turns.indexOf(take), 1);
+      resolve(false);
+    }, deadline - Date.now());
+    turns.push(take);
+  });
+}
+
 /** The sheet of the video at `url`, or a note saying why there is none. */
 export async function contactSheet(url: string, options: SheetOptions): Promise<Sheet> {
   const maxSide = Math.min(1024, options.maxSide);
   const key = `${options.ffmpegPath ?? ""} ${maxSide} ${url}`;
   let made = sheets.get(key);
   sheets.delete(key);
-  made ??= inTurn(() => makeSheet(url, { ...options, maxSide })).catch((error: unknown) => {
-    if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
-    return { note: noteFor(error) };
-  });
+  const deadline = Date.now() + FRAMES_DEADLINE_MS;
+  made ??= inTurn(deadline, () => makeSheet(url, { ...options, maxSide }, deadline)).catch(
+    (error: unknown) => {
+      if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
+      return { note: noteFor(error) };
+    },
+  );
   sheets.set(key, made);
   while (sheets.size > CACHED_SHEETS) sheets.delete(sheets.keys().next().value ?? "");
   return abortable(options.signal, (resolve, reject) => void made.then(resolve, reject));
@@ -110,8 +128,7 @@ function noteFor(error: unknown): string {
   return `No frame preview of the video: ${reasonOf(error)}`;
 }
 
-async function makeSheet(url: string, options: SheetOptions): Promise<Sheet> {
-  const deadline = Date.now() + FRAMES_DEADLINE_MS;
+async function makeSheet(url: string, options: SheetOptions, deadline: number): Promise<Sheet> {
   const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-frames-"));
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   // process.exit() skips finally blocks: the folder and a running ffmpeg go with the process all the same.
@@ -217,6 +234,7 @@ function runFfmpeg(binary: string, args: string[], deadline: number): Promise<Ru
         process.removeListener("exit", kill);
         if (error === null) resolve({ code: 0, stderr });
         else if (typeof error.code === "number") resolve({ code: error.code, stderr });
+        else if (error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") reject(new FramesError(TOO_MUCH_OUTPUT));
         else reject(error.signal ? timedOut() : error);
       },
     );

@@ -24,8 +24,6 @@ import {
   type WorkerRequest,
 } from "./preview-worker.js";
 
-export { MAX_INPUT_PIXELS } from "./preview-worker.js";
-
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;
 /**

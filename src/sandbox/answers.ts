@@ -24,7 +24,8 @@ type Field = [flat: string | undefined, nested: string | undefined, value: unkno
 function shape(shapes: SandboxShapes, fields: Field[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
   for (const [flat, nested, value] of fields) {
-    const path = (shapes.nesting === "nested" ? nested : flat)?.split(".");
+    // Only the nested form has paths: a flat key (a configurable name among them) is used as it is.
+    const path = shapes.nesting === "nested" ? nested?.split(".") : flat === undefined ? undefined : [flat];
     const last = path?.pop();
     if (last === undefined || value === undefined) continue;
     let node = record;

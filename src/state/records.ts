@@ -11,7 +11,7 @@ import { GenerationError } from "../api/errors.js";
 import type { RateBudget, TokenBucketBudget } from "../api/rate-budget.js";
 import { safeId } from "../api/shapes.js";
 import type { VideoStatus } from "../api/types.js";
-import { MAX_TASK_TTL_MS } from "../config/index.js";
+import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../config/index.js";
 import type { LogLevel } from "../logger.js";
 
 /** Where the state and task machinery report: `(level, message, data) => logger.log(level, message, data)`. */
@@ -134,6 +134,7 @@ export interface OwnershipStore {
  * soft: an unreachable store stores nothing, finds nothing and grants every lease.
  */
 export interface TaskRecordStore {
+  /** Writes the record for as long as its ttl has left. */
   share(record: TaskRecord): Promise<void>;
   /** The final record when there is one, else the latest working one. */
   read(taskId: string): Promise<TaskRecord | undefined>;
@@ -207,6 +208,22 @@ export type StoredResult = CallToolResult;
 /** An MCP task's state, in the 2025-11-25 field names (the wire forms map it). */
 export type TaskState = z.output<typeof TASK_RECORD>["task"];
 export type TaskStatus = TaskState["status"];
+
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
+
+/** A requested ttl that names none gets this. */
+const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
+
+/** The ttl a task gets: the default when none was asked for, else the one asked for within the bounds. */
+export function boundTtl(requested: number | null | undefined): number {
+  if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
+  return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
+}
+
+/** A result whose only content is `text`, marked as an error. */
+export function errorText(text: string): StoredResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
 
 /** An MCP task record, whatever protocol era a client speaks. */
 export type TaskRecord = Omit<z.output<typeof TASK_RECORD>, "tool" | "result" | "saved"> & {

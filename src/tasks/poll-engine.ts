@@ -90,7 +90,6 @@ interface Loop {
 export class PollEngine {
   private readonly api: Pick<GenerationApi, "getVideo">;
   private readonly intervalMs: number;
-  private readonly now = () => Date.now();
   private readonly logger: TaskLogger;
   private readonly maxBackoffMs: number;
   private readonly random: () => number;
@@ -145,7 +144,7 @@ export class PollEngine {
       const onAbort = () => this.finish(loop, waiter, "cancelled");
       signal?.addEventListener("abort", onAbort, { once: true });
       const waiter: Waiter = {
-        startedAt: this.now(),
+        startedAt: Date.now(),
         polls: 0,
         onUpdate: options.onUpdate,
         release: () => {
@@ -158,7 +157,7 @@ export class PollEngine {
       loop.waiters.add(waiter);
       if (existing === undefined) void this.run(loop);
       // A fresh shared result is as good as a poll of our own: report it at once.
-      else if (loop.last !== undefined && this.now() - loop.lastAt < this.intervalMs)
+      else if (loop.last !== undefined && Date.now() - loop.lastAt < this.intervalMs)
         this.notify(waiter, loop);
     });
   }
@@ -215,7 +214,7 @@ export class PollEngine {
         .finally(() => this.endTurn(loop));
       if (signal.aborted) return "stop";
       void coordinator?.publish(loop.videoId, video);
-      return this.deliver(loop, video, this.now()) ? "stop" : this.intervalMs;
+      return this.deliver(loop, video, Date.now()) ? "stop" : this.intervalMs;
     } catch (error) {
       if (signal.aborted) return "stop";
       if (!(error instanceof GenerationError) || !error.transient) {
@@ -272,7 +271,9 @@ export class PollEngine {
         // Let every wait started in the same tick queue first, so the ranking (not call order) decides.
         queueMicrotask(() => this.dispatch());
       },
-      () => this.turns.includes(turn) && this.turns.splice(this.turns.indexOf(turn), 1),
+      () => {
+        if (this.turns.includes(turn)) this.turns.splice(this.turns.indexOf(turn), 1);
+      },
     );
     return started.then(
       () => true,
@@ -285,7 +286,7 @@ export class PollEngine {
     this.activePolls -= 1;
     if (!loop.controller.signal.aborted) {
       this.lastPolled.delete(loop.videoId);
-      this.lastPolled.set(loop.videoId, this.now());
+      this.lastPolled.set(loop.videoId, Date.now());
       if (this.lastPolled.size > POLL_HISTORY_SIZE + this.loops.size) {
         this.lastPolled.delete(this.lastPolled.keys().next().value ?? "");
       }
@@ -312,7 +313,7 @@ export class PollEngine {
     let delay = Math.min(this.maxBackoffMs, exponential * (1 + 0.25 * this.random()));
     if (error.retryAtMs !== undefined) {
       // A 429 names its reset: waiting less would only earn another 429.
-      delay = Math.max(delay, Math.min(MAX_RATE_LIMIT_WAIT_MS, error.retryAtMs - this.now()));
+      delay = Math.max(delay, Math.min(MAX_RATE_LIMIT_WAIT_MS, error.retryAtMs - Date.now()));
     }
     return Math.round(delay);
   }
@@ -323,7 +324,7 @@ export class PollEngine {
     const update = {
       video_id,
       status: last?.status,
-      elapsedMs: this.now() - waiter.startedAt,
+      elapsedMs: Date.now() - waiter.startedAt,
       polls: waiter.polls,
     };
     try {
@@ -336,7 +337,7 @@ export class PollEngine {
 
   private finish(loop: Loop, waiter: Waiter, outcome: WaitResult["outcome"]): void {
     if (!this.detach(loop, waiter)) return;
-    const elapsedMs = this.now() - waiter.startedAt;
+    const elapsedMs = Date.now() - waiter.startedAt;
     this.logger(outcome === "final" ? "info" : "debug", "Stopped waiting for a video task.", {
       video_id: loop.videoId,
       outcome,

@@ -51,7 +51,7 @@ export class Settlement {
     const { sender } = this;
     const { now } = this.parts;
     const at = now();
-    const leftovers = sender.parts.journal
+    const leftovers = this.parts.journal
       .pendingIntents()
       .filter((entry) => !sender.isOwnIntent(entry.key ?? ""));
     const fresh = leftovers.filter((entry) => at - entry.started_at <= SETTLE_MAX_AGE_MS);
@@ -92,7 +92,7 @@ export class Settlement {
     const { sender } = this;
     const { now, logger } = this.parts;
     const request = intent.request as GenerateVideoBody;
-    const open = () => sender.parts.journal.pendingIntents().some((entry) => entry.key === key);
+    const open = () => this.parts.journal.pendingIntents().some((entry) => entry.key === key);
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
         const left = intent.started_at + DUPLICATE_WINDOW_MS - now();
@@ -163,13 +163,12 @@ export class Settlement {
    */
   private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
     const owned = new Set<string>();
-    const { sender } = this;
     const { ownership } = this.parts;
     if (ownership !== undefined) {
       const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
       await Promise.all(ids.map(async (id) => (await ownership.isOwned(id)) && owned.add(id)));
     }
-    return (id) => owned.has(id) || sender.parts.journal.has(id);
+    return (id) => owned.has(id) || this.parts.journal.has(id);
   }
 }
 

@@ -102,8 +102,9 @@ export class TaskStarter {
     this.now = options.now ?? Date.now;
     this.sleep = options.sleep ?? wait;
     this.logger = options.logger ?? silentLogger;
-    const { now, sleep, logger } = this;
-    this.sender = new StartSender({ ...options, now, sleep, logger });
+    const { journal, now, sleep, logger } = this;
+    const { budget, claims, ownership, daily } = options;
+    this.sender = new StartSender({ journal, budget, claims, ownership, daily, now, sleep, logger });
     this.settlement = new Settlement(options.api, this.sender, options.stopping);
   }
 

@@ -39,10 +39,11 @@ export async function toolResult(
     const result = tool.output.parse(returned) as Record<string, unknown>;
     const text = deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice));
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
+    const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
     return await withMedia(
       { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
       returned,
-      { ...deps.config, allowHosts: deps.mediaAllowHosts },
+      { previews, previewMaxSide, resourceLinks, ffmpegPath, allowHosts: deps.mediaAllowHosts },
       AbortSignal.any([cancelled, deps.stopping]),
     );
   } catch (error) {

@@ -203,6 +203,17 @@ describe("contactSheet", () => {
     expect(later).toHaveProperty("image");
   }, 60_000);
 
+  it("says in words that the file looks damaged when ffmpeg floods its error output", async () => {
+    const flooding = path.join(scratch, "ffmpeg-flooding");
+    writeFileSync(flooding, "#!/bin/sh\nhead -c 5000000 /dev/zero | tr '\\0' x >&2\nexit 1\n", {
+      mode: 0o755,
+    });
+    const sheet = await contactSheet(`${origin}/flood.mp4`, options({ ffmpegPath: flooding }));
+    expect(sheet).toEqual({
+      note: "No frame preview of the video: ffmpeg reported more than 4 MB of errors: the file looks damaged.",
+    });
+  });
+
   it("says how to get frame previews when the ffmpeg binary is missing", async () => {
     const sheet = await contactSheet(`${origin}/clip.mp4`, options({ ffmpegPath: "/nonexistent/ffmpeg" }));
     expect(sheet).toEqual({

@@ -9,8 +9,8 @@ import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pngChunk } from "../files/fixtures.js";
+import { MAX_INPUT_PIXELS } from "../../src/media/preview-worker.js";
 import {
-  MAX_INPUT_PIXELS,
   MAX_PREVIEWS,
   PREVIEW_BUDGET_CHARS,
   makePreviews,

@@ -5,29 +5,15 @@
  * that ends hands its result to the store, unless the server is stopping (the task stays `working`, to be
  * taken up at the next start) or the task has ended already (a cancel).
  */
-import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import type { ResumeInfo } from "../../tools/define-tool.js";
-import { expiresAt, type StoredResult, type TaskRecord, type TaskStatus } from "../../state/records.js";
-
-const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
-
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
-
-export function boundTtl(requested: number | null | undefined): number {
-  if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
-  return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
-}
-
-export function errorText(text: string): StoredResult {
-  return { content: [{ type: "text", text }], isError: true };
-}
+import { errorText, expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 
 /**
  * A task failed when its call answered an error, or when the generation itself failed: a blocking call
  * reports that as a normal answer with `status: "failed"`, which the task's result keeps as it is.
  */
-export function failed(result: StoredResult): boolean {
+function failed(result: StoredResult): boolean {
   const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
   return result.isError === true || status === "failed";
 }
@@ -54,17 +40,33 @@ interface RunHooks {
 }
 
 export class TaskRuns {
-  readonly runners = new Map<string, AbortController>();
+  private readonly runners = new Map<string, AbortController>();
   /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
-  resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
+  private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
     private readonly hooks: RunHooks,
     private readonly logger: Logger,
   ) {}
 
+  get size(): number {
+    return this.runners.size;
+  }
+
+  has(taskId: string): boolean {
+    return this.runners.has(taskId);
+  }
+
   abort(taskId: string): void {
     this.runners.get(taskId)?.abort();
+  }
+
+  abortAll(): void {
+    for (const runner of this.runners.values()) runner.abort();
+  }
+
+  resumeWith(resume: Resumer, stopping: AbortSignal): void {
+    this.resumer = { resume, stopping };
   }
 
   /** Follows a working task from its video_id; one that never named a task fails with advice. */

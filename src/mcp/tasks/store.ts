@@ -17,6 +17,9 @@ import type { Logger } from "../../logger.js";
 import { sleep } from "../../api/sleep.js";
 import { RecordsFile, followedElsewhere } from "../../state/local/task-records.js";
 import {
+  TERMINAL,
+  boundTtl,
+  errorText,
   expiresAt,
   type StoredResult,
   type TaskRecord,
@@ -25,7 +28,7 @@ import {
   type TaskStatus,
 } from "../../state/records.js";
 import { TaskEndedError, TaskNotFoundError } from "../errors.js";
-import { TERMINAL, TaskRuns, boundTtl, errorText, type Resumer, type TaskRun } from "./runs.js";
+import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
 
 /** Per key at most: the oldest finished ones go first. */
 const MAX_RECORDS = 1000;
@@ -183,7 +186,7 @@ export class TaskRecords {
 
   /** Takes up, after a restart, every task that was still being waited for (unless another replica does). */
   resumeAll(resume: Resumer, stopping: AbortSignal): void {
-    this.runs.resumer = { resume, stopping };
+    this.runs.resumeWith(resume, stopping);
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
       if (this.shared === undefined) {
@@ -206,7 +209,7 @@ export class TaskRecords {
   }
 
   get running(): number {
-    return this.runs.runners.size;
+    return this.runs.size;
   }
 
   /** An empty set leaves no file behind. */
@@ -217,7 +220,7 @@ export class TaskRecords {
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    for (const runner of this.runs.runners.values()) runner.abort();
+    this.runs.abortAll();
     this.persist();
     await this.file?.written();
   }
@@ -238,7 +241,7 @@ export class TaskRecords {
       this.adopt(local, record);
       return local;
     }
-    if (local !== undefined && this.runs.runners.has(taskId)) return local;
+    if (local !== undefined && this.runs.has(taskId)) return local;
     if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
       this.records.set(taskId, record);
       this.runs.takeUp(record);
@@ -261,7 +264,7 @@ export class TaskRecords {
     if (statusOf(record) !== "cancelled") return;
     this.runs.abort(record.task.taskId);
     // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runs.runners.has(record.task.taskId)) {
+    if (this.shared !== undefined && !this.runs.has(record.task.taskId)) {
       await this.shared.requestCancel(record);
     }
   }

@@ -27,10 +27,15 @@ import {
 import * as z from "zod";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
-import { expiresAt, type StoredResult, type TaskRecord, type TaskState } from "../../state/records.js";
+import {
+  TERMINAL,
+  expiresAt,
+  type StoredResult,
+  type TaskRecord,
+  type TaskState,
+} from "../../state/records.js";
 import { TaskEndedError, handlerOn } from "../errors.js";
 import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
-import { TERMINAL } from "./runs.js";
 import type { TaskRecords } from "./store.js";
 
 const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };

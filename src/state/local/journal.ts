@@ -104,6 +104,7 @@ export class Journal {
     return this.entries.length === 0;
   }
 
+  /** Started tasks, newest first. */
   recent(limit?: number): JournalEntry[] {
     const tasks = this.entries.filter(isTask);
     return tasks.slice(Math.max(0, tasks.length - (limit ?? tasks.length))).reverse();

@@ -85,6 +85,7 @@ export class Ownership {
     return (await this.owner(videoId)) !== undefined;
   }
 
+  /** The scope's videos, newest first. */
   async list(scope: string, offset: number, limit: number): Promise<{ items: OwnedTask[]; total: number }> {
     if (this.shared !== undefined) {
       const { ids, total } = await this.shared.list(scope, offset, limit);

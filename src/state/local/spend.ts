@@ -101,8 +101,12 @@ function parseDay(value: unknown): DayRecord {
   const used: Record<string, number> = {};
   const record = isObject(value) && isObject(value["used"]) ? value["used"] : {};
   for (const [caller, amount] of Object.entries(record)) {
-    // NaN fails both comparisons.
-    if (typeof amount === "number" && amount >= 0 && amount < Infinity && /^[0-9a-f]{1,64}$/.test(caller))
+    if (
+      typeof amount === "number" &&
+      Number.isFinite(amount) &&
+      amount >= 0 &&
+      /^[0-9a-f]{1,64}$/.test(caller)
+    )
       used[caller] = Math.round(amount);
   }
   return { day: isObject(value) && typeof value["day"] === "string" ? value["day"] : "", used };
