@@ -16,17 +16,21 @@ const JUNK =
   // eslint-disable-next-line no-control-regex
   /(?:(?:\u001b\[|\u009b)[0-?]{0,32}[ -/]{0,8}[@-~]|\u001b\][^\u0007\u001b]{0,512}(?:\u0007|\u001b\\)|\u001b[()*+][0-~]|\[(?:\d{1,3}(?:;\d{1,3}){0,15}[A-Za-z]|[mMkK])|\\{1,8}(?:[nrtbfve]|0[0-7]{0,2}|x[\da-fA-F]{2}|u[\da-fA-F]{4}|u\{[\da-fA-F]{1,6}\})|[\p{Cc}\p{Cf}\p{Z}\s\u115f\u1160\u3164\uffa0]|[\u034f\ufe00-\ufe0f])+/gu;
 
-/** The text as matching sees it, and where each of its code units stands in the original. */
-function view(text: string): { folded: string; origin: Uint32Array } {
+/** Case-folded, full-width ASCII as ASCII, one code unit for one. */
+function fold(text: string): string {
   const ascii = text.replace(/[\uff01-\uff5e]/g, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0));
-  let lower = ascii.toLowerCase();
+  const lower = ascii.toLowerCase();
   // A character that lower-cases to two code units (İ) stays as it is, so positions still map.
-  if (lower.length !== ascii.length)
-    lower = ascii.replace(/[^]/g, (c) => (c.toLowerCase()[1] ? c : c.toLowerCase()));
+  if (lower.length === ascii.length) return lower;
+  return ascii.replace(/[^]/g, (c) => (c.toLowerCase()[1] ? c : c.toLowerCase()));
+}
+
+/** The text as matching sees it (junk out, then folded), and where each of its code units stands in the original. */
+function view(text: string): { folded: string; origin: Uint32Array } {
   const [parts, origin] = [[] as string[], new Uint32Array(text.length)];
   let [at, size] = [0, 0];
   const keep = (to: number) => {
-    parts.push(lower.slice(at, to));
+    parts.push(text.slice(at, to));
     for (; at < to; at++) origin[size++] = at;
   };
   for (const junk of text.matchAll(JUNK)) {
@@ -34,7 +38,7 @@ function view(text: string): { folded: string; origin: Uint32Array } {
     at += junk[0].length;
   }
   keep(text.length);
-  return { folded: parts.join(""), origin };
+  return { folded: fold(parts.join("")), origin };
 }
 
 /** Every run of max(8, ceil(length / 3)) consecutive characters of the secret's view. */
@@ -46,10 +50,12 @@ function piecesOf(secret: string): string[] {
 }
 
 function maskPieces(text: string, pieces: readonly string[]): string {
-  if (pieces.length === 0) return text;
+  // The same folded text as view's, without the position map: most texts hold no secret.
+  const quick = pieces.length === 0 ? "" : fold(text.replace(JUNK, ""));
+  if (!pieces.some((piece) => quick.includes(piece))) return text;
   const { folded, origin } = view(text);
   const spans: Array<[number, number]> = [];
-  for (const piece of new Set(pieces)) {
+  for (const piece of pieces) {
     for (let at = folded.indexOf(piece); at >= 0; at = folded.indexOf(piece, at + 1))
       spans.push([at, at + piece.length]);
   }
@@ -67,10 +73,14 @@ function maskPieces(text: string, pieces: readonly string[]): string {
   return out + text.slice(copied);
 }
 
+/** Counts every secret added or forgotten anywhere: a redactor's pieces include its parent's. */
+let changes = 0;
+
 /** Masks a set of secrets, however mangled, in text and in structured data. */
 export class Redactor {
   /** Each secret with the pieces of it and of its JSON-escaped form; a child also masks its parent's. */
   private readonly secrets = new Map<string, string[]>();
+  private cached: { changes: number; pieces: string[] } | undefined;
 
   constructor(private readonly parent?: Redactor) {}
 
@@ -85,7 +95,8 @@ export class Redactor {
   add(secret: string | undefined): () => void {
     if (secret === undefined || secret.length < 6 || this.secrets.has(secret)) return () => {};
     this.secrets.set(secret, [secret, JSON.stringify(secret).slice(1, -1)].flatMap(piecesOf));
-    return () => void this.secrets.delete(secret);
+    changes++;
+    return () => void (this.secrets.delete(secret) && changes++);
   }
 
   text(text: string): string {
@@ -94,22 +105,36 @@ export class Redactor {
 
   /** What a JSON round trip would give, every string and key masked, and a cycle as "[circular]". */
   value<T>(value: T): T {
-    const above: unknown[] = [];
-    const json = JSON.stringify(value, function (this: unknown, _key, item: unknown) {
-      // JSON.stringify goes depth first: what lies above this holder is done with.
-      while (above.length > 0 && above.at(-1) !== this) above.pop();
-      if (typeof item === "bigint") return String(item);
-      if (typeof item !== "object" || item === null) return item;
-      if (above.includes(item)) return "[circular]";
-      above.push(item);
-      return item;
-    });
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value);
+    } catch {
+      json = withCycles(value);
+    }
     return (json === undefined ? undefined : JSON.parse(this.text(json))) as T;
   }
 
   private pieces(): string[] {
-    return [...(this.parent?.pieces() ?? []), ...[...this.secrets.values()].flat()];
+    if (this.cached?.changes !== changes) {
+      const all = [...(this.parent?.pieces() ?? []), ...[...this.secrets.values()].flat()];
+      this.cached = { changes, pieces: [...new Set(all)] };
+    }
+    return this.cached.pieces;
   }
+}
+
+/** JSON of a value JSON.stringify refuses: a cycle as "[circular]", a bigint as its digits. */
+function withCycles(value: unknown): string | undefined {
+  const above: unknown[] = [];
+  return JSON.stringify(value, function (this: unknown, _key, item: unknown) {
+    // JSON.stringify goes depth first: what lies above this holder is done with.
+    while (above.length > 0 && above.at(-1) !== this) above.pop();
+    if (typeof item === "bigint") return String(item);
+    if (typeof item !== "object" || item === null) return item;
+    if (above.includes(item)) return "[circular]";
+    above.push(item);
+    return item;
+  });
 }
 
 /** The process's own secrets (what the operator configured): masked in everything the process emits. */

@@ -10,7 +10,7 @@ import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
 import { metrics } from "../metrics.js";
-import { sleep, type Sleep } from "./sleep.js";
+import { joinSignals, sleep, type Sleep } from "./sleep.js";
 import { cleanText } from "../redact.js";
 import {
   ASK_USER,
@@ -149,8 +149,7 @@ export class HttpTransport {
     };
     let body: string | Readable | undefined = call.json === undefined ? undefined : JSON.stringify(call.json);
     const perAttempt = call.timeoutMs ?? this.options.timeoutMs ?? 30_000;
-    const timeout = AbortSignal.timeout(Math.max(1, Math.min(perAttempt, deadline - Date.now())));
-    const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+    const guard = joinSignals([call.signal], Math.max(1, Math.min(perAttempt, deadline - Date.now())));
     const charging = method === "POST" && !call.retry;
     let response: Dispatcher.ResponseData | undefined;
     let answered: ((status: number) => void) | undefined;
@@ -169,7 +168,7 @@ export class HttpTransport {
         path: `${this.base.pathname}${path.replace(/^\//, "")}${query.size > 0 ? `?${query}` : ""}`,
         method,
         headers,
-        signal,
+        signal: guard.signal,
         ...(body !== undefined && { body }),
       });
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
@@ -181,7 +180,9 @@ export class HttpTransport {
       answered?.(response?.statusCode ?? 0);
       if (typeof body === "object") body.destroy();
       if (response === undefined) this.options.budget.observe(0, {});
-      throw this.transportError(error, call.signal, timeout, charging, response !== undefined);
+      throw this.transportError(error, call.signal, guard.timedOut(), charging, response !== undefined);
+    } finally {
+      guard.release();
     }
     return this.unwrap(response.statusCode, response.headers, text, charging, call.idRoute === true);
   }
@@ -250,22 +251,21 @@ export class HttpTransport {
     if (priority === "foreground" && expected > Math.min(MAX_FOREGROUND_429_WAIT_MS, left - MIN_ATTEMPT_MS)) {
       throw budgetSpent(expected);
     }
-    const timer = AbortSignal.timeout(Math.max(1, left - MIN_ATTEMPT_MS));
+    const guard = joinSignals([call.signal], Math.max(1, left - MIN_ATTEMPT_MS));
     try {
-      await this.options.budget.acquire(
-        priority,
-        call.signal ? AbortSignal.any([call.signal, timer]) : timer,
-      );
+      await this.options.budget.acquire(priority, guard.signal);
     } catch (error) {
-      if (call.signal?.aborted || !timer.aborted) throw error;
+      if (call.signal?.aborted || !guard.timedOut()) throw error;
       throw budgetSpent(Math.max(0, expected));
+    } finally {
+      guard.release();
     }
   }
 
   private transportError(
     error: unknown,
     callerSignal: AbortSignal | undefined,
-    timeout: AbortSignal,
+    timedOut: boolean,
     charging: boolean,
     gotHeaders: boolean,
   ): Error {
@@ -285,7 +285,7 @@ export class HttpTransport {
         },
       );
     }
-    if (timeout.aborted || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+    if (timedOut || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
       return new TimeoutError(
         gotHeaders
           ? "The service started answering but did not finish in time."

@@ -1,3 +1,4 @@
+import { clearTimeout as clearRealTimeout, setTimeout as setRealTimeout } from "node:timers";
 import { AbortedError } from "./errors.js";
 
 /**
@@ -37,3 +38,44 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export interface JoinedSignal {
+  signal: AbortSignal;
+  /** Whether it aborted because `ms` passed. */
+  timedOut(): boolean;
+  /** Drops its listeners and its timer: call it once the work it guarded is over. */
+  release(): void;
+}
+
+/**
+ * A signal that aborts when any of `signals` does, or once `ms` pass on the real clock: what AbortSignal.any
+ * and AbortSignal.timeout give, without what they cost on every call (on Node 20 about 20 and 12 µs each,
+ * as each keeps weak references until a garbage collection). The caller releases it.
+ */
+export function joinSignals(signals: ReadonlyArray<AbortSignal | undefined>, ms?: number): JoinedSignal {
+  const controller = new AbortController();
+  const sources = signals.filter((source) => source !== undefined);
+  let timer: ReturnType<typeof setRealTimeout> | undefined;
+  let timedOut = false;
+  const release = () => {
+    clearRealTimeout(timer);
+    for (const source of sources) source.removeEventListener("abort", follow);
+  };
+  function follow(this: AbortSignal) {
+    release();
+    controller.abort(this.reason);
+  }
+  const aborted = sources.find((source) => source.aborted);
+  if (aborted !== undefined) controller.abort(aborted.reason);
+  else {
+    for (const source of sources) source.addEventListener("abort", follow, { once: true });
+    if (ms !== undefined) {
+      timer = setRealTimeout(() => {
+        timedOut = true;
+        release();
+        controller.abort(new DOMException("The operation timed out.", "TimeoutError"));
+      }, ms).unref();
+    }
+  }
+  return { signal: controller.signal, timedOut: () => timedOut, release };
+}

@@ -12,6 +12,7 @@ import {
 } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { ValidationError } from "../api/errors.js";
+import { joinSignals } from "../api/sleep.js";
 import { isObject } from "../api/shapes.js";
 import { observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
@@ -122,8 +123,9 @@ async function runToolCall(
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;
   const logSink = edge.revision.era === "modern" ? requestLogSink(ctx) : undefined;
+  const cancelled = joinSignals([ctx.mcpReq.signal, deps.stopping]);
   const context: ToolContext = {
-    signal: AbortSignal.any([ctx.mcpReq.signal, deps.stopping]),
+    signal: cancelled.signal,
     startedAt: Date.now(),
     logger: logSink === undefined ? deps.logger : deps.logger.withSink(logSink),
     progress: async (message) => {
@@ -140,7 +142,12 @@ async function runToolCall(
       }
     },
   };
-  return (await toolResult(tool, tool.handler(data, deps, context), deps, ctx.mcpReq.signal)) as Result;
+  try {
+    const running = tool.handler(data, deps, context);
+    return (await toolResult(tool, running, deps, context.signal, ctx.mcpReq.signal)) as Result;
+  } finally {
+    cancelled.release();
+  }
 }
 
 /** The tool and its checked arguments, or the validation_error a call answers before sending anything. */

@@ -138,6 +138,7 @@ function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
 /** Drops previews, last first, while the serialized result is above the cap, and says so. */
 function fitResult(result: CallToolResult): CallToolResult {
   let content = result.content;
+  if (!content.some((item) => item.type === "image")) return result;
   while (Buffer.byteLength(JSON.stringify({ ...result, content })) > MAX_RESULT_BYTES) {
     const last = content.findLastIndex((item) => item.type === "image");
     if (last < 0) break;

@@ -24,14 +24,15 @@ export class StoppingError extends AbortedError {
 }
 
 /**
- * `cancelled` is the caller's own signal: an abort from it is a cancellation, one from `deps.stopping` alone
- * a shutdown.
+ * `signal` is the run's (the server's stop aborts it too), which also ends the media work; `cancelled` the
+ * caller's own: an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
  */
 export async function toolResult(
   tool: ToolDefinition,
   running: Promise<unknown>,
   deps: ServerDeps,
-  cancelled: AbortSignal,
+  signal: AbortSignal,
+  cancelled = signal,
 ): Promise<CallToolResult> {
   deps.track?.(running);
   try {
@@ -44,7 +45,7 @@ export async function toolResult(
       { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
       returned,
       { previews, previewMaxSide, resourceLinks, ffmpegPath, allowHosts: deps.mediaAllowHosts },
-      AbortSignal.any([cancelled, deps.stopping]),
+      signal,
     );
   } catch (error) {
     if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {

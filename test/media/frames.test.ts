@@ -165,11 +165,9 @@ describe("contactSheet", () => {
       "/redirect.mp4",
       /^No frame preview of the video: Refused to fetch http:\/\/10\.1\.2\.3\/video\.mp4 .*private/,
     ],
-  ])("costs only the sheet for %s, with a note, quickly", async (file, note) => {
-    const started = Date.now();
+  ])("costs only the sheet for %s, with a note that says why", async (file, note) => {
     const sheet = await contactSheet(`${origin}${file}`, options());
     expect(sheet).toEqual({ note: expect.stringMatching(note) });
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it("runs two ffmpeg at a time for a burst of finished videos, and tells the ones past the queue to come back", async () => {
