@@ -24,7 +24,8 @@ import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
 import { MODERN_REVISION, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { registerTasks } from "./tasks/wire.js";
+import { registerTasks2025 } from "./tasks/wire-2025.js";
+import { registerTasks2026 } from "./tasks/wire-2026.js";
 
 /** The tool list computed at build time, inlined by scripts/bundle.mjs; unbundled runs use tool-list.ts. */
 declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
@@ -181,11 +182,8 @@ export function createMcpServer(options: McpServerOptions): Server {
   };
 
   const store = async () => (await session.runtime()).tasks;
-  registerTasks(
-    server,
-    { callerId: session.caller.id, scope, logger, store },
-    options.revision.era === "modern",
-  );
+  const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
+  register(server, { callerId: session.caller.id, scope, logger, store });
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

@@ -30,7 +30,9 @@ import {
 import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
+import { REFUSED_TASKS } from "./tasks/refused.js";
+import { createdTask2025 } from "./tasks/wire-2025.js";
+import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
 import type { Session } from "./session.js";
 
 export interface CallEdge {
@@ -65,11 +67,10 @@ async function runToolCall(
 ): Promise<Result> {
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  // Refused before anything was sent: a task of it is held in memory only (tasks/wire.ts).
+  const created = asTask?.form === "2026" ? createdTask2026 : createdTask2025;
+  // Refused before anything was sent: a task of it is held in memory only (tasks/refused.ts).
   const refused = (answer: CallToolResult) =>
-    asTask === undefined
-      ? answer
-      : createdTask(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task, asTask.form === "2026");
+    asTask === undefined ? answer : created(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
   if ("refused" in call) return refused(call.refused);
   let deps: ServerDeps;
   try {
@@ -118,7 +119,7 @@ async function runToolCall(
           run.signal,
         ),
     });
-    return createdTask(task, asTask.form === "2026");
+    return created(task);
   }
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;

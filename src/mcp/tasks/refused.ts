@@ -1,0 +1,85 @@
+/**
+ * One caller's view of its tasks: the tasks of its refused calls, held here in memory, first, then the records
+ * of its runtime (store.ts, made only when a task request needs it). Both wire forms (wire-2025.ts,
+ * wire-2026.ts) answer through it.
+ *
+ * A refused call's task (bad arguments, a spend limit, the user's decline of the cost: nothing was sent) is
+ * answered like any task, ended at once with what a plain call gets (failed for an error result; completed
+ * for a decline, which is not an error, so that a client shows it rather than "task failed"), but held only
+ * here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing
+ * shared, whatever the flood.
+ */
+import { randomUUID } from "node:crypto";
+import * as z from "zod";
+import { MIN_TASK_TTL_MS } from "../../config/index.js";
+import type { Logger } from "../../logger.js";
+import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
+import { TaskEndedError } from "../errors.js";
+import type { TaskRecords } from "./store.js";
+
+export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
+
+export interface CallerTasks {
+  callerId: string;
+  scope: string | undefined;
+  store(): Promise<TaskRecords>;
+  /** Where an unexpected failure's details go (the client gets none). */
+  logger: Logger;
+}
+
+/** Finding and cancelling a task the caller may see (anything else is -32602, ../errors.ts). */
+export function callerView(tasks: CallerTasks) {
+  const refused = (taskId: string) => REFUSED_TASKS.find(tasks.callerId, taskId);
+  return {
+    refused,
+    find: async (taskId: string) => refused(taskId) ?? (await tasks.store()).find(taskId, tasks.scope),
+    cancel: async (taskId: string) => {
+      const ended = refused(taskId);
+      if (ended !== undefined) throw new TaskEndedError(taskId, ended.task.status);
+      return (await tasks.store()).cancel(taskId, tasks.scope);
+    },
+  };
+}
+
+const MAX_REFUSED = 1000;
+
+export class RefusedTasks {
+  private readonly tasks = new Map<string, { caller: string; record: TaskRecord }>();
+
+  add(caller: string, tool: string, result: StoredResult): TaskRecord {
+    const now = new Date().toISOString();
+    const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
+    const record: TaskRecord = {
+      task: {
+        taskId: randomUUID(),
+        status: result.isError === true ? "failed" : "completed",
+        ttl: MIN_TASK_TTL_MS,
+        createdAt: now,
+        lastUpdatedAt: now,
+        ...(firstLine !== undefined && { statusMessage: firstLine }),
+      },
+      tool,
+      result,
+      ephemeral: true,
+    };
+    // Oldest first: the expired ones lead.
+    for (const [taskId, entry] of this.tasks) {
+      if (expiresAt(entry.record.task) > Date.now()) break;
+      this.tasks.delete(taskId);
+    }
+    this.tasks.set(record.task.taskId, { caller, record });
+    if (this.tasks.size > MAX_REFUSED) this.tasks.delete(this.tasks.keys().next().value ?? "");
+    return record;
+  }
+
+  find(caller: string, taskId: string): TaskRecord | undefined {
+    const found = this.tasks.get(taskId);
+    if (found === undefined || found.caller !== caller || expiresAt(found.record.task) <= Date.now()) {
+      return undefined;
+    }
+    return found.record;
+  }
+}
+
+/** Refused task-augmented calls, per caller, for the whole process (bounded). */
+export const REFUSED_TASKS = new RefusedTasks();

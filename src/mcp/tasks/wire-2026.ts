@@ -1,0 +1,80 @@
+/**
+ * MCP tasks in the 2026-07-28 form, the extension `io.modelcontextprotocol/tasks` (SEP-2663), for a client
+ * that declared it on the request: `resultType: "task"`; tasks/get carries the call's result once completed;
+ * tasks/update and tasks/cancel are acknowledged. The 2025 field names (`ttl`, `pollInterval`) never appear,
+ * and a tool result with isError is a completed call, as the extension says. tasks/result and tasks/list do
+ * not exist there (the SDK answers -32601). A task the caller cannot see is -32602.
+ */
+import {
+  MissingRequiredClientCapabilityError,
+  type Result,
+  type Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import { TERMINAL, type TaskRecord, type TaskState } from "../../state/records.js";
+import { TaskEndedError, handlerOn } from "../errors.js";
+import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
+import { TASK_ID, callerView, type CallerTasks } from "./refused.js";
+
+/** Whether the client declared the tasks extension on this request (the only way it may get a task). */
+export function declaresTasks(ctx: ServerContext): boolean {
+  return declaredCapabilities(ctx)?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/** The answer to a `tools/call` that became a task. */
+export function createdTask2026(task: TaskState): Result {
+  return { resultType: "task", ...wireTask(task) };
+}
+
+export function registerTasks2026(server: Server, tasks: CallerTasks): void {
+  const { find, cancel } = callerView(tasks);
+  const on = handlerOn(server, tasks.logger);
+  const handle = (method: string, answer: (taskId: string) => Promise<Result>) =>
+    on(method, TASK_ID, async ({ taskId }, ctx) => {
+      if (!declaresTasks(ctx)) {
+        throw new MissingRequiredClientCapabilityError(
+          { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+          `Tasks need the ${TASKS_EXTENSION} extension: declare it in this request's client capabilities.`,
+        );
+      }
+      return answer(taskId);
+    });
+  handle("tasks/get", async (taskId) => detailed(await find(taskId)));
+  // No task of ours waits for input: what a client sends is acknowledged and has nothing to change.
+  handle("tasks/update", async (taskId) => {
+    await find(taskId);
+    return {};
+  });
+  handle("tasks/cancel", async (taskId) => {
+    // Cancellation is cooperative: a task that ended first keeps its outcome, and the cancel is still acked.
+    await cancel(taskId).catch((error: unknown) => {
+      if (!(error instanceof TaskEndedError)) throw error;
+    });
+    return {};
+  });
+}
+
+/**
+ * 2026-07-28 tasks/get: the task, and once the call has completed its result. The SDK stamps `resultType` on
+ * the handler's answer only; the result nested inside is a CallToolResult of this revision too, and clients
+ * validate it as one.
+ */
+function detailed(record: TaskRecord): Result {
+  const task = wireTask(record.task);
+  if (task["status"] !== "completed" || record.result === undefined) return task;
+  return { ...task, result: { ...record.result, resultType: "complete" } };
+}
+
+function wireTask(task: TaskState): Record<string, unknown> {
+  const { taskId, createdAt, lastUpdatedAt, statusMessage, ttl, pollInterval } = task;
+  return {
+    taskId,
+    // A call that answered, error or not, completed; only a cancel leaves a task without a result.
+    status: TERMINAL.has(task.status) && task.status !== "cancelled" ? "completed" : task.status,
+    ...(statusMessage !== undefined && { statusMessage }),
+    createdAt,
+    lastUpdatedAt,
+    ttlMs: ttl,
+    ...(pollInterval !== undefined && { pollIntervalMs: pollInterval }),
+  };
+}
