@@ -9,7 +9,6 @@ import type { FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { buffer } from "node:stream/consumers";
 
 import type { UploadSource } from "../api/types.js";
 import { MAX_UPLOAD_BYTES, type UploadMimeType } from "../models.js";
@@ -58,7 +57,9 @@ export async function openLocalImage(inputPath: unknown, opts: OpenLocalImageOpt
       );
     }
     // Read whole (at most maxBytes, and only while checking): type, container and hash see the same bytes.
-    const bytes = await buffer(readExactly(handle, size, param, shown));
+    const bytes = Buffer.allocUnsafe(size);
+    // Into one buffer of the file's size: the chunks are its parts, so the file is never held twice.
+    for await (const chunk of readExactly(handle, size, param, shown, bytes)) void chunk;
     const image = inspect(bytes, param, shown, path.basename(requested));
     return { ...image, ...streams(handle, () => verified(handle, image, param, shown)) };
   } catch (error) {
@@ -210,11 +211,11 @@ async function* verified(
 }
 
 /**
- * Reads exactly `size` bytes in bounded chunks and fails if the file is now shorter or longer. A failing
- * read becomes a refusal naming the parameter, so the HTTP layer the stream feeds does not take it for a
- * network failure and retry.
+ * Reads exactly `size` bytes in bounded chunks (parts of `into`, when given) and fails if the file is now
+ * shorter or longer. A failing read becomes a refusal naming the parameter, so the HTTP layer the stream
+ * feeds does not take it for a network failure and retry.
  */
-async function* readExactly(handle: FileHandle, size: number, param: string, shown: string) {
+async function* readExactly(handle: FileHandle, size: number, param: string, shown: string, into?: Buffer) {
   const readAt = async (buffer: Buffer, position: number): Promise<number> => {
     try {
       return (await handle.read(buffer, 0, buffer.length, position)).bytesRead;
@@ -228,7 +229,8 @@ async function* readExactly(handle: FileHandle, size: number, param: string, sho
     }
   };
   for (let position = 0; position < size;) {
-    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - position));
+    const length = Math.min(CHUNK_BYTES, size - position);
+    const chunk = into?.subarray(position, position + length) ?? Buffer.allocUnsafe(length);
     const read = await readAt(chunk, position);
     if (read === 0) throw changedError(param, shown);
     position += read;
