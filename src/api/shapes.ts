@@ -103,7 +103,7 @@ export function walk(
 }
 
 /** The first node (breadth-first) that `take` accepts, with what it made of it; `outsideArrays` skips lists. */
-function find<T>(data: unknown, take: (node: WalkNode) => T | undefined, outsideArrays = false) {
+function find<T>(data: unknown, take: (node: WalkNode) => T | undefined, { outsideArrays = false } = {}) {
   let found: { value: T; node: WalkNode } | undefined;
   walk(data, (node) => {
     const value = take(node);
@@ -144,7 +144,7 @@ export const findPaidAccess = (data: unknown): boolean | undefined =>
         .includes("paid")
         ? value
         : undefined,
-    true,
+    { outsideArrays: true },
   )?.value;
 
 /** The first `status` that is not a container; `"unknown"` (not usable) when its value cannot be relayed. */

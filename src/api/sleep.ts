@@ -23,7 +23,12 @@ export function abortable<T>(
         then(value);
       };
     signal?.addEventListener("abort", abort, { once: true });
-    start(settle(resolve), settle(reject));
+    try {
+      start(settle(resolve), settle(reject));
+    } catch (error) {
+      // A start that throws still drops the listener (on a long-lived signal it would stay for good).
+      settle(reject)(error);
+    }
   });
 }
 

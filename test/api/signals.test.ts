@@ -1,5 +1,7 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { joinSignals } from "../../src/api/sleep.js";
+import { AbortedError } from "../../src/api/errors.js";
+import { abortable, joinSignals } from "../../src/api/sleep.js";
 
 describe("joinSignals", () => {
   it("aborts with the reason of whichever source aborts first, and not as a timeout", () => {
@@ -37,5 +39,25 @@ describe("joinSignals", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(joined.signal.aborted).toBe(false);
     expect(joined.timedOut()).toBe(false);
+  });
+});
+
+describe("abortable", () => {
+  it("rejects with what a throwing start threw, and leaves no listener on the signal", async () => {
+    const controller = new AbortController();
+    const failing = abortable(controller.signal, () => {
+      throw new Error("could not start");
+    });
+    await expect(failing).rejects.toThrow("could not start");
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("drops its listener once settled, and rejects with AbortedError on an abort", async () => {
+    const controller = new AbortController();
+    await expect(abortable<number>(controller.signal, (resolve) => resolve(1))).resolves.toBe(1);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    const waiting = abortable(controller.signal, () => undefined);
+    controller.abort();
+    await expect(waiting).rejects.toBeInstanceOf(AbortedError);
   });
 });
