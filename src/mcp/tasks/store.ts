@@ -1,8 +1,8 @@
 /**
- * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts, wire-2026.ts), and
- * their background waits (runs.ts). The call is answered once the service has started the generation (the
- * tool's first progress names the video_id), so the journal and the duplicate guard work as for a plain call;
- * reading a task never reaches the service.
+ * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts,
+ * wire-2026.ts), and their background waits (runs.ts). The call is answered once the service has started the
+ * generation (the tool's first progress names the video_id), so the journal and the duplicate guard work as
+ * for a plain call; reading a task never reaches the service.
  *
  * Records are kept beside the journal (state/local/task-records.ts) and outlive a restart: a task still
  * `working` then is taken up again from its video_id; one past its ttl is dropped. With replicas
