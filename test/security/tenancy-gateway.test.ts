@@ -10,7 +10,6 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { sha256Hex } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import { report, resultOf, rpc, SCALE, sleep, startsSent, tenant } from "../helpers/red-team.js";
-import type { RedisProcess } from "../helpers/redis.js";
 import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 
 const TEAM = tenant("team", "sk-team-7f3a9c2e1b6d4085");
@@ -19,8 +18,6 @@ const BOB = "tok-bob-58e0f1d3a9";
 
 let shared: SharedState;
 let sandbox: SandboxHandle;
-let redis: RedisProcess;
-let root: SharedState["root"];
 let first: HttpServerProcess;
 let second: HttpServerProcess;
 
@@ -30,7 +27,8 @@ beforeAll(async () => {
     timings: { queuedMs: 60_000, processingMs: 60_000 },
     rateLimit: { limit: 100_000, windowMs: 60_000 },
   });
-  ({ sandbox, redis, root } = shared);
+  sandbox = shared.sandbox;
+  const { redis, root } = shared;
   const env = (name: string) => ({
     HOME: root.dir,
     GENERATION_BASE_URL: sandbox.baseUrl,
