@@ -3,11 +3,10 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Config } from "../src/config/index.js";
 import { Logger } from "../src/logger.js";
 import { createRuntime, journalDir } from "../src/runtime.js";
 import { startSandbox } from "../src/sandbox/index.js";
-import { startHarness, type Harness } from "./helpers/harness.js";
+import { startHarness, testConfig, type Harness } from "./helpers/harness.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
@@ -47,23 +46,13 @@ describe("journal per service", () => {
   it("keeps the embedded sandbox's journal in memory: nothing is read from or written to the state folder", async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), "generation-mcp-state-"));
     try {
-      const config: Config = {
-        apiKey: undefined,
-        baseUrl: undefined,
+      const config = testConfig(stateDir, {
         sandbox: true,
         pollIntervalMs: 1000,
         waitTimeoutS: 1,
-        outputDir: path.join(stateDir, "out"),
-        allowedDirs: [],
         stateDir,
         outputDirConfigured: false,
-        http: undefined,
-        previews: true,
-        previewMaxSide: 1024,
-        resourceLinks: false,
-        redis: undefined,
-        settingsForm: "env",
-      };
+      });
       const target = { baseUrl: "http://127.0.0.1:9/api/v1", apiKey: "k", ephemeral: true };
       const runtime = await createRuntime(config, target, new Logger("error", () => {}), "test");
       await runtime.close();

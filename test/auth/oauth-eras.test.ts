@@ -10,7 +10,7 @@ import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { callTool, tempRoot } from "../helpers/http-calls.js";
+import { callTool, expectTheTools, tempRoot } from "../helpers/http-calls.js";
 import { connectHttp } from "../helpers/http.js";
 import { startJwksIssuer, type JwksIssuer } from "../helpers/jwks-issuer.js";
 import { REVISION, modernHttp } from "../helpers/modern.js";
@@ -65,15 +65,7 @@ describe("a 2026-07-28 host, signed in", () => {
   it("runs the revision, lists the tools, completes generate_video and reads the viewer", async () => {
     expect(host.protocolVersion).toBe(REVISION);
     const { tools } = await host.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(
-      expect.arrayContaining([
-        "generate_video",
-        "generate_image",
-        "get_status",
-        "list_videos",
-        "get_credits",
-      ]),
-    );
+    expectTheTools(tools);
     const result = await host.callTool("generate_video", {
       prompt: "a lighthouse at dusk, 2026 era, signed in",
       duration: 1,

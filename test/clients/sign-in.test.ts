@@ -27,7 +27,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { callTool, tempRoot } from "../helpers/http-calls.js";
+import { callTool, expectTheTools, tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import {
   BrowserOAuthProvider,
@@ -215,15 +215,7 @@ describe("signing in with OAuth, as an MCP client and a person do", () => {
 
     // Signed in: the tools, and a video made to the end.
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(
-      expect.arrayContaining([
-        "generate_video",
-        "generate_image",
-        "get_status",
-        "list_videos",
-        "get_credits",
-      ]),
-    );
+    expectTheTools(tools);
     const { result, structured } = await callTool(client, "generate_video", {
       prompt: "a lighthouse at dusk, signed in with OAuth",
       duration: 2,

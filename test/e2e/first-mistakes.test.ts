@@ -4,10 +4,11 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
+import type { Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { busyPort, outputOf } from "../helpers/processes.js";
 import { CLI } from "../helpers/stdio.js";
 
 let root: string;
@@ -38,10 +39,7 @@ function run(args: string[], env: Record<string, string>) {
 
 describe("--http on a port that is taken", () => {
   it("says so in one line, with how to pick another, and exits non-zero without a stack", async () => {
-    const holder = createServer();
-    busy.push(holder);
-    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
-    const port = (holder.address() as { port: number }).port;
+    const port = await busyPort(busy);
     const child = spawn(process.execPath, [CLI, "--http", "--port", String(port)], {
       env: {
         PATH: process.env["PATH"] ?? "",
@@ -51,11 +49,7 @@ describe("--http on a port that is taken", () => {
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { code, stdout, stderr } = await outputOf(child);
     expect(code).toBe(1);
     expect(stderr).toBe(
       `generation-mcp: port ${port} on 127.0.0.1 is already in use (another MCP server?); choose another with --port N, or --port 0 for any free port\n`,

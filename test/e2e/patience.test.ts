@@ -7,12 +7,12 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { crc32, deflateSync } from "node:zlib";
 import { randomBytes } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { greyPng } from "../helpers/harness.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
 
 /** The default window (45 s) plus a small margin. */
@@ -63,24 +63,7 @@ function noisePng(bytes: number): Buffer {
   const noise = randomBytes(width * height);
   for (let row = 0; row < height; row++)
     noise.copy(rows, row * (width + 1) + 1, row * width, (row + 1) * width);
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 0, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from("89504e470d0a1a0a", "hex"),
-    chunk("IHDR", header),
-    chunk("IDAT", deflateSync(rows, { level: 1 })),
-    chunk("IEND", Buffer.alloc(0)),
-  ]);
+  return greyPng(width, height, rows, { level: 1 });
 }
 
 describe.concurrent("every call answers inside the client's patience (default settings)", () => {

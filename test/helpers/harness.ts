@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { crc32, deflateSync } from "node:zlib";
+import { deflateSync, type ZlibOptions } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import {
@@ -22,6 +22,7 @@ import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
 import { createMcpServer } from "../../src/mcp/server.js";
 import type { StateHub } from "../../src/state/records.js";
+import { pngChunk } from "../files/fixtures.js";
 
 export interface Harness {
   sandbox: SandboxHandle;
@@ -67,22 +68,19 @@ export interface HarnessOptions {
   hub?: StateHub;
 }
 
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const ownsSandbox = options.reuseSandbox === undefined;
-  const sandbox =
-    options.reuseSandbox ??
-    (await startSandbox({ timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox }));
-  const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-test-"));
-  const imagesDir = path.join(root, "images");
-  await mkdir(imagesDir);
-  const config: Config = {
-    apiKey: sandbox.keys[options.apiKey ?? "paid"],
-    baseUrl: sandbox.baseUrl,
+/**
+ * The whole Config of a runtime built in a test: quick polls, a 10 s wait, previews on, outputs and state under
+ * `root` (its `out` and `state` folders), no service, no HTTP, no Redis; `overrides` on top.
+ */
+export function testConfig(root: string, overrides: Partial<Config> = {}): Config {
+  return {
+    apiKey: undefined,
+    baseUrl: undefined,
     sandbox: false,
     pollIntervalMs: 25,
     waitTimeoutS: 10,
     outputDir: path.join(root, "out"),
-    allowedDirs: [imagesDir],
+    allowedDirs: [],
     stateDir: path.join(root, "state"),
     outputDirConfigured: true,
     http: undefined,
@@ -91,8 +89,24 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     resourceLinks: false,
     redis: undefined,
     settingsForm: "env",
-    ...options.config,
+    ...overrides,
   };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const ownsSandbox = options.reuseSandbox === undefined;
+  const sandbox =
+    options.reuseSandbox ??
+    (await startSandbox({ timings: { queuedMs: 40, processingMs: 160 }, ...options.sandbox }));
+  const root = await mkdtemp(path.join(tmpdir(), "generation-mcp-test-"));
+  const imagesDir = path.join(root, "images");
+  await mkdir(imagesDir);
+  const config = testConfig(root, {
+    apiKey: sandbox.keys[options.apiKey ?? "paid"],
+    baseUrl: sandbox.baseUrl,
+    allowedDirs: [imagesDir],
+    ...options.config,
+  });
   const logs: string[] = [];
   const logger = new Logger("debug", (line) => logs.push(line));
   const runtime = await createRuntime(
@@ -162,25 +176,25 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
 /** A valid, decodable PNG of `width` x `height` grey pixels. */
 export function tinyPng(width = 2, height = 2): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
+  const rows = Buffer.alloc((width + 1) * height, 0x80);
+  for (let row = 0; row < height; row++) rows[row * (width + 1)] = 0;
+  return greyPng(width, height, rows);
+}
+
+/**
+ * A PNG of `width` x `height` 8-bit grey pixels made of `rows`, the image data before compression (each row a
+ * filter byte, then a byte a pixel), compressed with `deflate`.
+ */
+export function greyPng(width: number, height: number, rows: Buffer, deflate: ZlibOptions = {}): Buffer {
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 0, 0, 0, 0], 8); // 8-bit greyscale
-  const rows = Buffer.alloc((width + 1) * height, 0x80);
-  for (let row = 0; row < height; row++) rows[row * (width + 1)] = 0;
   return Buffer.concat([
     Buffer.from("89504e470d0a1a0a", "hex"),
-    chunk("IHDR", header),
-    chunk("IDAT", deflateSync(rows)),
-    chunk("IEND", Buffer.alloc(0)),
+    pngChunk("IHDR", header),
+    pngChunk("IDAT", deflateSync(rows, deflate)),
+    pngChunk("IEND", Buffer.alloc(0)),
   ]);
 }
 

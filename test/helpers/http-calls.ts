@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import { expect } from "vitest";
 
 export interface ToolAnswer {
   result: CallToolResult;
@@ -26,6 +27,13 @@ export async function callTool(
   })) as CallToolResult;
   const text = result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
   return { result, text, structured: result.structuredContent ?? {} };
+}
+
+/** The tools a signed-in caller is offered: the five of every session, among any others. */
+export function expectTheTools(tools: Array<{ name: string }>): void {
+  expect(tools.map((tool) => tool.name)).toEqual(
+    expect.arrayContaining(["generate_video", "generate_image", "get_status", "list_videos", "get_credits"]),
+  );
 }
 
 /** Hex SHA-256, the form GENERATION_HTTP_TOKENS lists accepted tokens in. */

@@ -14,7 +14,6 @@ import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "
 import { createMcpHandler, isLegacyRequest } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { digestOf, type Caller } from "../../src/auth/caller.js";
-import type { Config } from "../../src/config/index.js";
 import { Logger } from "../../src/logger.js";
 import { createMcpHttp, type Served } from "../../src/mcp/http.js";
 import { MODERN, type Revision } from "../../src/mcp/revisions.js";
@@ -24,6 +23,7 @@ import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { VIEWER_URI } from "../../src/ui/viewer.js";
+import { testConfig } from "../helpers/harness.js";
 import { tempRoot } from "../helpers/http-calls.js";
 import { REVISION, envelope } from "../helpers/modern.js";
 
@@ -98,23 +98,7 @@ beforeAll(async () => {
     tempRoot("wire-paths-"),
   ]);
   const key = sandbox.keys.paid;
-  const config: Config = {
-    apiKey: key,
-    baseUrl: sandbox.baseUrl,
-    sandbox: false,
-    pollIntervalMs: 25,
-    waitTimeoutS: 10,
-    outputDir: `${root.dir}/out`,
-    allowedDirs: [],
-    stateDir: `${root.dir}/state`,
-    outputDirConfigured: true,
-    http: undefined,
-    previews: false,
-    previewMaxSide: 1024,
-    resourceLinks: false,
-    redis: undefined,
-    settingsForm: "env",
-  };
+  const config = testConfig(root.dir, { apiKey: key, baseUrl: sandbox.baseUrl, previews: false });
   runtime = await createRuntime(
     config,
     { baseUrl: sandbox.baseUrl, apiKey: key, callerKey: true },

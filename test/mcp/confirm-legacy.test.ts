@@ -19,7 +19,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
-import { STANDARD_1080P as STANDARD_VIDEO, startRequestsBy, textOf } from "../spend/spend-helpers.js";
+import {
+  STANDARD_1080P as STANDARD_VIDEO,
+  expectAcceptedStart,
+  startRequestsBy,
+  textOf,
+} from "../spend/spend-helpers.js";
 
 let sandbox: SandboxHandle;
 let root: string;
@@ -88,13 +93,7 @@ describe("confirming a cost (2025-11-25, elicitation)", () => {
         name: "generate_video",
         arguments: STANDARD_1080P,
       })) as CallToolResult;
-      expect(result.isError, textOf(result)).toBeFalsy();
-      expect(asked).toEqual(["Start a 10 s 1080p video on vendor-video-2-0 for about 100 credits?"]);
-      expect(result.structuredContent).toMatchObject({
-        estimated_credits: 100,
-        video_id: expect.any(String),
-      });
-      expect(startRequestsBy(sandbox, key)).toBe(1);
+      expectAcceptedStart(result, asked, sandbox, key);
       // Below the threshold nobody is asked.
       const cheap = await session.client.callTool({
         name: "generate_video",

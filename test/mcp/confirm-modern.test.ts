@@ -17,6 +17,7 @@ import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import {
   STANDARD_1080P as STANDARD_VIDEO,
+  expectAcceptedStart,
   modernCall,
   startRequestsBy,
   textOf,
@@ -104,13 +105,7 @@ describe("confirming a cost (2026-07-28, input_required)", () => {
     const { client, key, asked } = await connect({ action: "accept", content: { confirm: true } });
     try {
       const result = await client.callTool({ name: "generate_video", arguments: STANDARD_1080P });
-      expect(result.isError, textOf(result)).toBeFalsy();
-      expect(asked).toEqual(["Start a 10 s 1080p video on vendor-video-2-0 for about 100 credits?"]);
-      expect(result.structuredContent).toMatchObject({
-        estimated_credits: 100,
-        video_id: expect.any(String),
-      });
-      expect(startRequestsBy(sandbox, key)).toBe(1);
+      expectAcceptedStart(result, asked, sandbox, key);
     } finally {
       await client.close();
     }

@@ -30,10 +30,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
-import { REVISION, TASKS, pollTask, type ModernAnswer } from "../helpers/modern.js";
+import { pollTask, type ModernAnswer } from "../helpers/modern.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
 import {
   STANDARD_1080P as STANDARD_VIDEO,
+  modernCall,
   startRequestsBy,
   startsBy,
   textOf,
@@ -233,47 +234,9 @@ describe("a task-augmented call above the confirm threshold (2025-11-25, SDK v1 
 });
 
 describe("a call the server makes a task, above the confirm threshold (2026-07-28, over HTTP)", () => {
-  let nextId = 1;
-
   /** One 2026-07-28 request declaring the tasks extension, and elicitation when `elicitation` is set. */
-  async function modern(
-    key: string,
-    method: string,
-    params: Record<string, unknown>,
-    elicitation: boolean,
-  ): Promise<ModernAnswer["result"]> {
-    const envelope = {
-      "io.modelcontextprotocol/protocolVersion": REVISION,
-      "io.modelcontextprotocol/clientInfo": { name: "hand-written-2026-spend", version: "1.0.0" },
-      "io.modelcontextprotocol/clientCapabilities": {
-        extensions: { [TASKS]: {} },
-        ...(elicitation && { elicitation: { form: {} } }),
-      },
-    };
-    const response = await fetch(http.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        authorization: `Bearer ${key}`,
-        "mcp-protocol-version": REVISION,
-        "mcp-method": method,
-        "mcp-name": String(params["name"] ?? params["taskId"]),
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: envelope } }),
-    });
-    const text = await response.text();
-    expect(response.status, text).toBe(200);
-    const messages = text.trim().startsWith("{")
-      ? [JSON.parse(text) as Record<string, unknown>]
-      : text
-          .split("\n")
-          .filter((line) => line.startsWith("data:") && line.slice(5).trim() !== "")
-          .map((line) => JSON.parse(line.slice(5)) as Record<string, unknown>);
-    const answer = messages.find((message) => "result" in message || "error" in message);
-    expect(answer?.["error"], text).toBeUndefined();
-    return answer?.["result"] as ModernAnswer["result"];
-  }
+  const modern = (key: string, method: string, params: Record<string, unknown>, elicitation: boolean) =>
+    modernCall(http.url, key, method, params, { tasks: true, elicitation });
 
   const callVideo = (key: string, extra: Record<string, unknown>, elicitation = true) =>
     modern(key, "tools/call", { name: "generate_video", arguments: STANDARD_1080P, ...extra }, elicitation);

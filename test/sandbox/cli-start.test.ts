@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
-import { createServer } from "node:net";
 import type { Server } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import {
   runSandboxCommand,
   shellQuote,
 } from "../../src/sandbox/cli.js";
+import { busyPort, capture, outputOf } from "../helpers/processes.js";
 
 const BUILT_CLI = path.resolve(import.meta.dirname, "../../dist/bundle/cli.js");
 const IN_USE = (port: number): string =>
@@ -19,27 +19,6 @@ const busy: Server[] = [];
 afterEach(async () => {
   await Promise.all(busy.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
 });
-
-/** A port some other server holds. */
-async function busyPort(): Promise<number> {
-  const server = createServer();
-  busy.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as { port: number }).port;
-}
-
-function capture(): { stderr: { write(text: string): boolean }; text(): string } {
-  let text = "";
-  return {
-    stderr: {
-      write: (chunk: string) => {
-        text += chunk;
-        return true;
-      },
-    },
-    text: () => text,
-  };
-}
 
 async function runUntilBanner(
   args: string[],
@@ -65,7 +44,7 @@ async function runUntilBanner(
 
 describe("a sandbox that cannot listen", () => {
   it("rejects with SandboxStartError in one line when the port is in use, and prints nothing", async () => {
-    const port = await busyPort();
+    const port = await busyPort(busy);
     const io = capture();
     const error = await runSandboxCommand(["--port", String(port)], { stderr: io.stderr }).catch(
       (caught: unknown) => caught,
@@ -143,15 +122,11 @@ describe("the built bin", () => {
   it.runIf(existsSync(BUILT_CLI))(
     "exits non-zero on a busy port with one line and no stack trace (needs npm run build)",
     async () => {
-      const port = await busyPort();
+      const port = await busyPort(busy);
       const child = spawn(process.execPath, [BUILT_CLI, "sandbox", "--port", String(port)], {
         stdio: ["ignore", "pipe", "pipe"],
       });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      const { code, stdout, stderr } = await outputOf(child);
       expect(code).not.toBe(0);
       expect(code).not.toBeNull();
       // One clear line, nothing else (no stack, no usage hint: it is not a usage mistake).

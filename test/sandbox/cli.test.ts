@@ -1,18 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { SandboxUsageError, parseSandboxArgs, runSandboxCommand } from "../../src/sandbox/cli.js";
-
-function capture(): { stderr: { write(text: string): boolean }; text(): string } {
-  let text = "";
-  return {
-    stderr: {
-      write: (chunk: string) => {
-        text += chunk;
-        return true;
-      },
-    },
-    text: () => text,
-  };
-}
+import { capture } from "../helpers/processes.js";
 
 async function waitFor(check: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cleanText, redact, redactValue, registerSecret } from "../../src/redact.js";
+import { readable } from "../helpers/readable.js";
 
 const KEY = "sk-live-Q7fV2pLx9RtZ4mWc8NbJ3hYd6KsGa1Ue";
 const A = KEY.slice(0, 20);
@@ -15,20 +16,6 @@ beforeEach(() => {
   forget = registerSecret(KEY);
 });
 afterEach(() => forget());
-
-/** The text with everything the redactor may ignore removed, as an attacker reading it would. */
-function readable(text: string): string {
-  return (
-    text
-      .normalize("NFKC")
-      // JSON / C escape text, then real escape sequences and their leftovers.
-      .replace(/\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtbfv]|0[0-7]{0,2})/g, "")
-      // eslint-disable-next-line no-control-regex
-      .replace(/\u001b?\[[0-9;]*[A-Za-z]/g, "")
-      .replace(/[\p{Cc}\p{Cf}\p{Z}\s]/gu, "")
-      .toLowerCase()
-  );
-}
 
 /** No piece of the key as long as the rule promises to mask is readable. */
 function expectNoKey(output: string): void {

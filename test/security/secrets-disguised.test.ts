@@ -14,6 +14,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { readable } from "../helpers/readable.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
 
 const alnum = (length: number) =>
@@ -73,19 +74,6 @@ const call = async (name: string, args: Record<string, unknown>) =>
   })) as CallToolResult;
 const textOf = (result: CallToolResult) =>
   result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
-
-/** Text as someone reading it would take it: escapes decoded away, invisible characters dropped, case folded. */
-function readable(text: string): string {
-  return (
-    text
-      .normalize("NFKC")
-      .replace(/\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtbfv]|0[0-7]{0,2})/g, "")
-      // eslint-disable-next-line no-control-regex
-      .replace(/\u001b?\[[0-9;]*[A-Za-z]/g, "")
-      .replace(/[\p{Cc}\p{Cf}\p{Z}\s]/gu, "")
-      .toLowerCase()
-  );
-}
 
 /** Every string in a JSON value (keys too), so escapes of the serialized form cannot hide anything. */
 function stringsOf(value: unknown, out: string[] = []): string[] {

@@ -14,9 +14,7 @@ import { randomBytes } from "node:crypto";
 import { connect as connectSocket, type Socket } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import {
   errorOf,
@@ -31,20 +29,19 @@ import {
   sleep,
   startsSent,
 } from "../helpers/red-team.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 
+let shared: SharedState;
 let sandbox: SandboxHandle;
 let redis: RedisProcess;
-let root: Awaited<ReturnType<typeof tempRoot>>;
+let root: SharedState["root"];
 let server: HttpServerProcess;
 let stateDir: string;
 
 beforeAll(async () => {
-  [sandbox, redis, root] = await Promise.all([
-    startSandbox({ rateLimit: { limit: 100_000, windowMs: 60_000 } }),
-    startRedis(),
-    tempRoot("red-team-bearers-"),
-  ]);
+  shared = await startSharedState("red-team-bearers-", { rateLimit: { limit: 100_000, windowMs: 60_000 } });
+  ({ sandbox, redis, root } = shared);
   stateDir = path.join(root.dir, "state");
   server = await startHttpBin([], {
     HOME: root.dir,
@@ -56,8 +53,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.stop();
-  await Promise.all([sandbox?.close(), redis?.stop()]);
-  await root?.remove();
+  await shared?.close();
 });
 
 const madeUp = () => `made-up-${randomBytes(8).toString("hex")}`;

@@ -6,33 +6,29 @@
  * start never hands it another caller's task (nor charges that other caller again).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
+import { sha256Hex } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import { report, resultOf, rpc, SCALE, sleep, startsSent, tenant } from "../helpers/red-team.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 
 const TEAM = tenant("team", "sk-team-7f3a9c2e1b6d4085");
 const ALICE = "tok-alice-c41d92ab7e";
 const BOB = "tok-bob-58e0f1d3a9";
 
+let shared: SharedState;
 let sandbox: SandboxHandle;
-let redis: RedisProcess;
-let root: Awaited<ReturnType<typeof tempRoot>>;
 let first: HttpServerProcess;
 let second: HttpServerProcess;
 
 beforeAll(async () => {
-  [sandbox, redis, root] = await Promise.all([
-    startSandbox({
-      accounts: [TEAM],
-      timings: { queuedMs: 60_000, processingMs: 60_000 },
-      rateLimit: { limit: 100_000, windowMs: 60_000 },
-    }),
-    startRedis(),
-    tempRoot("red-team-gateway-"),
-  ]);
+  shared = await startSharedState("red-team-gateway-", {
+    accounts: [TEAM],
+    timings: { queuedMs: 60_000, processingMs: 60_000 },
+    rateLimit: { limit: 100_000, windowMs: 60_000 },
+  });
+  sandbox = shared.sandbox;
+  const { redis, root } = shared;
   const env = (name: string) => ({
     HOME: root.dir,
     GENERATION_BASE_URL: sandbox.baseUrl,
@@ -47,8 +43,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([first?.stop(), second?.stop()]);
-  await Promise.all([sandbox?.close(), redis?.stop()]);
-  await root?.remove();
+  await shared?.close();
 });
 
 async function start(server: HttpServerProcess, token: string, prompt: string) {

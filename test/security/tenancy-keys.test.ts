@@ -10,9 +10,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tempRoot } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import {
   filesUnder,
@@ -30,27 +28,26 @@ import {
   tenant,
   until,
 } from "../helpers/red-team.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 
 const KEY = `sk-echo-${randomBytes(12).toString("hex")}`;
 const OTHER = `sk-other-${randomBytes(12).toString("hex")}`;
 
+let shared: SharedState;
 let sandbox: SandboxHandle;
 let redis: RedisProcess;
-let root: Awaited<ReturnType<typeof tempRoot>>;
+let root: SharedState["root"];
 let server: HttpServerProcess;
 let stateDir: string;
 
 beforeAll(async () => {
-  [sandbox, redis, root] = await Promise.all([
-    startSandbox({
-      accounts: [tenant("echo", KEY), tenant("other", OTHER)],
-      timings: { queuedMs: 200, processingMs: 800 },
-      rateLimit: { limit: 100_000, windowMs: 60_000 },
-    }),
-    startRedis(),
-    tempRoot("red-team-keys-"),
-  ]);
+  shared = await startSharedState("red-team-keys-", {
+    accounts: [tenant("echo", KEY), tenant("other", OTHER)],
+    timings: { queuedMs: 200, processingMs: 800 },
+    rateLimit: { limit: 100_000, windowMs: 60_000 },
+  });
+  ({ sandbox, redis, root } = shared);
   stateDir = path.join(root.dir, "state");
   server = await startHttpBin([], {
     HOME: root.dir,
@@ -64,8 +61,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.stop();
-  await Promise.all([sandbox?.close(), redis?.stop()]);
-  await root?.remove();
+  await shared?.close();
 });
 
 /** Everything anyone could read back: on disk, in Redis, in the server's log (and how many files and keys). */

@@ -9,11 +9,11 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import { tenant } from "../helpers/red-team.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 import { nextMidnightUtc, startRequestsBy, startsBy, textOf } from "./spend-helpers.js";
 
 const DAILY = 200;
@@ -23,9 +23,10 @@ const RACERS = 36;
 const ALICE = "sk-spend-alice";
 const BOB = "sk-spend-bob";
 
+let shared: SharedState;
 let redis: RedisProcess;
 let sandbox: SandboxHandle;
-let root: Awaited<ReturnType<typeof tempRoot>>;
+let root: SharedState["root"];
 const servers: HttpServerProcess[] = [];
 const clients: Client[] = [];
 
@@ -41,21 +42,12 @@ function startReplica(index: number): Promise<HttpServerProcess> {
 }
 
 beforeAll(async () => {
-  [redis, root, sandbox] = await Promise.all([
-    startRedis(),
-    tempRoot("generation-mcp-spend-replicas-"),
-    startSandbox({
-      timings: { queuedMs: 60_000, processingMs: 60_000 },
-      rateLimit: { limit: 10_000, windowMs: 60_000 },
-      accounts: [ALICE, BOB].map((key) => ({
-        key,
-        name: key,
-        credits: 100_000,
-        paidAccess: true,
-        subscription: "pro",
-      })),
-    }),
-  ]);
+  shared = await startSharedState("generation-mcp-spend-replicas-", {
+    timings: { queuedMs: 60_000, processingMs: 60_000 },
+    rateLimit: { limit: 10_000, windowMs: 60_000 },
+    accounts: [ALICE, BOB].map((key) => tenant(key, key)),
+  });
+  ({ redis, root, sandbox } = shared);
   // A little latency on every start keeps many of them in flight together: the race is real.
   sandbox.faults.latency("generate", 30);
   servers.push(...(await Promise.all([0, 1, 2].map(startReplica))));
@@ -64,9 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
   await Promise.all(servers.map((server) => server.stop()));
-  await sandbox?.close();
-  await redis?.stop();
-  await root?.remove();
+  await shared?.close();
 });
 
 async function client(server: HttpServerProcess, key: string): Promise<Client> {

@@ -1,4 +1,5 @@
 /** What the spend tests share: the sandbox's count of starts, result text, the reset time. */
+import { expect } from "vitest";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 
 /** Start requests the sandbox accepted (2xx) for `key`: what was actually started and charged. */
@@ -43,6 +44,25 @@ export const STANDARD_1080P = {
   resolution: "1080p",
   duration: 10,
 };
+
+/**
+ * The answer to a generate_video of STANDARD_1080P whose cost the user was asked to confirm and accepted: the
+ * one question, with the price, and one start sent for `key`.
+ */
+export function expectAcceptedStart(
+  result: { isError?: boolean | undefined; structuredContent?: unknown },
+  asked: string[],
+  sandbox: SandboxHandle,
+  key: string,
+): void {
+  expect(result.isError, textOf(result)).toBeFalsy();
+  expect(asked).toEqual(["Start a 10 s 1080p video on vendor-video-2-0 for about 100 credits?"]);
+  expect(result.structuredContent).toMatchObject({
+    estimated_credits: 100,
+    video_id: expect.any(String),
+  });
+  expect(startRequestsBy(sandbox, key)).toBe(1);
+}
 
 let nextId = 1;
 

@@ -15,14 +15,14 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { sha256Hex, tempRoot } from "../helpers/http-calls.js";
+import { sha256Hex } from "../helpers/http-calls.js";
 import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
 import { startJwksIssuer, type JwksIssuer } from "../helpers/jwks-issuer.js";
 import { startOAuthBin, type OAuthBin } from "../helpers/oauth-bin.js";
 import { resultOf, rpc, tenant } from "../helpers/red-team.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 import { nextMidnightUtc, startRequestsBy, startsBy } from "./spend-helpers.js";
 
 const DAILY = 100;
@@ -35,24 +35,24 @@ const TEAM = tenant("team", "sk-spend-team-5e1c0a7f93");
 const TOKEN_A = "tok-spend-alice-0b7e4c19d2";
 const TOKEN_B = "tok-spend-bob-a93f5d0e61";
 
+let shared: SharedState;
 let sandbox: SandboxHandle;
 let redis: RedisProcess;
-let root: Awaited<ReturnType<typeof tempRoot>>;
+let root: SharedState["root"];
 let issuer: JwksIssuer;
 let gateway: HttpServerProcess;
 let replicas: OAuthBin[] = [];
 
 beforeAll(async () => {
-  [sandbox, redis, root, issuer] = await Promise.all([
-    startSandbox({
+  [shared, issuer] = await Promise.all([
+    startSharedState("generation-mcp-spend-tenants-", {
       accounts: [TEAM],
       timings: { queuedMs: 60_000, processingMs: 60_000 },
       rateLimit: { limit: 100_000, windowMs: 60_000 },
     }),
-    startRedis(),
-    tempRoot("generation-mcp-spend-tenants-"),
     startJwksIssuer({ audience: `${PUBLIC_URL}/mcp` }),
   ]);
+  ({ sandbox, redis, root } = shared);
   const tokensFile = path.join(root.dir, "tokens.sha256");
   await writeFile(
     tokensFile,
@@ -89,8 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([gateway?.stop(), ...replicas.map((bin) => bin.server.stop())]);
-  await Promise.all([sandbox?.close(), redis?.stop(), issuer?.stop()]);
-  await root?.remove();
+  await Promise.all([shared?.close(), issuer?.stop()]);
 });
 
 let prompts = 0;

@@ -10,39 +10,31 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { Redis } from "ioredis";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import { tenant } from "../helpers/red-team.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 import { startRequestsBy, textOf } from "../spend/spend-helpers.js";
 
 const DAILY = 50;
 const ALICE = "sk-lost-alice";
 const BOB = "sk-lost-bob";
 
+let shared: SharedState;
 let redis: RedisProcess;
 let sandbox: SandboxHandle;
-let root: Awaited<ReturnType<typeof tempRoot>>;
+let root: SharedState["root"];
 let servers: HttpServerProcess[] = [];
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  [redis, root, sandbox] = await Promise.all([
-    startRedis(),
-    tempRoot("generation-mcp-redis-lost-"),
-    startSandbox({
-      timings: { queuedMs: 60_000, processingMs: 60_000 },
-      rateLimit: { limit: 10_000, windowMs: 60_000 },
-      accounts: [ALICE, BOB].map((key) => ({
-        key,
-        name: key,
-        credits: 100_000,
-        paidAccess: true,
-        subscription: "pro",
-      })),
-    }),
-  ]);
+  shared = await startSharedState("generation-mcp-redis-lost-", {
+    timings: { queuedMs: 60_000, processingMs: 60_000 },
+    rateLimit: { limit: 10_000, windowMs: 60_000 },
+    accounts: [ALICE, BOB].map((key) => tenant(key, key)),
+  });
+  ({ redis, root, sandbox } = shared);
   servers = await Promise.all(
     [0, 1].map((index) =>
       startHttpBin([], {
@@ -59,9 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
   await Promise.all(servers.map((server) => server.stop()));
-  await sandbox?.close();
-  await redis?.stop();
-  await root?.remove();
+  await shared?.close();
 });
 
 async function clientOf(server: HttpServerProcess, key: string): Promise<Client> {

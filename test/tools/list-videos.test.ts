@@ -7,7 +7,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../src/config/index.js";
 import { Logger } from "../../src/logger.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
@@ -15,6 +14,7 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import type { ToolContext } from "../../src/tools/define-tool.js";
 import { generateVideo } from "../../src/tools/generate-video.js";
 import { listVideos } from "../../src/tools/list-videos.js";
+import { testConfig } from "../helpers/harness.js";
 
 let sandbox: SandboxHandle;
 let root: string;
@@ -23,23 +23,7 @@ let runtime: Runtime;
 beforeAll(async () => {
   sandbox = await startSandbox({ timings: { queuedMs: 60_000, processingMs: 60_000 } });
   root = await mkdtemp(path.join(tmpdir(), "generation-mcp-list-"));
-  const config: Config = {
-    apiKey: sandbox.keys.paid,
-    baseUrl: sandbox.baseUrl,
-    sandbox: false,
-    pollIntervalMs: 25,
-    waitTimeoutS: 10,
-    outputDir: path.join(root, "out"),
-    allowedDirs: [],
-    stateDir: path.join(root, "state"),
-    outputDirConfigured: true,
-    http: undefined,
-    previews: false,
-    previewMaxSide: 1024,
-    resourceLinks: false,
-    redis: undefined,
-    settingsForm: "env",
-  };
+  const config = testConfig(root, { apiKey: sandbox.keys.paid, baseUrl: sandbox.baseUrl, previews: false });
   runtime = await createRuntime(
     config,
     { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid },
