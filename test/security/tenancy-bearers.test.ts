@@ -1,6 +1,6 @@
 /**
- * Red team, strangers at the door (issue: reliability round three, points 4, 5, 9 and 10), against the built
- * `--http` bin in passthrough mode with a real redis-server:
+ * Red team, strangers at the door: against the built `--http` bin in passthrough mode with a real
+ * redis-server:
  * - unknown bearers cost nothing: pings, lists, calls and refused task calls with made-up bearers leave no
  *   folder, no file and no record in Redis (only the rate counters of the requests that reached the service,
  *   which expire);

@@ -1,9 +1,9 @@
 /**
- * Red team, gateway callers (issue: reliability round three, point 8): two `--http` replicas of the built bin
- * in gateway mode (the server holds one service key; callers present tokens), on one real redis-server,
- * against one sandbox. Callers of one key are isolated from each other: the concurrency cap is each
- * caller's own, a caller sees and lists only the videos it started, and the settlement of one caller's lost
- * start never hands it another caller's task (nor charges that other caller again).
+ * Red team, gateway callers: two `--http` replicas of the built bin in gateway mode (the server holds one
+ * service key; callers present tokens), on one real redis-server, against one sandbox. Callers of one key are
+ * isolated from each other: the concurrency cap is each caller's own, a caller sees and lists only the videos
+ * it started, and the settlement of one caller's lost start never hands it another caller's task (nor charges
+ * that other caller again).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxHandle } from "../../src/sandbox/types.js";

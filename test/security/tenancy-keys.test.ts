@@ -1,6 +1,5 @@
 /**
- * Red team, keys (issue: reliability round three, points 1 and 2), against the built `--http` bin in
- * passthrough mode, a real redis-server and the sandbox:
+ * Red team, keys: against the built `--http` bin in passthrough mode, a real redis-server and the sandbox:
  * - a caller's key is masked for its runtime's whole life: an MCP task whose background wait ends while no
  *   request of that key is in flight, with a service text that echoes the key, shows it nowhere (tasks/get,
  *   tasks/result, mcp-tasks.json, Redis); neither does the later of two overlapping calls;

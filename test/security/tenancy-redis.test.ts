@@ -1,6 +1,6 @@
 /**
- * Red team, shared state (issue: reliability round three, points 3, 6 and 7): two `--http` replicas of the
- * built bin on one real redis-server, against one sandbox.
+ * Red team, shared state: two `--http` replicas of the built bin on one real redis-server, against one
+ * sandbox.
  * - Redis that refuses writes (full with noeviction, or paused for writes) is not shared state: identical
  *   starts on two replicas are not sent at all (never charged twice), both replicas answer /readyz 503, each
  *   logs one line per outage and one when it ends, and both serve again afterwards.

@@ -31,7 +31,7 @@ let server: HttpServerProcess;
 const bodies: string[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-http-hardening-"));
+  dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-http-refusals-"));
   server = await startHttpBin(["--sandbox"], { HOME: dir, GENERATION_STATE_DIR: path.join(dir, "state") });
 });
 afterAll(async () => {
