@@ -46,6 +46,8 @@ export interface SheetOptions {
   signal: AbortSignal;
   /** GENERATION_FFMPEG_PATH, else `ffmpeg` on PATH. */
   ffmpegPath?: string | undefined;
+  /** FRAMES_DEADLINE_MS unless given (tests). */
+  deadlineMs?: number;
 }
 
 /** `keep` false: worth trying again on a later result (the network may be back). */
@@ -105,7 +107,7 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
   const key = `${options.ffmpegPath ?? ""} ${maxSide} ${url}`;
   let made = sheets.get(key);
   sheets.delete(key);
-  const deadline = Date.now() + FRAMES_DEADLINE_MS;
+  const deadline = Date.now() + (options.deadlineMs ?? FRAMES_DEADLINE_MS);
   made ??= inTurn(deadline, () => makeSheet(url, { ...options, maxSide }, deadline)).catch(
     (error: unknown) => {
       if (!(error instanceof FramesError && error.keep)) sheets.delete(key);

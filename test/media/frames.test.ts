@@ -201,6 +201,22 @@ describe("contactSheet", () => {
     expect(later).toHaveProperty("image");
   }, 60_000);
 
+  it("counts the wait for a turn in the call's deadline: a call still in line then is told to come back", async () => {
+    // Two slow runs hold both turns past the deadline; the third call never gets one.
+    const slow = path.join(scratch, "ffmpeg-slow");
+    writeFileSync(slow, '#!/bin/sh\nsleep 3\nexec ffmpeg "$@"\n', { mode: 0o755 });
+    for (let i = 0; i < 3; i++) files.set(`/queued-${i}.mp4`, SAMPLE_VIDEO_MP4);
+    const sheets = await Promise.all(
+      [0, 1, 2].map((i) =>
+        contactSheet(`${origin}/queued-${i}.mp4`, options({ ffmpegPath: slow, deadlineMs: 1500 })),
+      ),
+    );
+    expect(sheets[2]).toEqual({ note: expect.stringMatching(/busy.*get_status/) });
+    // The two that had a turn ran out of time in ffmpeg, not in line.
+    for (const sheet of sheets.slice(0, 2))
+      expect(sheet).toEqual({ note: expect.not.stringMatching(/busy/) });
+  }, 20_000);
+
   it("says in words that the file looks damaged when ffmpeg floods its error output", async () => {
     const flooding = path.join(scratch, "ffmpeg-flooding");
     writeFileSync(flooding, "#!/bin/sh\nhead -c 5000000 /dev/zero | tr '\\0' x >&2\nexit 1\n", {
