@@ -25,7 +25,7 @@ function fold(text: string): string {
   return ascii.replace(/[^]/g, (c) => (c.toLowerCase()[1] ? c : c.toLowerCase()));
 }
 
-/** The text as matching sees it (junk out, then folded), and where each of its code units stands in the original. */
+/** The text as matching sees it (junk out, then folded), and where each of its code units stands in it. */
 function view(text: string): { folded: string; origin: Uint32Array } {
   const [parts, origin] = [[] as string[], new Uint32Array(text.length)];
   let [at, size] = [0, 0];
@@ -50,8 +50,9 @@ function piecesOf(secret: string): string[] {
 }
 
 function maskPieces(text: string, pieces: readonly string[]): string {
+  if (pieces.length === 0) return text;
   // The same folded text as view's, without the position map: most texts hold no secret.
-  const quick = pieces.length === 0 ? "" : fold(text.replace(JUNK, ""));
+  const quick = fold(text.replace(JUNK, ""));
   if (!pieces.some((piece) => quick.includes(piece))) return text;
   const { folded, origin } = view(text);
   const spans: Array<[number, number]> = [];

@@ -13,6 +13,7 @@ import type { Agent, Dispatcher } from "undici";
 
 import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { joinSignals } from "../api/sleep.js";
 import { errorCode } from "./local-path.js";
 import { NonPublicAddressError, checkPublicUrl, createPublicAgent, showUrl } from "./public-address.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "./sniff.js";
@@ -136,13 +137,12 @@ async function fetchMedia<T>(
   // Timers fire at once above 2^31-1 ms; NaN falls back to the default.
   const wanted = Math.ceil(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const timeoutMs = Math.min(Math.max(wanted, 1), 2 ** 31 - 1) || DEFAULT_TIMEOUT_MS;
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const signal = opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
+  const deadline = joinSignals([opts.signal], timeoutMs);
   // A private agent: whatever the API client installs globally (auth headers, interceptors) stays out.
   const agent = await createPublicAgent({ allowHosts });
   let response: Response | undefined;
   try {
-    const reached = await follow(start, agent, allowHosts, signal);
+    const reached = await follow(start, agent, allowHosts, deadline.signal);
     response = reached.response;
     const shown = showUrl(reached.url);
     const status = response.statusCode;
@@ -155,7 +155,7 @@ async function fetchMedia<T>(
     if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
     if (error instanceof GenerationError) throw error;
     const code = errorCode(error);
-    if (deadline.aborted || /^UND_ERR_\w*TIMEOUT$/.test(code ?? "")) {
+    if (deadline.timedOut() || /^UND_ERR_\w*TIMEOUT$/.test(code ?? "")) {
       throw new TimeoutError(
         `Downloading ${showUrl(start)} did not finish within ${Math.round(timeoutMs / 1000)} s; nothing was saved.`,
         { cause: error, nextStep: RETRY_DOWNLOAD },
@@ -171,6 +171,7 @@ async function fetchMedia<T>(
       nextStep: RETRY_DOWNLOAD,
     });
   } finally {
+    deadline.release();
     // Destroying an unread body emits an abort error: our own decision, not a failure.
     response?.body.on("error", () => {}).destroy();
     await agent.destroy();
