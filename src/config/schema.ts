@@ -4,7 +4,6 @@
  * and the settings the install forms offer (scripts/distribution.mjs) are all made from it.
  */
 import type { ParseArgsConfig } from "node:util";
-import * as z from "zod";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -14,30 +13,36 @@ export class ConfigError extends Error {
 export const isUnfilledPlaceholder = (value: string): boolean =>
   /^\$\{user_config\.[^}]*\}$/.test(value.trim());
 
-const text = z
-  .string()
-  .transform((value) => value.trim())
-  .optional()
-  .transform((value) => (value === "" || (value && isUnfilledPlaceholder(value)) ? undefined : value));
-const numeric = z
-  .string()
-  .regex(/^\d+(\.\d+)?$/, "must be a non-negative number")
-  .transform(Number);
-const decimal = (schema: z.ZodNumber) => text.pipe(numeric.pipe(schema).optional());
-const whole = (min: number, max: number, unit = "number") =>
-  decimal(z.number().int(`must be a whole ${unit}`).min(min).max(max));
-
+/**
+ * How a setting is read: its kind tells the install forms which field to show; `parse` gets the trimmed,
+ * non-blank value and returns it read, or throws the problem (readSettings names the variable and flag).
+ * Plain functions, not zod: a few strings read once at start, and the stdio cold start is measured.
+ */
 type Kind = "text" | "secret" | "dir" | "dirs" | "switch" | "on-off" | "number" | "credits";
-/** How a setting is read; its kind tells the install forms which field to show. */
-const kind = <P extends z.ZodType>(name: Kind, parse: P) => ({ kind: name, parse });
-const choice = <const T extends string>(name: Kind, values: [T, ...T[]], message?: string) =>
-  kind(name, text.transform((value) => value?.toLowerCase()).pipe(z.enum(values, message).optional()));
-const checked = (test: (value: string) => boolean, message: string) =>
-  kind("text", text.pipe(z.string().refine(test, message).optional()));
-const plain = kind("text", text);
+const kind = <T>(name: Kind, parse: (value: string) => T) => ({ kind: name, parse });
+const refuse = (problem: string): never => {
+  throw new ConfigError(problem);
+};
+const number = (min: number, max: number, unit?: string) => (value: string) => {
+  if (!/^\d+(\.\d+)?$/.test(value)) return refuse("must be a non-negative number");
+  const read = Number(value);
+  if (unit !== undefined && !Number.isInteger(read)) return refuse(`must be a whole ${unit}`);
+  return read >= min && read <= max ? read : refuse(`must be from ${min} to ${max}`);
+};
+const whole = (min: number, max: number, unit = "number") => kind("number", number(min, max, unit));
+const choice = <const T extends string>(name: Kind, values: readonly T[], problem: string) =>
+  kind(name, (value): T => {
+    const lower = value.toLowerCase();
+    return values.find((allowed) => allowed === lower) ?? refuse(problem);
+  });
+const checked = (test: (value: string) => boolean, problem: string) =>
+  kind("text", (value) => (test(value) ? value : refuse(problem)));
+const asIs = (name: Kind) => kind(name, (value) => value);
+const plain = asIs("text");
 const onOff = choice("on-off", ["on", "off", "1", "0", "true", "false"], "must be on or off");
+const onSwitch = choice("switch", ["0", "1", "true", "false"], "must be 1, 0, true or false");
 /** Estimated credits: halves occur (7.5/s), so any non-negative number up to a billion. */
-const credits = kind("credits", decimal(z.number().max(1_000_000_000, "must be at most 1000000000 credits")));
+const credits = kind("credits", number(0, 1_000_000_000));
 const isRedisUrl = (value: string) => URL.canParse(value) && /^rediss?:$/.test(new URL(value).protocol);
 
 /** The defaults the code applies, named once for it and for the table. */
@@ -55,58 +60,58 @@ export const DEFAULTS = {
   redisPrefix: "generation-mcp:",
 } as const;
 
-export interface Setting<P extends z.ZodType = z.ZodType> {
+export interface Setting<T = unknown> {
   /** The heading it is listed under. */
   section: string;
   /** The flag with its argument (`--port N`); undefined: the variable only. */
   flag: string | undefined;
   kind: Kind;
-  parse: P;
+  parse: (value: string) => T;
   /** The default and a one-line description, in Markdown. */
   default: string;
   description: string;
 }
 
-const set = <P extends z.ZodType>(
+const set = <T>(
   section: string,
   flag: string | undefined,
-  { kind, parse }: { kind: Kind; parse: P },
+  { kind, parse }: { kind: Kind; parse: (value: string) => T },
   fallback: string | number,
   description: string,
-): Setting<P> => ({ section, flag, kind, parse, default: String(fallback), description });
+): Setting<T> => ({ section, flag, kind, parse, default: String(fallback), description });
 
 const D = DEFAULTS;
 // One line per setting, so the table reads as one.
 // prettier-ignore
 export const SETTINGS = {
-  GENERATION_API_KEY:               set("The service", undefined, kind("secret", text), "none", "the service API key, sent as `Authorization: Bearer`; from the environment only, never a flag (with `--http`: only beside gateway tokens or OAuth)"),
+  GENERATION_API_KEY:               set("The service", undefined, asIs("secret"), "none", "the service API key, sent as `Authorization: Bearer`; from the environment only, never a flag (with `--http`: only beside gateway tokens or OAuth)"),
   GENERATION_BASE_URL:              set("The service", "--base-url URL", plain, "none", "the service address up to and including `/api/v1` (checked at start)"),
-  GENERATION_SANDBOX:               set("The service", "--sandbox", choice("switch", ["0", "1", "true", "false"]), "off", "use the built-in sandbox instead of the service (`1` or `true`): no account, no credits"),
-  GENERATION_POLL_INTERVAL_MS:      set("The service", "--poll-interval-ms N", kind("number", whole(100, 600_000, "number of milliseconds")), D.pollIntervalMs, "milliseconds between status polls while waiting (100-600000)"),
-  GENERATION_WAIT_TIMEOUT_S:        set("The service", "--wait-timeout-s N", kind("number", decimal(z.number().min(0).max(3600))), D.waitTimeoutS, "seconds one call waits before answering \"still processing\" (0-3600)"),
+  GENERATION_SANDBOX:               set("The service", "--sandbox", onSwitch, "off", "use the built-in sandbox instead of the service (`1` or `true`): no account, no credits"),
+  GENERATION_POLL_INTERVAL_MS:      set("The service", "--poll-interval-ms N", whole(100, 600_000, "number of milliseconds"), D.pollIntervalMs, "milliseconds between status polls while waiting (100-600000)"),
+  GENERATION_WAIT_TIMEOUT_S:        set("The service", "--wait-timeout-s N", kind("number", number(0, 3600)), D.waitTimeoutS, "seconds one call waits before answering \"still processing\" (0-3600)"),
   GENERATION_SETTINGS_FORM:         set("The service", "--settings-form env|mcpb", choice("text", ["env", "mcpb"], "must be env or mcpb"), "`env`", "where advice tells the user to change settings: `env` (the client's configuration) or `mcpb` (Claude Desktop's form)"),
-  GENERATION_OUTPUT_DIR:            set("Local files", "--output-dir DIR", kind("dir", text), "`~/Downloads/generation-mcp`", "where `download: true` saves media (with `--http`: only when set)"),
-  GENERATION_ALLOWED_DIRS:          set("Local files", "--allowed-dirs DIRS", kind("dirs", text), "`~/Pictures`, `~/Downloads`, `~/Desktop` and the output folder (none with `--http`)", "folders whose images may be uploaded (`:`-separated, `;` on Windows); the client's MCP roots count too"),
-  GENERATION_STATE_DIR:             set("Local files", "--state-dir DIR", kind("dir", text), "the platform's user state folder", "where the journal of started tasks, MCP task records and the day's spend are kept"),
+  GENERATION_OUTPUT_DIR:            set("Local files", "--output-dir DIR", asIs("dir"), "`~/Downloads/generation-mcp`", "where `download: true` saves media (with `--http`: only when set)"),
+  GENERATION_ALLOWED_DIRS:          set("Local files", "--allowed-dirs DIRS", asIs("dirs"), "`~/Pictures`, `~/Downloads`, `~/Desktop` and the output folder (none with `--http`)", "folders whose images may be uploaded (`:`-separated, `;` on Windows); the client's MCP roots count too"),
+  GENERATION_STATE_DIR:             set("Local files", "--state-dir DIR", asIs("dir"), "the platform's user state folder", "where the journal of started tasks, MCP task records and the day's spend are kept"),
   GENERATION_PREVIEWS:              set("Previews and links", "--previews on|off", onOff, "on", "MCP `image` previews of finished images, video stills and a sheet of each finished video's frames"),
-  GENERATION_PREVIEW_MAX_SIDE:      set("Previews and links", "--preview-max-side N", kind("number", whole(64, 2000, "number of pixels")), D.previewMaxSide, "longest side of a preview in pixels (64-2000; Claude refuses larger images among many)"),
+  GENERATION_PREVIEW_MAX_SIDE:      set("Previews and links", "--preview-max-side N", whole(64, 2000, "number of pixels"), D.previewMaxSide, "longest side of a preview in pixels (64-2000; Claude refuses larger images among many)"),
   GENERATION_FFMPEG_PATH:           set("Previews and links", "--ffmpeg-path FILE", plain, "`ffmpeg` on `PATH`", "the ffmpeg binary that makes the frame sheet of a finished video (without it: a note, no frames)"),
   GENERATION_RESOURCE_LINKS:        set("Previews and links", "--resource-links on|off", onOff, "off", "a `resource_link` item for each finished video and image"),
   GENERATION_MAX_CREDITS_PER_CALL:  set("Spend limits", "--max-credits-per-call N", credits, "none", "a call estimated above it is refused with `budget_exceeded` unless the user confirms it"),
   GENERATION_DAILY_CREDITS:         set("Spend limits", "--daily-credits N", credits, "none", "estimated credits one caller may start per UTC day"),
   GENERATION_CONFIRM_ABOVE_CREDITS: set("Spend limits", "--confirm-above-credits N", credits, "none", "above it the user is asked to confirm the cost first (at most the per-call cap)"),
-  GENERATION_HTTP:                  set("HTTP (--http)", "--http", choice("switch", ["0", "1", "true", "false"]), "off", "serve MCP Streamable HTTP at `/mcp` instead of stdio"),
-  GENERATION_HTTP_PORT:             set("HTTP (--http)", "--port N", kind("number", whole(0, 65_535, "port number")), D.httpPort, "port to listen on (0: any free port)"),
+  GENERATION_HTTP:                  set("HTTP (--http)", "--http", onSwitch, "off", "serve MCP Streamable HTTP at `/mcp` instead of stdio"),
+  GENERATION_HTTP_PORT:             set("HTTP (--http)", "--port N", whole(0, 65_535, "port number"), D.httpPort, "port to listen on (0: any free port)"),
   GENERATION_HTTP_HOST:             set("HTTP (--http)", "--host H", plain, `\`${D.httpHost}\``, "address to bind"),
   GENERATION_HTTP_ALLOWED_HOSTS:    set("HTTP (--http)", "--allowed-hosts LIST", plain, "the loopback names", "`Host` values served (`name` or `name:port`, comma-separated); required off loopback"),
   GENERATION_HTTP_ALLOWED_ORIGINS:  set("HTTP (--http)", "--allowed-origins LIST", plain, "none", "browser origins accepted besides the server's own, answered with CORS headers"),
   GENERATION_HTTP_TOKENS:           set("HTTP (--http)", undefined, plain, "none: each caller brings its own key", "gateway mode: the SHA-256 hashes of the callers' tokens (or the file below)"),
   GENERATION_HTTP_TOKENS_FILE:      set("HTTP (--http)", "--tokens-file FILE", plain, "none", "gateway mode: a file of those hashes, one per line (`#` comments allowed)"),
-  GENERATION_HTTP_MAX_BODY_BYTES:   set("HTTP (--http)", "--max-body-bytes N", kind("number", whole(1024, 64 * 1024 * 1024, "number of bytes")), `${D.httpMaxBodyBytes} (4 MiB)`, "largest request body in bytes (1024-67108864)"),
-  GENERATION_HTTP_MAX_CONCURRENT:   set("HTTP (--http)", "--max-concurrent N", kind("number", whole(1, 10_000)), D.httpMaxConcurrent, "calls one caller may have in flight (1-10000; a batch counts as its calls)"),
-  GENERATION_HTTP_MAX_CONNECTIONS:  set("HTTP (--http)", "--max-connections N", kind("number", whole(16, 100_000)), D.httpMaxConnections, "connections held open at once (16-100000); past it new ones are closed"),
+  GENERATION_HTTP_MAX_BODY_BYTES:   set("HTTP (--http)", "--max-body-bytes N", whole(1024, 64 * 1024 * 1024, "number of bytes"), `${D.httpMaxBodyBytes} (4 MiB)`, "largest request body in bytes (1024-67108864)"),
+  GENERATION_HTTP_MAX_CONCURRENT:   set("HTTP (--http)", "--max-concurrent N", whole(1, 10_000), D.httpMaxConcurrent, "calls one caller may have in flight (1-10000; a batch counts as its calls)"),
+  GENERATION_HTTP_MAX_CONNECTIONS:  set("HTTP (--http)", "--max-connections N", whole(16, 100_000), D.httpMaxConnections, "connections held open at once (16-100000); past it new ones are closed"),
   GENERATION_METRICS:               set("HTTP (--http)", undefined, onOff, "off", "`on`: serve Prometheus metrics at `GET /metrics`"),
-  GENERATION_METRICS_TOKEN:         set("HTTP (--http)", undefined, kind("secret", text), "none: open", "with metrics on, scrapes must send it as `Authorization: Bearer` (16+ characters)"),
+  GENERATION_METRICS_TOKEN:         set("HTTP (--http)", undefined, asIs("secret"), "none: open", "with metrics on, scrapes must send it as `Authorization: Bearer` (16+ characters)"),
   GENERATION_PUBLIC_URL:            set("Sign-in (OAuth, --http)", "--public-url URL", plain, "none", "this server's public origin; the OAuth resource is `<public url>/mcp`"),
   GENERATION_OAUTH_ISSUER:          set("Sign-in (OAuth, --http)", "--oauth-issuer URL", plain, "none: no OAuth", "your OAuth 2.1 / OpenID issuer (`https://`, or `http://` on loopback); set: callers sign in there"),
   GENERATION_OAUTH_AUDIENCE:        set("Sign-in (OAuth, --http)", "--oauth-audience A", plain, "the resource, `<public url>/mcp`", "what every access token's `aud` must contain (only with the issuer)"),
@@ -116,12 +121,8 @@ export const SETTINGS = {
 };
 
 type Settings = typeof SETTINGS;
-const schema = z.object(
-  Object.fromEntries(Object.entries(SETTINGS).map(([name, setting]) => [name, setting.parse])) as {
-    [K in keyof Settings]: Settings[K]["parse"];
-  },
-);
-export type ConfigValues = z.output<typeof schema>;
+/** Each variable read; undefined when unset or blank. */
+export type ConfigValues = { [K in keyof Settings]: ReturnType<Settings[K]["parse"]> | undefined };
 
 const flagName = (setting: Setting) => setting.flag?.split(" ")[0];
 const flagged = Object.entries(SETTINGS).filter(([, setting]) => setting.flag !== undefined);
@@ -147,12 +148,18 @@ export function readSettings(env: NodeJS.ProcessEnv, flags: Record<string, strin
     const value = flags[flag];
     if (value !== undefined) merged[name] = value === true ? "1" : value;
   }
-  const parsed = schema.safeParse(merged);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const name = String(issue?.path[0] ?? "configuration");
-  const flag = Object.entries(FLAG_TO_ENV).find(([, variable]) => variable === name)?.[0];
-  throw new ConfigError(`${name}${flag ? ` (or ${flag})` : ""}: ${issue?.message ?? "invalid value"}`);
+  const values: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+    const value = merged[name]?.trim();
+    if (value === undefined || value === "" || isUnfilledPlaceholder(value)) continue;
+    try {
+      values[name] = setting.parse(value);
+    } catch (error) {
+      const flag = setting.flag?.split(" ")[0];
+      throw new ConfigError(`${name}${flag ? ` (or ${flag})` : ""}: ${(error as Error).message}`);
+    }
+  }
+  return values as ConfigValues;
 }
 
 /** The options part of `--help`, section by section. */

@@ -286,6 +286,14 @@ describe("shared state on Redis", () => {
 });
 
 describe("the one table of settings (src/config/schema.ts)", () => {
+  const accepts = (parse: (value: string) => unknown, value: string) => {
+    try {
+      parse(value);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const flagged = Object.entries(SETTINGS).filter(([, setting]) => setting.flag !== undefined);
 
   it("is what --help lists: every variable, with its flag on the same line", () => {
@@ -306,7 +314,7 @@ describe("the one table of settings (src/config/schema.ts)", () => {
     for (const [variable, setting] of flagged) {
       const flag = setting.flag?.split(" ")[0] ?? "";
       expect(FLAG_TO_ENV[flag]).toBe(variable);
-      if (setting.parse.safeParse("%%%").success && variable !== "GENERATION_BASE_URL") continue;
+      if (accepts(setting.parse, "%%%") && variable !== "GENERATION_BASE_URL") continue;
       refused++;
       expect(() => loadConfig({ env: { GENERATION_SANDBOX: "1" }, flags: { [flag]: "%%%" } }), flag).toThrow(
         new RegExp(`^${variable} \\(or ${flag}\\): `),
