@@ -4,7 +4,12 @@
  * concurrency cap, MCP task records, the duplicate guard, settlement, ownership of tasks and spend. No place
  * derives "who" on its own. And what a signed-in caller's grants must hold for a request.
  */
-import { createHash } from "node:crypto";
+import type * as Crypto from "node:crypto";
+import { createRequire } from "node:module";
+
+/** node:crypto loads on the first digest, not on the stdio start-up path (it costs ~5 ms to load). */
+const require = createRequire(import.meta.url);
+let crypto: typeof Crypto | undefined;
 
 export interface Caller {
   /**
@@ -43,12 +48,22 @@ export function bearerToken(header: string | undefined, maxChars: number): strin
 
 /** Hex SHA-256 of a credential: how callers and runtimes are named anywhere (never by the secret). */
 export function digestOf(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  crypto ??= require("node:crypto") as typeof Crypto;
+  return crypto.createHash("sha256").update(secret).digest("hex");
 }
 
 /** The one user of a stdio server: owns the account of the configured key. */
 export function localCaller(serviceKey: string): Caller {
-  return { id: digestOf(serviceKey), kind: "local", serviceKey, scope: undefined };
+  let id: string | undefined;
+  return {
+    // Worked out when first needed (a call), so the stdio session answers its opening exchange sooner.
+    get id() {
+      return (id ??= digestOf(serviceKey));
+    },
+    kind: "local",
+    serviceKey,
+    scope: undefined,
+  };
 }
 
 /**

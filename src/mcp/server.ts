@@ -183,7 +183,7 @@ export function createMcpServer(options: McpServerOptions): Server {
 
   const store = async () => (await session.runtime()).tasks;
   const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
-  register(server, { callerId: session.caller.id, scope, logger, store });
+  register(server, { caller: session.caller, logger, store });
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

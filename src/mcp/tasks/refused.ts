@@ -9,8 +9,8 @@
  * here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing
  * shared, whatever the flood.
  */
-import { randomUUID } from "node:crypto";
 import * as z from "zod";
+import type { Caller } from "../../auth/caller.js";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
@@ -20,8 +20,8 @@ import type { TaskRecords } from "./store.js";
 export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 
 export interface CallerTasks {
-  callerId: string;
-  scope: string | undefined;
+  /** Read when a task request comes (the local caller's id is worked out then, off the start-up path). */
+  caller: Pick<Caller, "id" | "scope">;
   store(): Promise<TaskRecords>;
   /** Where an unexpected failure's details go (the client gets none). */
   logger: Logger;
@@ -29,14 +29,14 @@ export interface CallerTasks {
 
 /** Finding and cancelling a task the caller may see (anything else is -32602, ../errors.ts). */
 export function callerView(tasks: CallerTasks) {
-  const refused = (taskId: string) => REFUSED_TASKS.find(tasks.callerId, taskId);
+  const refused = (taskId: string) => REFUSED_TASKS.find(tasks.caller.id, taskId);
   return {
     refused,
-    find: async (taskId: string) => refused(taskId) ?? (await tasks.store()).find(taskId, tasks.scope),
+    find: async (taskId: string) => refused(taskId) ?? (await tasks.store()).find(taskId, tasks.caller.scope),
     cancel: async (taskId: string) => {
       const ended = refused(taskId);
       if (ended !== undefined) throw new TaskEndedError(taskId, ended.task.status);
-      return (await tasks.store()).cancel(taskId, tasks.scope);
+      return (await tasks.store()).cancel(taskId, tasks.caller.scope);
     },
   };
 }
@@ -51,7 +51,8 @@ export class RefusedTasks {
     const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
     const record: TaskRecord = {
       task: {
-        taskId: randomUUID(),
+        // The global Web Crypto: node:crypto loads on first use, not on the stdio start-up path.
+        taskId: crypto.randomUUID(),
         status: result.isError === true ? "failed" : "completed",
         ttl: MIN_TASK_TTL_MS,
         createdAt: now,

@@ -22,9 +22,9 @@ export function registerTasks2025(server: Server, tasks: CallerTasks): void {
   on("tasks/get", TASK_ID, async ({ taskId }) => ({ ...(await find(taskId)).task }));
   on("tasks/result", TASK_ID, async ({ taskId }, ctx) => {
     const { result = { content: [] } } =
-      refused(taskId) ?? (await (await tasks.store()).ended(taskId, tasks.scope, ctx.mcpReq.signal));
+      refused(taskId) ?? (await (await tasks.store()).ended(taskId, tasks.caller.scope, ctx.mcpReq.signal));
     return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
   });
   on("tasks/cancel", TASK_ID, async ({ taskId }) => ({ ...(await cancel(taskId)).task }));
-  on("tasks/list", CURSOR, async ({ cursor }) => (await tasks.store()).list(tasks.scope, cursor));
+  on("tasks/list", CURSOR, async ({ cursor }) => (await tasks.store()).list(tasks.caller.scope, cursor));
 }
