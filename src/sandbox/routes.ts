@@ -66,8 +66,7 @@ async function generateVideo({ ctx, req, account }: Call): Promise<SandboxRespon
   charge(account, cost, `${duration} s of ${model}${resolution ? ` at ${resolution}` : ""}`);
   const task = ctx.store.addVideo(ctx.newId("video"), account, request, cost);
   const started = { id: task.id, status: ctx.store.view(task).status, model };
-  const billing = { creditsUsed: cost, creditsRemaining: account.credits };
-  return dataResponse(answers.startedVideoData(ctx.shapes, { ...started, ...billing }));
+  return dataResponse(answers.startedVideoData(ctx.shapes, started, account, cost));
 }
 
 async function videoStatus({ ctx, account }: Call, rawId: string): Promise<SandboxResponse> {
@@ -93,21 +92,18 @@ async function generateImage({ ctx, req, account }: Call): Promise<SandboxRespon
   requirePaidAccess(account, "Image generation needs paid access; upgrade the account's plan");
   const cost = imageCredits(1);
   charge(account, cost, "1 image");
-  const { width, height } = imageSize(request.resolution, request.aspectRatio);
+  const size = imageSize(request.resolution, request.aspectRatio);
   const id = ctx.newId("image");
-  ctx.store.images.set(id, { request, width, height });
-  const { model, outputFormat: format } = request;
-  const image = { id, url: answers.mediaUrl(ctx, "images", id, format), model, format, width, height };
-  const billing = { creditsUsed: cost, creditsRemaining: account.credits };
-  return dataResponse(answers.imageData(ctx.shapes, { ...image, ...billing }));
+  ctx.store.images.set(id, { request, ...size });
+  const image = { id, model: request.model, format: request.outputFormat, ...size };
+  return dataResponse(answers.imageData(ctx, image, account, cost));
 }
 
 async function upload({ ctx, req }: Call): Promise<SandboxResponse> {
   const { bytes, contentType, extension } = await readUpload(req);
   const id = ctx.newId("upload");
   ctx.store.addUpload(id, { contentType, extension, bytes });
-  const url = answers.mediaUrl(ctx, "uploads", id, extension);
-  return dataResponse(answers.uploadData(ctx.shapes, { id, url, contentType, size: bytes.length }));
+  return dataResponse(answers.uploadData(ctx, { id, extension, contentType, size: bytes.length }));
 }
 
 async function credits({ ctx, account }: Call): Promise<SandboxResponse> {
