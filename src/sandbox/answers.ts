@@ -7,10 +7,6 @@ import type { SandboxContext } from "./context.js";
 import type { VideoTask } from "./store.js";
 import type { SandboxShapes } from "./types.js";
 
-/** Poster stills of completed videos; the nested status answer links them before the video. */
-export const POSTER_WIDTH = 320;
-export const POSTER_HEIGHT = 180;
-
 export type MediaFolder = "videos" | "images" | "uploads" | "posters";
 
 function mediaUrl(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string): string {
