@@ -44,17 +44,16 @@ export function matchRoute(path: string): Target | undefined {
   const [, api = "", id] = /^\/api\/v1(\/videos\/([^/]+)|\/.*)$/.exec(path) ?? [];
   if (id !== undefined)
     return { route: "video-status", methods: ["GET"], handle: (call) => videoStatus(call, id) };
-  const entry = API_ROUTES[api];
-  return entry && { route: entry[0], methods: [entry[1]], handle: entry[2] };
+  return API_ROUTES[api];
 }
 
-/** Paths under /api/v1: route name, method, handler. */
-const API_ROUTES: Record<string, [SandboxRoute, string, (call: Call) => Promise<SandboxResponse>]> = {
-  "/generate": ["generate", "POST", generateVideo],
-  "/generate-image": ["generate-image", "POST", generateImage],
-  "/videos": ["videos", "GET", listVideos],
-  "/upload": ["upload", "POST", upload],
-  "/credits": ["credits", "GET", credits],
+/** The other paths under /api/v1. */
+const API_ROUTES: Record<string, Target> = {
+  "/generate": { route: "generate", methods: ["POST"], handle: generateVideo },
+  "/generate-image": { route: "generate-image", methods: ["POST"], handle: generateImage },
+  "/videos": { route: "videos", methods: ["GET"], handle: listVideos },
+  "/upload": { route: "upload", methods: ["POST"], handle: upload },
+  "/credits": { route: "credits", methods: ["GET"], handle: credits },
 };
 
 async function generateVideo({ ctx, req, account }: Call): Promise<SandboxResponse> {
