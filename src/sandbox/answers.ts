@@ -7,13 +7,9 @@ import type { SandboxContext } from "./context.js";
 import type { VideoTask } from "./store.js";
 import type { SandboxShapes } from "./types.js";
 
-/** Poster stills of completed videos; the nested status answer links them before the video. */
-export const POSTER_WIDTH = 320;
-export const POSTER_HEIGHT = 180;
-
 export type MediaFolder = "videos" | "images" | "uploads" | "posters";
 
-export function mediaUrl(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string): string {
+function mediaUrl(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string): string {
   return `${ctx.origin}/media/${folder}/${encodeURIComponent(id)}.${extension}`;
 }
 
@@ -35,25 +31,23 @@ function shape(shapes: SandboxShapes, fields: Field[]): Record<string, unknown> 
   return record;
 }
 
-interface Billing {
-  creditsUsed: number;
-  creditsRemaining: number;
-}
-
-const billing = ({ creditsUsed, creditsRemaining }: Billing): Field[] => [
-  ["credits_used", "billing.credits_used", creditsUsed],
-  ["credits_remaining", "billing.credits_remaining", creditsRemaining],
+/** What the call charged (0 in the earlyAnswer fault's made-up answers) and what the account has left. */
+const billing = (account: Account, cost: number): Field[] => [
+  ["credits_used", "billing.credits_used", cost],
+  ["credits_remaining", "billing.credits_remaining", account.credits],
 ];
 
 export function startedVideoData(
   shapes: SandboxShapes,
-  video: { id: string; status: string; model: string } & Billing,
+  video: { id: string; status: string; model: string },
+  account: Account,
+  cost: number,
 ): Record<string, unknown> {
   return shape(shapes, [
     ["video_id", "task.video_id", video.id],
     ["status", "task.status", video.status],
     ["model", "task.model", video.model],
-    ...billing(video),
+    ...billing(account, cost),
   ]);
 }
 
@@ -106,10 +100,14 @@ export function listData(
 }
 
 export function imageData(
-  shapes: SandboxShapes,
-  image: { id: string; url: string; model: string; format: string; width: number; height: number } & Billing,
+  ctx: SandboxContext,
+  image: { id: string; model: string; format: string; width: number; height: number },
+  account: Account,
+  cost: number,
 ): Record<string, unknown> {
-  const { id, url, format, width, height } = image;
+  const { shapes } = ctx;
+  const { id, format, width, height } = image;
+  const url = mediaUrl(ctx, "images", id, format);
   if (shapes.imageShape === "task")
     return shape(shapes, [
       ["image_id", "job.id", id],
@@ -124,21 +122,22 @@ export function imageData(
     ["output_format", undefined, format],
     ["width", undefined, width],
     ["height", undefined, height],
-    ...billing(image),
+    ...billing(account, cost),
   ]);
 }
 
 /** `uploadUrlField` renames the URL of the flat form only; the nested form is fixed. */
 export function uploadData(
-  shapes: SandboxShapes,
-  asset: { id: string; url: string; contentType: string; size: number },
+  ctx: SandboxContext,
+  asset: { id: string; extension: string; contentType: string; size: number },
 ): Record<string, unknown> {
-  return shape(shapes, [
+  const url = mediaUrl(ctx, "uploads", asset.id, asset.extension);
+  return shape(ctx.shapes, [
     [undefined, "asset.id", asset.id],
-    [shapes.uploadUrlField, undefined, asset.url],
+    [ctx.shapes.uploadUrlField, undefined, url],
     ["content_type", "asset.content_type", asset.contentType],
     ["size", "asset.size", asset.size],
-    [undefined, "asset.links.public", asset.url],
+    [undefined, "asset.links.public", url],
   ]);
 }
 

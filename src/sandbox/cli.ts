@@ -39,9 +39,8 @@ export function parseSandboxArgs(args: readonly string[]): { port: number; host:
   try {
     parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: false });
   } catch (error) {
-    throw new SandboxUsageError(
-      `${error instanceof Error ? error.message : String(error)}\n\n${SANDBOX_USAGE}`,
-    );
+    // parseArgs throws only TypeErrors (code ERR_PARSE_ARGS_*).
+    throw new SandboxUsageError(`${(error as TypeError).message}\n\n${SANDBOX_USAGE}`);
   }
   const { port, host, help } = parsed.values;
   if (!/^\d+$/.test(port) || Number(port) > 65535)

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
 import { DEFAULT_IMAGE_MODEL, DEFAULT_VIDEO_MODEL } from "../models.js";
-import { imageData, mediaUrl, startedVideoData, uploadData } from "./answers.js";
+import { imageData, startedVideoData, uploadData } from "./answers.js";
 import type { Account } from "./auth.js";
 import type { SandboxContext } from "./context.js";
 import type { Plans, SandboxRoute } from "./faults.js";
@@ -70,25 +70,23 @@ export function earlyResponse(
     return errorResponse(plan.status, plan.code, plan.message ?? message);
   }
   if (!account) return undefined;
-  const { shapes } = ctx;
   // What the route would answer for a request the service never saw whole: ids that were never stored.
   if (route === "upload") {
-    const id = ctx.newId("upload");
     // The type cannot be judged from bytes never read; PNG is as good a guess as any.
-    const url = mediaUrl(ctx, "uploads", id, "png");
-    return dataResponse(
-      uploadData(shapes, { id, url, contentType: "image/png", size: bodyBytes }),
-      plan.status,
-    );
+    const upload = { id: ctx.newId("upload"), extension: "png", contentType: "image/png", size: bodyBytes };
+    return dataResponse(uploadData(ctx, upload), plan.status);
   }
-  const money = { creditsUsed: 0, creditsRemaining: account.credits };
   if (route === "generate") {
-    const status = shapes.inProgressStatuses[0] ?? "processing";
-    const video = { id: ctx.newId("video"), status, model: DEFAULT_VIDEO_MODEL, ...money };
-    return dataResponse(startedVideoData(shapes, video), plan.status);
+    const status = ctx.shapes.inProgressStatuses[0] ?? "processing";
+    const video = { id: ctx.newId("video"), status, model: DEFAULT_VIDEO_MODEL };
+    return dataResponse(startedVideoData(ctx.shapes, video, account, 0), plan.status);
   }
   if (route !== "generate-image") return undefined;
-  const id = ctx.newId("image");
-  const image = { id, url: mediaUrl(ctx, "images", id, "png"), model: DEFAULT_IMAGE_MODEL, format: "png" };
-  return dataResponse(imageData(shapes, { ...image, ...imageSize("1k", "1:1"), ...money }), plan.status);
+  const image = {
+    id: ctx.newId("image"),
+    model: DEFAULT_IMAGE_MODEL,
+    format: "png",
+    ...imageSize("1k", "1:1"),
+  };
+  return dataResponse(imageData(ctx, image, account, 0), plan.status);
 }

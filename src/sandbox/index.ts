@@ -67,7 +67,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     requests: [],
     shutdown: shutdown.signal,
   };
-  const { requests } = ctx;
   const server = createSandboxServer(ctx);
   // once() rejects with the server's "error" if listening fails.
   await once(server.listen(options.port ?? 0, options.host ?? "127.0.0.1"), "listening");
@@ -94,8 +93,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     ),
     faults: ctx.faults,
     shapes,
-    requests,
-    clearRequests: () => void requests.splice(0),
+    requests: ctx.requests,
+    clearRequests: () => void ctx.requests.splice(0),
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         shutdown.abort();

@@ -44,17 +44,16 @@ export function matchRoute(path: string): Target | undefined {
   const [, api = "", id] = /^\/api\/v1(\/videos\/([^/]+)|\/.*)$/.exec(path) ?? [];
   if (id !== undefined)
     return { route: "video-status", methods: ["GET"], handle: (call) => videoStatus(call, id) };
-  const entry = API_ROUTES[api];
-  return entry && { route: entry[0], methods: [entry[1]], handle: entry[2] };
+  return API_ROUTES[api];
 }
 
-/** Paths under /api/v1: route name, method, handler. */
-const API_ROUTES: Record<string, [SandboxRoute, string, (call: Call) => Promise<SandboxResponse>]> = {
-  "/generate": ["generate", "POST", generateVideo],
-  "/generate-image": ["generate-image", "POST", generateImage],
-  "/videos": ["videos", "GET", listVideos],
-  "/upload": ["upload", "POST", upload],
-  "/credits": ["credits", "GET", credits],
+/** The other paths under /api/v1. */
+const API_ROUTES: Record<string, Target> = {
+  "/generate": { route: "generate", methods: ["POST"], handle: generateVideo },
+  "/generate-image": { route: "generate-image", methods: ["POST"], handle: generateImage },
+  "/videos": { route: "videos", methods: ["GET"], handle: listVideos },
+  "/upload": { route: "upload", methods: ["POST"], handle: upload },
+  "/credits": { route: "credits", methods: ["GET"], handle: credits },
 };
 
 async function generateVideo({ ctx, req, account }: Call): Promise<SandboxResponse> {
@@ -66,8 +65,7 @@ async function generateVideo({ ctx, req, account }: Call): Promise<SandboxRespon
   charge(account, cost, `${duration} s of ${model}${resolution ? ` at ${resolution}` : ""}`);
   const task = ctx.store.addVideo(ctx.newId("video"), account, request, cost);
   const started = { id: task.id, status: ctx.store.view(task).status, model };
-  const billing = { creditsUsed: cost, creditsRemaining: account.credits };
-  return dataResponse(answers.startedVideoData(ctx.shapes, { ...started, ...billing }));
+  return dataResponse(answers.startedVideoData(ctx.shapes, started, account, cost));
 }
 
 async function videoStatus({ ctx, account }: Call, rawId: string): Promise<SandboxResponse> {
@@ -93,21 +91,18 @@ async function generateImage({ ctx, req, account }: Call): Promise<SandboxRespon
   requirePaidAccess(account, "Image generation needs paid access; upgrade the account's plan");
   const cost = imageCredits(1);
   charge(account, cost, "1 image");
-  const { width, height } = imageSize(request.resolution, request.aspectRatio);
+  const size = imageSize(request.resolution, request.aspectRatio);
   const id = ctx.newId("image");
-  ctx.store.images.set(id, { request, width, height });
-  const { model, outputFormat: format } = request;
-  const image = { id, url: answers.mediaUrl(ctx, "images", id, format), model, format, width, height };
-  const billing = { creditsUsed: cost, creditsRemaining: account.credits };
-  return dataResponse(answers.imageData(ctx.shapes, { ...image, ...billing }));
+  ctx.store.images.set(id, { request, ...size });
+  const image = { id, model: request.model, format: request.outputFormat, ...size };
+  return dataResponse(answers.imageData(ctx, image, account, cost));
 }
 
 async function upload({ ctx, req }: Call): Promise<SandboxResponse> {
   const { bytes, contentType, extension } = await readUpload(req);
   const id = ctx.newId("upload");
   ctx.store.addUpload(id, { contentType, extension, bytes });
-  const url = answers.mediaUrl(ctx, "uploads", id, extension);
-  return dataResponse(answers.uploadData(ctx.shapes, { id, url, contentType, size: bytes.length }));
+  return dataResponse(answers.uploadData(ctx, { id, extension, contentType, size: bytes.length }));
 }
 
 async function credits({ ctx, account }: Call): Promise<SandboxResponse> {

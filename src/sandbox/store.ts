@@ -166,20 +166,18 @@ export class Store {
 }
 
 /**
- * Images are rendered when first fetched, not when generated, and only the last few are kept: a demo that
+ * Images are rendered when first fetched, not when generated, and only the last 8 are kept: a demo that
  * generates hundreds of 4k images keeps a bounded amount of memory.
  */
 export class ImageCache {
   private readonly entries = new Map<string, Promise<Buffer>>();
-
-  constructor(private readonly capacity = 8) {}
 
   get(key: string, render: () => Buffer | Promise<Buffer>): Promise<Buffer> {
     const rendering = this.entries.get(key) ?? Promise.resolve(render());
     this.entries.delete(key);
     this.entries.set(key, rendering);
     rendering.catch(() => this.entries.delete(key));
-    for (const old of this.entries.keys()) if (this.entries.size > this.capacity) this.entries.delete(old);
+    for (const old of this.entries.keys()) if (this.entries.size > 8) this.entries.delete(old);
     return rendering;
   }
 }

@@ -3,7 +3,6 @@
  * A file name is `<id>.<ext>`; an extension that does not match the record is a 404, as a CDN would answer.
  */
 import type { IncomingMessage } from "node:http";
-import { POSTER_HEIGHT, POSTER_WIDTH } from "../answers.js";
 import type { MediaFolder } from "../answers.js";
 import type { SandboxContext } from "../context.js";
 import { HttpError, decodeSegment, errorResponse } from "../http.js";
@@ -53,9 +52,10 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
       // Only a completed task has a video; a running or failed one has nothing to download yet.
       return extension === "mp4" && completed ? { bytes: SAMPLE_VIDEO_MP4, type: "video/mp4" } : undefined;
     case "posters": {
-      // The still the nested status answer links as `result.cover.url`; like the video, only once completed.
+      // The still the nested status answer links as `result.cover.url`; like the video, only once completed,
+      // and the video's size.
       if (extension !== "png" || !completed) return undefined;
-      const render = () => encodePng(POSTER_WIDTH, POSTER_HEIGHT, seedOf(completed.request.prompt));
+      const render = () => encodePng(320, 180, seedOf(completed.request.prompt));
       // "poster:" keeps posters apart from images in the shared cache, whatever ids the generator makes.
       return { bytes: await ctx.images.get(`poster:${id}`, render), type: "image/png" };
     }
