@@ -98,8 +98,7 @@ export async function createRuntime(
   });
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
-  const journal =
-    dir === undefined ? Journal.inMemory({ logger: log }) : await Journal.open(dir, { logger: log });
+  const journal = await Journal.open(dir, { logger: log });
   const ownership = await Ownership.open(dir, shared.owners, log);
   // The day's spend: Redis for every replica, else a small file beside the journal (it survives a restart).
   const localSpend = new LocalSpendStore(dir, log);

@@ -160,46 +160,51 @@ export const readList =
  * leaves, then the task that was started or "void" when nothing was. Optional parts that do not read are
  * dropped, not the line: it may be all that tells a paid start.
  */
-const JOURNAL_ENTRY = z
-  .object({
-    kind: z.enum(["video", "image"]),
-    /** Lines of older versions have none: they were tasks. */
-    phase: z.enum(["intent", "started", "void"]).optional(),
-    /** The start's Idempotency-Key: links an intent to its outcome. */
-    key: z.string().optional(),
-    /** The video_id, or the image task's id when the service gave one (a void may name a stale task). */
-    id: z.string().nullish(),
-    fingerprint: z.string(),
-    /** Epoch ms at which the start request was sent (for a void: when it was settled). */
-    started_at: z.number(),
-    /** The normalized body that was sent (never a secret). */
-    request: z.record(z.string(), z.unknown()).catch({}),
-    /** For images: `{ image_urls }`. */
-    result: z.record(z.string(), z.unknown()).optional().catch(undefined),
-    status: z.string().optional().catch(undefined),
-    /** The caller that started it, when one key serves several (Caller.scope). */
-    scope: z.string().optional().catch(undefined),
-  })
-  .transform((entry) => ({ ...entry, id: entry.id ?? undefined }));
+// Each schema is built at its first use (z.lazy), not at import: this module is on the stdio cold start.
+const JOURNAL_ENTRY = z.lazy(() =>
+  z
+    .object({
+      kind: z.enum(["video", "image"]),
+      /** Lines of older versions have none: they were tasks. */
+      phase: z.enum(["intent", "started", "void"]).optional(),
+      /** The start's Idempotency-Key: links an intent to its outcome. */
+      key: z.string().optional(),
+      /** The video_id, or the image task's id when the service gave one (a void may name a stale task). */
+      id: z.string().nullish(),
+      fingerprint: z.string(),
+      /** Epoch ms at which the start request was sent (for a void: when it was settled). */
+      started_at: z.number(),
+      /** The normalized body that was sent (never a secret). */
+      request: z.record(z.string(), z.unknown()).catch({}),
+      /** For images: `{ image_urls }`. */
+      result: z.record(z.string(), z.unknown()).optional().catch(undefined),
+      status: z.string().optional().catch(undefined),
+      /** The caller that started it, when one key serves several (Caller.scope). */
+      scope: z.string().optional().catch(undefined),
+    })
+    .transform((entry) => ({ ...entry, id: entry.id ?? undefined })),
+);
 export type JournalEntry = z.output<typeof JOURNAL_ENTRY>;
 export const parseJournalEntry = (value: unknown) => JOURNAL_ENTRY.safeParse(value).data;
 
 export const MAX_PROMPT_CHARS = 500;
-const SCOPE = z.string().regex(/^[A-Za-z0-9:_-]{1,80}$/);
+const SCOPE = /^[A-Za-z0-9:_-]{1,80}$/;
 
 /** A task one caller started, when one service key serves several (gateway tokens, OAuth subjects). */
-const OWNED_TASK = z.object({
-  video_id: z.string().refine((id) => safeId(id) === id),
-  /** The caller's scope (Caller.scope). */
-  scope: SCOPE,
-  /** Epoch ms of the start. */
-  started_at: z.number(),
-  prompt: z.string().max(MAX_PROMPT_CHARS),
-  model: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]{1,64}$/)
-    .optional(),
-});
+const OWNED_TASK = z.lazy(() =>
+  z.object({
+    video_id: z.string().refine((id) => safeId(id) === id),
+    /** The caller's scope (Caller.scope). */
+    scope: z.string().regex(SCOPE),
+    /** Epoch ms of the start. */
+    started_at: z.number(),
+    prompt: z.string().max(MAX_PROMPT_CHARS),
+    model: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
+  }),
+);
 export type OwnedTask = z.output<typeof OWNED_TASK>;
 export const parseOwnedTask = (value: unknown) => OWNED_TASK.safeParse(value).data;
 
@@ -211,12 +216,9 @@ export type TaskStatus = TaskState["status"];
 
 export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
 
-/** A requested ttl that names none gets this. */
-const DEFAULT_TASK_TTL_MS = 60 * 60 * 1000;
-
-/** The ttl a task gets: the default when none was asked for, else the one asked for within the bounds. */
+/** The ttl a task gets: an hour when none was asked for, else the one asked for within the bounds. */
 export function boundTtl(requested: number | null | undefined): number {
-  if (typeof requested !== "number" || !Number.isFinite(requested)) return DEFAULT_TASK_TTL_MS;
+  if (typeof requested !== "number" || !Number.isFinite(requested)) return 60 * 60 * 1000;
   return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
 }
 
@@ -249,66 +251,68 @@ const cleanString = (max: number) =>
     .string()
     .max(max)
     .transform((text) => text.replace(DISGUISE, ""));
-const TEXT_ITEM = z.object({ type: z.literal("text"), text: cleanString(1_000_000) }).loose();
-const IMAGE_ITEM = z
-  .object({
-    type: z.literal("image"),
-    data: z
-      .string()
-      .max(2_000_000)
-      .regex(/^[A-Za-z0-9+/=]*$/),
-    mimeType: z.string().regex(/^image\/[a-z0-9.+-]{1,40}$/),
-  })
-  .loose();
-const LINK_ITEM = z
-  .object({ type: z.literal("resource_link"), uri: cleanString(4096), name: cleanString(200) })
-  .loose();
-const TIME = z
-  .string()
-  .max(40)
-  .refine((text) => !Number.isNaN(Date.parse(text)));
 /**
  * An MCP task record read back, checked field by field: one that is not ours in every part is skipped, never
  * relayed. Texts lose control and bidi characters.
  */
-const TASK_RECORD = z.object({
-  task: z.object({
-    taskId: z.string().regex(/^[0-9a-f-]{36}$/),
-    status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]),
-    /** Milliseconds the task lives from `createdAt`. */
-    ttl: z.number().int().positive().max(MAX_TASK_TTL_MS),
-    createdAt: TIME,
-    lastUpdatedAt: TIME,
-    /** Milliseconds a client should wait between two reads. */
-    pollInterval: z.number().int().positive().max(3_600_000).optional(),
-    statusMessage: cleanString(2000).optional(),
-  }),
-  tool: z.enum(["generate_video", "generate_image"]),
-  scope: SCOPE.optional(),
-  videoId: z
-    .string()
-    .max(256)
-    // eslint-disable-next-line no-control-regex
-    .regex(/^[^\u0000-\u001F\u007F]*$/)
-    .optional(),
-  saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
-  /**
-   * The process following it, in this machine's file (no Redis): a process that opens the file takes up a
-   * working task only when that process is gone, never while it runs.
-   */
-  pid: z
-    .number()
-    .int()
-    .positive()
-    .max(2 ** 32)
-    .optional(),
-  result: z
+const TASK_RECORD = z.lazy(() => {
+  const textItem = z.object({ type: z.literal("text"), text: cleanString(1_000_000) }).loose();
+  const imageItem = z
     .object({
-      content: z.array(z.union([TEXT_ITEM, IMAGE_ITEM, LINK_ITEM])).max(50),
-      structuredContent: z.record(z.string(), z.unknown()).optional(),
-      isError: z.boolean().optional(),
+      type: z.literal("image"),
+      data: z
+        .string()
+        .max(2_000_000)
+        .regex(/^[A-Za-z0-9+/=]*$/),
+      mimeType: z.string().regex(/^image\/[a-z0-9.+-]{1,40}$/),
     })
-    .loose()
-    .optional(),
+    .loose();
+  const linkItem = z
+    .object({ type: z.literal("resource_link"), uri: cleanString(4096), name: cleanString(200) })
+    .loose();
+  const time = z
+    .string()
+    .max(40)
+    .refine((text) => !Number.isNaN(Date.parse(text)));
+  return z.object({
+    task: z.object({
+      taskId: z.string().regex(/^[0-9a-f-]{36}$/),
+      status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]),
+      /** Milliseconds the task lives from `createdAt`. */
+      ttl: z.number().int().positive().max(MAX_TASK_TTL_MS),
+      createdAt: time,
+      lastUpdatedAt: time,
+      /** Milliseconds a client should wait between two reads. */
+      pollInterval: z.number().int().positive().max(3_600_000).optional(),
+      statusMessage: cleanString(2000).optional(),
+    }),
+    tool: z.enum(["generate_video", "generate_image"]),
+    scope: z.string().regex(SCOPE).optional(),
+    videoId: z
+      .string()
+      .max(256)
+      // eslint-disable-next-line no-control-regex
+      .regex(/^[^\u0000-\u001F\u007F]*$/)
+      .optional(),
+    saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
+    /**
+     * The process following it, in this machine's file (no Redis): a process that opens the file takes up a
+     * working task only when that process is gone, never while it runs.
+     */
+    pid: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 32)
+      .optional(),
+    result: z
+      .object({
+        content: z.array(z.union([textItem, imageItem, linkItem])).max(50),
+        structuredContent: z.record(z.string(), z.unknown()).optional(),
+        isError: z.boolean().optional(),
+      })
+      .loose()
+      .optional(),
+  });
 });
 export const parseRecord = (value: unknown): TaskRecord | undefined => TASK_RECORD.safeParse(value).data;

@@ -8,7 +8,7 @@
 import { parseJournalEntry, readList, type JournalEntry, type TaskLogger } from "../records.js";
 import { JsonFile } from "./store.js";
 
-export interface JournalOptions {
+interface JournalOptions {
   now?: () => number;
   /** Entries kept before the oldest half goes. Default 1000. */
   maxEntries?: number;
@@ -36,13 +36,11 @@ export class Journal {
     this.maxBytes = Math.max(1024, options.maxBytes ?? 1024 * 1024);
   }
 
-  /** A journal that lives and dies with the process (the embedded sandbox's tasks do the same). */
-  static inMemory(options: JournalOptions = {}): Journal {
-    return new Journal(undefined, options);
-  }
-
-  /** Loads what an earlier run wrote; nothing is created before the first append. */
-  static async open(dir: string, options: JournalOptions = {}): Promise<Journal> {
+  /**
+   * Loads what an earlier run wrote; nothing is created before the first append. `dir` undefined: the journal
+   * lives and dies with the process (the embedded sandbox's tasks do the same).
+   */
+  static async open(dir: string | undefined, options: JournalOptions = {}): Promise<Journal> {
     const journal = new Journal(dir, options);
     await journal.file.load();
     return journal;

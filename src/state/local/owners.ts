@@ -11,7 +11,6 @@ import {
   MAX_PROMPT_CHARS,
   parseOwnedTask,
   readList,
-  silentLogger,
   type OwnedTask,
   type OwnershipStore,
   type TaskLogger,
@@ -33,8 +32,8 @@ export class Ownership {
   /** Loads `dir`'s record (none yet is fine); `dir` undefined keeps it in memory only. */
   static async open(
     dir: string | undefined,
-    shared?: OwnershipStore,
-    logger: TaskLogger = silentLogger,
+    shared: OwnershipStore | undefined,
+    logger: TaskLogger,
   ): Promise<Ownership> {
     const file = new JsonFile(dir, "owners.json", {
       label: "The record of who started which task",

@@ -25,7 +25,7 @@ export function startClaims(context: KeyContext): StartClaims {
       if (held.has(fingerprint)) return false;
       const claimed = key("claim", fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
-      const take = async (ttl: number) => Number(await commands.takeLease(claimed, token, px(ttl))) === 1;
+      const take = (ttl: number) => context.lease(claimed, token, ttl);
       uncertain.set(fingerprint, token);
       const taken = await context.agreed(true, () => take(ttlMs));
       uncertain.delete(fingerprint);

@@ -28,6 +28,8 @@ export interface KeyContext {
   agreed<T>(alone: T, run: () => Promise<T>): Promise<T>;
   /** This replica, in leases and claims. */
   owner: string;
+  /** Takes a lease or claim for `holder` (take_lease: renewed when already theirs); true when held. */
+  lease(name: string, holder: string, ttlMs: number): Promise<boolean>;
   /** The status channel, and its messages (`<digest>:<video id>`) as events. */
   channel: string;
   wakes: EventEmitter;

@@ -28,7 +28,7 @@ import type { Logger } from "../../logger.js";
 import { SharedStateUnavailableError, type StateHub } from "../records.js";
 import { RedisBudget } from "./budget.js";
 import { ownershipStore, startClaims } from "./claims.js";
-import type { KeyContext, ScriptedRedis } from "./context.js";
+import { px, type KeyContext, type ScriptedRedis } from "./context.js";
 import { pollCoordinator } from "./polls.js";
 import * as scripts from "./scripts.js";
 import { sealerFor } from "./seal.js";
@@ -181,6 +181,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     channel,
     wakes,
     onError: markDown,
+    lease: async (name, holder, ttlMs) => Number(await commands.takeLease(name, holder, px(ttlMs))) === 1,
     soft: (fallback, run) =>
       run().catch((error: unknown) => {
         markDown(error);

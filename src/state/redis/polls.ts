@@ -7,7 +7,7 @@
 import * as z from "zod";
 import { toVideoStatus } from "../../api/shapes.js";
 import type { PollCoordinator } from "../records.js";
-import { px, type KeyContext } from "./context.js";
+import type { KeyContext } from "./context.js";
 
 /** A task's latest status is kept this long after its last poll. */
 const STATUS_TTL_MS = 10 * 60 * 1000;
@@ -17,10 +17,7 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
   const { commands, owner, wakes, key, digest, sealer } = context;
   return {
     async lead(videoId, ttlMs) {
-      return context.soft(
-        true,
-        async () => Number(await commands.takeLease(key("lease", videoId), owner, px(ttlMs))) === 1,
-      );
+      return context.soft(true, () => context.lease(key("lease", videoId), owner, ttlMs));
     },
     async release(videoId) {
       await commands.releaseIfOwner(key("lease", videoId), owner).catch(() => undefined);

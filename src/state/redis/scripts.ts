@@ -4,6 +4,15 @@
  * budget whose windows are seconds long). Every write renews the key's TTL, so nothing outlives its use.
  */
 
+/** In both budget scripts: drops grants a window old (never answered), starts a new window past the reset. */
+const ROLL_WINDOW = `
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
+local inflight = redis.call("ZCARD", KEYS[2])
+if seeded and now >= resetAt then
+  remaining = math.max(0, limit - inflight)
+  resetAt = now + 60000
+end`;
+
 /**
  * budget_take: grants one request of the key's budget, or says how long to wait. The same rules as the local
  * TokenBucketBudget: before any header, requests are spaced evenly at the assumed limit; once seeded, the
@@ -17,8 +26,6 @@ local now = tonumber(ARGV[1])
 local background = ARGV[2] == "1"
 local reserveFraction = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[6])
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
-local inflight = redis.call("ZCARD", KEYS[2])
 local b = redis.call("HMGET", KEYS[1], "limit", "seeded", "remaining", "reset_at", "next_paced_at", "last_bg_at")
 local limit = tonumber(b[1]) or tonumber(ARGV[4])
 local seeded = b[2] == "1"
@@ -26,10 +33,7 @@ local remaining = tonumber(b[3]) or 0
 local resetAt = tonumber(b[4]) or 0
 local nextPaced = tonumber(b[5]) or 0
 local lastBg = tonumber(b[6]) or -1e15
-if seeded and now >= resetAt then
-  remaining = math.max(0, limit - inflight)
-  resetAt = now + 60000
-end
+${ROLL_WINDOW}
 local at
 if not seeded then
   at = math.max(now, nextPaced)
@@ -81,28 +85,19 @@ local remaining = tonumber(b[3]) or 0
 local resetAt = tonumber(b[4]) or 0
 if status == 429 then
   redis.call("HSET", KEYS[1], "limit", limit, "seeded", "1", "remaining", 0, "reset_at", reset)
-  redis.call("PEXPIRE", KEYS[1], ttl)
-  return 0
-end
-if headerRemaining < 0 then
+elseif headerRemaining < 0 then
   redis.call("HSET", KEYS[1], "limit", limit)
-  redis.call("PEXPIRE", KEYS[1], ttl)
-  return 0
-end
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
-local inflight = redis.call("ZCARD", KEYS[2])
-if seeded and now >= resetAt then
-  remaining = math.max(0, limit - inflight)
-  resetAt = now + 60000
-end
-local fromHeader = math.max(0, headerRemaining - inflight)
-if reset < 0 then reset = now + 60000 end
-if (not seeded) or reset > resetAt + 1000 then
-  remaining = math.min(fromHeader, limit)
 else
-  remaining = math.min(remaining, fromHeader)
+  ${ROLL_WINDOW}
+  local fromHeader = math.max(0, headerRemaining - inflight)
+  if reset < 0 then reset = now + 60000 end
+  if (not seeded) or reset > resetAt + 1000 then
+    remaining = math.min(fromHeader, limit)
+  else
+    remaining = math.min(remaining, fromHeader)
+  end
+  redis.call("HSET", KEYS[1], "limit", limit, "seeded", "1", "remaining", remaining, "reset_at", reset)
 end
-redis.call("HSET", KEYS[1], "limit", limit, "seeded", "1", "remaining", remaining, "reset_at", reset)
 redis.call("PEXPIRE", KEYS[1], ttl)
 return 0
 `;
@@ -139,7 +134,7 @@ return ARGV[1]
 /**
  * spend_reserve: adds a start's estimate to the caller's day unless the day's total would pass the limit. The
  * day is a hash with one field per replica (what that replica reserved), so a replica can write its own share
- * again, idempotently, after Redis lost its data (redis.ts). KEYS: the caller's day hash. ARGV: amount
+ * again, idempotently, after Redis lost its data (index.ts). KEYS: the caller's day hash. ARGV: amount
  * (hundredths of a credit), limit, ttl ms, the replica's field. Returns {1, total} when reserved, else {0, total}.
  */
 export const SPEND_RESERVE = `

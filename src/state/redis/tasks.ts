@@ -57,10 +57,7 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
       return context.soft([], async () => await commands.zrevrange(index, 0, Math.max(0, limit - 1)));
     },
     async follow(taskId, ttlMs) {
-      return context.soft(
-        true,
-        async () => Number(await commands.takeLease(key("mcptask-lease", taskId), owner, px(ttlMs))) === 1,
-      );
+      return context.soft(true, () => context.lease(key("mcptask-lease", taskId), owner, ttlMs));
     },
     async requestCancel(record) {
       const left = px(expiresAt(record.task) - Date.now());
@@ -101,9 +98,7 @@ export function spendStore(context: KeyContext): SpendStore {
     async release(caller, day, amount) {
       const name = key("spend", caller, day);
       share(name, -amount);
-      await context.soft(undefined, async () => {
-        await commands.spendRelease(name, amount, owner);
-      });
+      await context.soft(undefined, () => commands.spendRelease(name, amount, owner));
     },
     async used(caller, day) {
       return context.soft(0, async () =>
