@@ -196,7 +196,7 @@ export async function createRuntime(
         await Promise.race([Promise.allSettled([...running]), sleep(graceMs, undefined, { ref: false })]);
       }
       await client.close();
-      // Its append handle stays open between writes; left to the garbage collector it leaks a descriptor.
+      // Writes still on their way to the state folder finish before the process ends.
       await journal.close();
       await tasks.close();
       await ownership.close();
