@@ -1,5 +1,4 @@
 /** The fault knobs tests turn through `handle.faults`; server.ts applies them, fault-answers.ts words them. */
-import type { Store } from "./store.js";
 
 /** Names the fault knobs use; "*" matches every route. */
 export type SandboxRoute =
@@ -49,6 +48,14 @@ const EARLY_CODES: Readonly<Record<number, string>> = {
   504: "gateway_timeout",
 };
 
+/** The part of the store the task knobs reach. */
+interface TaskFaults {
+  providerDown: boolean;
+  failTask(videoId: string, message: string): boolean;
+  failNextTask(message: string): void;
+  clearFaults(): void;
+}
+
 const FAILED_TASK = "The provider could not render this video (sandbox fault)";
 
 /**
@@ -59,7 +66,7 @@ export class Faults {
   private readonly latencies = new Map<FaultRoute, number>();
   private readonly armed: { knob: keyof Plans; route: FaultRoute; remaining: number; value: unknown }[] = [];
 
-  constructor(private readonly tasks: Store) {}
+  constructor(private readonly tasks: TaskFaults) {}
 
   /** Delays the answer's headers by `ms` for every request of the route until set to 0. */
   latency(route: FaultRoute, ms: number): void {
