@@ -3,6 +3,7 @@
  * starter, MCP task records, spend. Used by both transports (stdio: one key; HTTP: one per key, in
  * runtime-pool.ts) and by the in-process tests, so all run the same assembly.
  */
+import { setMaxListeners } from "node:events";
 import { rm } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { homedir } from "node:os";
@@ -112,6 +113,9 @@ export async function createRuntime(
     coordinator: shared.polls,
   });
   const stopping = new AbortController();
+  // Every call in flight follows it (mcp/tools-call.ts) until it ends: one listener per call, not a leak, so
+  // Node's warning past 10 listeners would only alarm an operator of a busy server.
+  setMaxListeners(0, stopping.signal);
   const starter = new TaskStarter({
     api: client,
     journal,

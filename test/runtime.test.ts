@@ -94,3 +94,29 @@ describe("journal per service", () => {
     }
   });
 });
+
+describe("many calls at once", () => {
+  it("follows the runtime's stop with one listener per call in flight, without Node's leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    try {
+      const h = await startHarness({ sandbox: { timings: { queuedMs: 200, processingMs: 400 } } });
+      harnesses.push(h);
+      const started = await h.call("generate_video", { prompt: "sixteen waiting", wait: false });
+      const videoId = started.structured?.["video_id"];
+      // A busy server's share: sixteen calls of one caller in flight, each following the runtime's stop.
+      const results = await Promise.all(
+        Array.from({ length: 16 }, () => h.call("get_status", { video_id: videoId, wait: true })),
+      );
+      for (const { result, structured, text } of results) {
+        expect(result.isError, text).toBeFalsy();
+        expect(structured?.["status"]).toBe("completed");
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((warning) => warning.includes("MaxListeners"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});
