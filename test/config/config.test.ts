@@ -238,7 +238,16 @@ describe("previews and media links", () => {
       /^GENERATION_PREVIEWS \(or --previews\): must be on or off/,
     );
     expect(() => loadConfig({ env: sandbox, flags: { "--preview-max-side": "4096" } })).toThrow(
-      /^GENERATION_PREVIEW_MAX_SIDE \(or --preview-max-side\): /,
+      /^GENERATION_PREVIEW_MAX_SIDE \(or --preview-max-side\): must be from 64 to 2000$/,
+    );
+    expect(() => loadConfig({ env: { ...sandbox, GENERATION_PREVIEW_MAX_SIDE: "512.5" } })).toThrow(
+      /^GENERATION_PREVIEW_MAX_SIDE \(or --preview-max-side\): must be a whole number of pixels$/,
+    );
+    expect(() => loadConfig({ env: { ...sandbox, GENERATION_DAILY_CREDITS: "-5" } })).toThrow(
+      /^GENERATION_DAILY_CREDITS \(or --daily-credits\): must be a non-negative number$/,
+    );
+    expect(loadConfig({ env: { ...sandbox, GENERATION_DAILY_CREDITS: " 7.5 " } }).spend?.dailyCredits).toBe(
+      7.5,
     );
   });
 });
