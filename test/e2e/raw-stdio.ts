@@ -27,8 +27,9 @@ export interface RawSession {
   close(): Promise<number | null>;
 }
 
-export function spawnRaw(args: string[], env: Record<string, string>): RawSession {
-  const child = spawn(process.execPath, [CLI, ...args], {
+/** `nodeArgs`: Node's own options, before the bin (e.g. `--import` of a preload). */
+export function spawnRaw(args: string[], env: Record<string, string>, nodeArgs: string[] = []): RawSession {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], {
     env: { PATH: process.env["PATH"] ?? "", HOME: env["HOME"] ?? process.env["HOME"] ?? "/tmp", ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });
