@@ -142,20 +142,15 @@ export const FLAG_OPTIONS: ParseArgsConfig["options"] = Object.fromEntries(
 
 /** Every variable checked, flags winning (`--sandbox` alone = 1); a problem names the variable and flag. */
 export function readSettings(env: NodeJS.ProcessEnv, flags: Record<string, string | true>): ConfigValues {
-  const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(SETTINGS)) merged[name] = env[name];
-  for (const [flag, name] of Object.entries(FLAG_TO_ENV)) {
-    const value = flags[flag];
-    if (value !== undefined) merged[name] = value === true ? "1" : value;
-  }
   const values: Record<string, unknown> = {};
   for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
-    const value = merged[name]?.trim();
+    const flag = flagName(setting);
+    const given = flag === undefined ? undefined : flags[flag];
+    const value = (given === true ? "1" : (given ?? env[name]))?.trim();
     if (value === undefined || value === "" || isUnfilledPlaceholder(value)) continue;
     try {
       values[name] = setting.parse(value);
     } catch (error) {
-      const flag = setting.flag?.split(" ")[0];
       throw new ConfigError(`${name}${flag ? ` (or ${flag})` : ""}: ${(error as Error).message}`);
     }
   }
