@@ -6,7 +6,7 @@ import { configDefaults, defineConfig } from "vitest/config";
  * sign-in): the project `clients`, run by `npm run test:clients`, which installs that package first. `npm test`
  * runs the project `main`, everything else, which needs nothing beyond `npm ci`.
  */
-const CLIENTS = "test/clients/**/*.test.ts";
+const CLIENTS = "test/e2e/clients/**/*.test.ts";
 
 export default defineConfig({
   test: {

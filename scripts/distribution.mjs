@@ -8,7 +8,7 @@
  * - mcpb/manifest.json: the MCPB manifest Claude Desktop installs from (`npm run pack:mcpb` bundles it).
  * - server.json: the MCP Registry entry (schema 2025-12-11, kept in schemas/server.schema.json).
  *
- * Both are committed. test/packaging/distribution.test.ts fails when regenerating would change a byte, and
+ * Both are committed. test/e2e/packaging/distribution.test.ts fails when regenerating would change a byte, and
  * checks them against the registry schema, package.json and CONTRACT.md.
  *
  * Usage: node scripts/distribution.mjs [--write]   (after `npm run build`; without --write it prints them)

@@ -22,11 +22,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /**
  * Everything that spawns the built bin (over stdio and HTTP), installs the tarball or unpacks the Claude
  * Desktop bundle: what depends on the Node running the server (child processes, pipes, signals, the HTTP
- * server, fetch, sharp, ffmpeg). New files in these folders join the matrix by themselves. The third-party
- * clients (test/clients/) run once, on the machine's Node: what they exercise of the server is here too,
- * and three more runs of them would push CI past its 15 minutes.
+ * server, fetch, sharp, ffmpeg). New files in these folders join the matrix by themselves; other subfolders
+ * of test/e2e/ do not: the third-party clients (test/e2e/clients/) run once, on the machine's Node (what they
+ * exercise of the server is here too, and three more runs of them would push CI past its 15 minutes), and so
+ * do the red-team suites (test/e2e/tenancy/), which attack what the shared state does, not what Node does.
+ * One file from a room joins too: the byte-for-byte comparison of our HTTP answers with the SDK's stock
+ * pieces, whose framing is Node's own.
  */
-const MATRIX_DIRS = ["test/e2e/", "test/http/", "test/packaging/"];
+const MATRIX_DIRS = ["test/e2e/", "test/e2e/http/", "test/e2e/packaging/"];
+const MATRIX_FILES = ["test/mcp/http-wire.test.ts"];
 /**
  * Left out: the four slow ones (~3 min together), whose subject does not change with Node (charging once
  * across kill -9, MCP task records, the default time bounds against a stalling service, ffmpeg's frame
@@ -37,18 +41,19 @@ const LEFT_OUT = [
   "test/e2e/mcp-tasks.test.ts",
   "test/e2e/patience.test.ts",
   "test/e2e/frames.test.ts",
-  "test/packaging/distribution.test.ts",
+  "test/e2e/packaging/distribution.test.ts",
 ];
 
 const NODE_VERSIONS = ["22", "24", "26"];
 
-/** Every test file in MATRIX_DIRS but those LEFT_OUT. */
+/** Every test file in MATRIX_DIRS and MATRIX_FILES but those LEFT_OUT. */
 function matrixFiles() {
-  return MATRIX_DIRS.flatMap((dir) =>
+  const inDirs = MATRIX_DIRS.flatMap((dir) =>
     readdirSync(path.join(root, dir))
       .filter((name) => name.endsWith(".test.ts"))
       .map((name) => `${dir}${name}`),
-  ).filter((file) => !LEFT_OUT.includes(file));
+  );
+  return [...inDirs, ...MATRIX_FILES].filter((file) => !LEFT_OUT.includes(file));
 }
 
 /** `test/interop/node_modules/node<V>/bin/node`, the alias test/interop/package.json gives each binary. */
@@ -64,7 +69,9 @@ function main() {
   if (reports !== undefined) mkdirSync(reports, { recursive: true });
 
   // vitest ignores a path that matches nothing: keep both lists true to the tree.
-  const gone = [...MATRIX_DIRS, ...LEFT_OUT].filter((file) => !existsSync(path.join(root, file)));
+  const gone = [...MATRIX_DIRS, ...MATRIX_FILES, ...LEFT_OUT].filter(
+    (file) => !existsSync(path.join(root, file)),
+  );
   if (gone.length > 0) {
     console.error(`node-matrix: ${gone.join(", ")} not found: update scripts/node-matrix.mjs.`);
     return 2;

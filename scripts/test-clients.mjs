@@ -2,7 +2,7 @@
 /**
  * `npm run test:clients`: what `npm test` leaves out because it needs test/interop's own package: the
  * third-party MCP clients, the MCP conformance suite and mcp-remote's sign-in (vitest's project `clients`,
- * test/clients/), then the end-to-end tests again on Node 22, 24 and 26 (scripts/node-matrix.mjs).
+ * test/e2e/clients/), then the end-to-end tests again on Node 22, 24 and 26 (scripts/node-matrix.mjs).
  *
  * test/interop is installed first when its node_modules is missing or older than its lock: `npm ci`, quiet
  * (the clients declare newer Node versions than 20, so a plain install prints dozens of EBADENGINE warnings).

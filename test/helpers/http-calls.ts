@@ -1,4 +1,4 @@
-/** Small conveniences for the Streamable HTTP end-to-end tests (test/http/*). */
+/** Small conveniences for the Streamable HTTP end-to-end tests (test/e2e/http/*). */
 import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

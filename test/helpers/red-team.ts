@@ -1,5 +1,5 @@
 /**
- * What the red-team tests (test/security/tenancy-*.test.ts) need beyond an MCP client: raw JSON-RPC posts
+ * What the red-team tests (test/e2e/tenancy/*.test.ts) need beyond an MCP client: raw JSON-RPC posts
  * with any bearer, a process's resident memory, everything a Redis holds, and every file under a folder.
  */
 import { appendFileSync } from "node:fs";

@@ -9,8 +9,8 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 import {
   filesUnder,
   heapSnapshotEnv,
@@ -26,9 +26,9 @@ import {
   startsSent,
   tenant,
   until,
-} from "../helpers/red-team.js";
-import type { RedisProcess } from "../helpers/redis.js";
-import { startSharedState, type SharedState } from "../helpers/shared-state.js";
+} from "../../helpers/red-team.js";
+import type { RedisProcess } from "../../helpers/redis.js";
+import { startSharedState, type SharedState } from "../../helpers/shared-state.js";
 
 const KEY = `sk-echo-${randomBytes(12).toString("hex")}`;
 const OTHER = `sk-other-${randomBytes(12).toString("hex")}`;

@@ -11,8 +11,8 @@ import { Ajv } from "ajv";
 import formats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain ESM script run by npm and here
-import { REGISTRY_SCHEMA, VARIABLES, renderDistribution } from "../../scripts/distribution.mjs";
-import { SETTINGS } from "../../src/config/schema.js";
+import { REGISTRY_SCHEMA, VARIABLES, renderDistribution } from "../../../scripts/distribution.mjs";
+import { SETTINGS } from "../../../src/config/schema.js";
 
 interface Variable {
   name: string;
@@ -49,7 +49,7 @@ interface Manifest {
   user_config: Record<string, { sensitive?: boolean }>;
 }
 
-const repo = path.resolve(import.meta.dirname, "../..");
+const repo = path.resolve(import.meta.dirname, "../../..");
 const read = (file: string) => readFileSync(path.join(repo, file), "utf8");
 const pkg = JSON.parse(read("package.json")) as {
   name: string;

@@ -9,9 +9,9 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_ACCOUNTS, startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { connectHttp, post, startHttpAgainst, INITIALIZE } from "../helpers/http.js";
+import { DEFAULT_ACCOUNTS, startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { connectHttp, post, startHttpAgainst, INITIALIZE } from "../../helpers/http.js";
 
 const WAITS = 10;
 const SECOND_KEY = "sk-sandbox-second-account";

@@ -13,8 +13,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectHttp, INITIALIZE, post, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { CLI } from "../helpers/stdio.js";
+import { connectHttp, INITIALIZE, post, startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
+import { CLI } from "../../helpers/stdio.js";
 
 const PAID = "sk-sandbox-paid";
 const STACK = /\n\s+at .+[(:]\d+:\d+|\.[cm]?[jt]s:\d+:\d+/;

@@ -25,10 +25,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from "jose";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { callTool, expectTheTools, tempRoot } from "../helpers/http-calls.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { callTool, expectTheTools, tempRoot } from "../../helpers/http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 import {
   BrowserOAuthProvider,
   connectSignedIn,
@@ -38,13 +38,13 @@ import {
   startCallbackServer,
   type CallbackServer,
   type Exchange,
-} from "../helpers/oauth-browser.js";
-import { GENERATION_SCOPES, startOidc, type OidcServer } from "../helpers/oidc.js";
-import { filesUnder, resultOf, rpc as rawRpc, until } from "../helpers/red-team.js";
-import { freePort } from "../helpers/redis.js";
+} from "../../helpers/oauth-browser.js";
+import { GENERATION_SCOPES, startOidc, type OidcServer } from "../../helpers/oidc.js";
+import { filesUnder, resultOf, rpc as rawRpc, until } from "../../helpers/red-team.js";
+import { freePort } from "../../helpers/redis.js";
 
-const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/oauth");
-const INTEROP = path.resolve(import.meta.dirname, "../interop/node_modules");
+const ARTIFACTS = path.resolve(import.meta.dirname, "../../../test-artifacts/oauth");
+const INTEROP = path.resolve(import.meta.dirname, "../../interop/node_modules");
 const MCP_REMOTE = path.join(INTEROP, "mcp-remote/dist/proxy.js");
 
 let sandbox: SandboxHandle;

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain ESM script, run by node and imported here for its judgement
-import * as untypedRunner from "../../scripts/conformance.mjs";
+import * as untypedRunner from "../../../scripts/conformance.mjs";
 
 interface Entry {
   name: string;
@@ -44,7 +44,7 @@ const { judge, parseScenarioList, readBaseline, scenariosOf, worstPerCheck } = u
   worstPerCheck(checks: ReportedCheck[]): ReportedCheck[];
 };
 
-const RUNNER = path.resolve(import.meta.dirname, "../../scripts/conformance.mjs");
+const RUNNER = path.resolve(import.meta.dirname, "../../../scripts/conformance.mjs");
 /** Both revisions take about 10 s; a single scenario about 2 s. */
 const RUN_LIMIT_MS = 100_000;
 const work = mkdtempSync(path.join(tmpdir(), "conformance-test-"));

@@ -23,12 +23,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { describeTools } from "../../src/mcp/tool-list.js";
-import { startSandbox } from "../../src/sandbox/index.js";
-import { CLI } from "../helpers/stdio.js";
+import { describeTools } from "../../../src/mcp/tool-list.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import { CLI } from "../../helpers/stdio.js";
 
 const run = promisify(execFile);
-const CODEX = path.resolve(import.meta.dirname, "../interop/node_modules/@openai/codex/bin/codex.js");
+const CODEX = path.resolve(import.meta.dirname, "../../interop/node_modules/@openai/codex/bin/codex.js");
 /** Codex offers a server's tools to the model as one namespace, `mcp__<server name>`. */
 const NAMESPACE = "mcp__generation";
 const REFUSAL = "MCP tool call requires approval, but approval policy is never";

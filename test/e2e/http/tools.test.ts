@@ -12,11 +12,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tinyPng } from "../helpers/harness.js";
-import { callTool, tempRoot } from "../helpers/http-calls.js";
-import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { tinyPng } from "../../helpers/harness.js";
+import { callTool, tempRoot } from "../../helpers/http-calls.js";
+import { connectHttp, startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 
 const IN_PROGRESS = ["queued", "processing"];
 const PNG_SIGNATURE = Buffer.from("89504e470d0a1a0a", "hex");

@@ -7,10 +7,10 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { callTool, tempRoot } from "../helpers/http-calls.js";
-import { connectHttp, post, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { callTool, tempRoot } from "../../helpers/http-calls.js";
+import { connectHttp, post, startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 
 let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;

@@ -14,8 +14,8 @@ import { randomBytes } from "node:crypto";
 import { connect as connectSocket, type Socket } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 import {
   errorOf,
   filesUnder,
@@ -28,9 +28,9 @@ import {
   serviceRequests,
   sleep,
   startsSent,
-} from "../helpers/red-team.js";
-import type { RedisProcess } from "../helpers/redis.js";
-import { startSharedState, type SharedState } from "../helpers/shared-state.js";
+} from "../../helpers/red-team.js";
+import type { RedisProcess } from "../../helpers/redis.js";
+import { startSharedState, type SharedState } from "../../helpers/shared-state.js";
 
 let shared: SharedState;
 let sandbox: SandboxHandle;

@@ -9,10 +9,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxAccount, SandboxHandle } from "../../src/sandbox/types.js";
-import { callTool, sha256Hex, tempRoot } from "../helpers/http-calls.js";
-import { INITIALIZE, connectHttp, post, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxAccount, SandboxHandle } from "../../../src/sandbox/types.js";
+import { callTool, sha256Hex, tempRoot } from "../../helpers/http-calls.js";
+import { INITIALIZE, connectHttp, post, startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 
 /** Equal standing, so that any difference between two callers comes from isolation, not from rights. */
 const account = (name: string): SandboxAccount => ({

@@ -23,14 +23,14 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The project's SDK, by path: a bare specifier here would find the copy LangChain brought into
 // test/interop/node_modules.
-import { Client } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js";
-import { StdioClientTransport } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.js";
-import { describeTools } from "../../src/mcp/tool-list.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { CLI } from "../helpers/stdio.js";
+import { Client } from "../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js";
+import { StdioClientTransport } from "../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.js";
+import { describeTools } from "../../../src/mcp/tool-list.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
+import { CLI } from "../../helpers/stdio.js";
 
 const run = promisify(execFile);
-const MODULES = path.resolve(import.meta.dirname, "../interop/node_modules");
+const MODULES = path.resolve(import.meta.dirname, "../../interop/node_modules");
 const INSPECTOR = path.join(MODULES, "@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 const LANGCHAIN = path.join(MODULES, "@langchain/mcp-adapters/dist/index.js");
 const MCP_REMOTE = path.join(MODULES, "mcp-remote/dist/proxy.js");

@@ -4,7 +4,7 @@
  * separator or bidi character, and its data part stays valid JSON that reads back to what was logged.
  */
 import { describe, expect, it } from "vitest";
-import { Logger } from "../../src/logger.js";
+import { Logger } from "../src/logger.js";
 
 const HOSTILE = [
   "ok\n[generation-mcp] error: forged line",

@@ -18,9 +18,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain ESM script run by npm and here
-import { DISPLAY_NAME } from "../../scripts/distribution.mjs";
+import { DISPLAY_NAME } from "../../../scripts/distribution.mjs";
 
-const repo = path.resolve(import.meta.dirname, "../..");
+const repo = path.resolve(import.meta.dirname, "../../..");
 const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8")) as {
   name: string;
   version: string;

@@ -10,9 +10,9 @@ import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../../helpers/http.js";
 
 const POLL_MS = 200;
 let sandbox: SandboxHandle;

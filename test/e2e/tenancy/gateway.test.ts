@@ -6,11 +6,11 @@
  * that other caller again).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { sha256Hex } from "../helpers/http-calls.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { report, resultOf, rpc, SCALE, sleep, startsSent, tenant } from "../helpers/red-team.js";
-import { startSharedState, type SharedState } from "../helpers/shared-state.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { sha256Hex } from "../../helpers/http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
+import { report, resultOf, rpc, SCALE, sleep, startsSent, tenant } from "../../helpers/red-team.js";
+import { startSharedState, type SharedState } from "../../helpers/shared-state.js";
 
 const TEAM = tenant("team", "sk-team-7f3a9c2e1b6d4085");
 const ALICE = "tok-alice-c41d92ab7e";

@@ -12,12 +12,12 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
-import { tempRoot } from "../helpers/http-calls.js";
-import { startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { errorOf, report, resultOf, rpc, SCALE, sleep, startsSent, until } from "../helpers/red-team.js";
-import { startRedis, type RedisProcess } from "../helpers/redis.js";
+import { startSandbox } from "../../../src/sandbox/index.js";
+import type { SandboxHandle } from "../../../src/sandbox/types.js";
+import { tempRoot } from "../../helpers/http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
+import { errorOf, report, resultOf, rpc, SCALE, sleep, startsSent, until } from "../../helpers/red-team.js";
+import { startRedis, type RedisProcess } from "../../helpers/redis.js";
 
 const PREFIX = "generation-mcp:";
 let redis: RedisProcess;
