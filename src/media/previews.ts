@@ -69,8 +69,9 @@ export async function makePreviews(
       : [];
   if (chosen.length === 0) return { images: [], notes };
   const decode = options.loadSharp === undefined ? sharedDecoder() : inProcess(options.loadSharp);
-  // Asked first, so a server without sharp fetches nothing.
-  const probe = await decode({ id: 0, probe: true }, WORKER_IDLE_MS).catch(
+  const deadline = Date.now() + PREVIEW_DEADLINE_MS;
+  // Asked first, so a server without sharp fetches nothing; a slow start counts in the previews' time.
+  const probe = await decode({ id: 0, probe: true }, PREVIEW_DEADLINE_MS).catch(
     (error: unknown) => error as Error,
   );
   if (probe instanceof Error) return { images: [], notes: [`No preview: ${reasonOf(probe)}`] };
@@ -82,7 +83,6 @@ export async function makePreviews(
     return { images: [], notes: [note] };
   }
   const images: ImageContent[] = [];
-  const deadline = Date.now() + PREVIEW_DEADLINE_MS;
   const budget = Math.floor(PREVIEW_BUDGET_CHARS / chosen.length);
   // One at a time: four 4k images decoded at once would quadruple the memory peak for little gain.
   for (const source of chosen) {
