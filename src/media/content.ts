@@ -25,8 +25,6 @@ export interface MediaSettings {
   /** GENERATION_FFMPEG_PATH; undefined: `ffmpeg` on PATH. */
   ffmpegPath?: string | undefined;
   allowHosts: readonly string[];
-  /** Replaces the lazy import of sharp (tests). */
-  loadSharp?: PreviewOptions["loadSharp"];
 }
 
 const MIME_TYPES: Readonly<Record<string, string>> = {
@@ -87,11 +85,11 @@ export async function withMedia(
 }
 
 /**
- * One image per video: the sheet of its frames, else a preview of its still. Waiting for the sheet before
- * starting the still would add the still's 10 s to the sheet's 30 s; the still starts beside the sheet
- * instead, as soon as the sheet fails or at the latest when just enough of the sheet's time is left for it,
- * so the call waits the sheet's time at most. A sheet that comes first (in seconds, reused in milliseconds)
- * spares the still, or aborts and drops it.
+ * One image per video: the sheet of its frames, else a preview of its still. Started only once the sheet
+ * failed, the still would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
+ * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
+ * sheet's time at most. A sheet that comes first (in seconds, reused in milliseconds) spares the still (no
+ * worker, no fetch), or aborts and drops it.
  */
 async function sheetOrStill(
   url: string,
@@ -99,23 +97,21 @@ async function sheetOrStill(
   options: SheetOptions & PreviewOptions,
 ): Promise<{ content: ContentBlock[]; notes: string[]; frames?: FramesInfo }> {
   const sheetCame = new AbortController();
-  const sheet = contactSheet(url, options).then(
-    (made) => {
-      if ("image" in made) sheetCame.abort();
-      return made;
-    },
-    () => ({ note: "No frame preview: the call was cancelled or the server is stopping." }),
-  );
   const signal = AbortSignal.any([options.signal, sheetCame.signal]);
+  const sheet = contactSheet(url, options).catch(() => ({
+    note: "No frame preview: the call was cancelled or the server is stopping.",
+  }));
   const lastStart = delay(FRAMES_DEADLINE_MS - PREVIEW_DEADLINE_MS, undefined, { signal, ref: false });
-  const still = Promise.race([sheet, lastStart.catch(() => undefined)]).then(() =>
-    makePreviews(sheetCame.signal.aborted ? [] : stills, { ...options, signal }),
+  const still = Promise.race([sheet, lastStart.catch(() => undefined)]).then((early) =>
+    makePreviews(early !== undefined && "image" in early ? [] : stills, { ...options, signal }),
   );
   const made = await sheet;
-  if ("image" in made)
-    return { content: [{ type: "text", text: made.text }, made.image], notes: [], frames: made.frames };
-  const previews = await still;
-  return { content: previews.images, notes: [...previews.notes, made.note] };
+  if (!("image" in made)) {
+    const previews = await still;
+    return { content: previews.images, notes: [...previews.notes, made.note] };
+  }
+  sheetCame.abort();
+  return { content: [{ type: "text", text: made.text }, made.image], notes: [], frames: made.frames };
 }
 
 /** A link to finished media, named from the task id with the URL's extension when it names its kind. */
