@@ -13,7 +13,7 @@ import { isObject } from "../api/shapes.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
 import { FRAMES_DEADLINE_MS, contactSheet, type FramesInfo, type SheetOptions } from "./frames.js";
-import { PREVIEW_DEADLINE_MS, makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
+import { PREVIEW_DEADLINE_MS, makePreviews, type PreviewSource } from "./previews.js";
 
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
 export const MAX_RESULT_BYTES = 1_000_000;
@@ -94,7 +94,7 @@ export async function withMedia(
 async function sheetOrStill(
   url: string,
   stills: PreviewSource[],
-  options: SheetOptions & PreviewOptions,
+  options: SheetOptions,
 ): Promise<{ content: ContentBlock[]; notes: string[]; frames?: FramesInfo }> {
   const sheetCame = new AbortController();
   const signal = AbortSignal.any([options.signal, sheetCame.signal]);
