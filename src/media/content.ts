@@ -6,13 +6,14 @@
  * completed video gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`;
  * its still is previewed only when no sheet could be made.
  */
+import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
 import { isObject } from "../api/shapes.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
-import { contactSheet } from "./frames.js";
-import { makePreviews, type PreviewOptions, type PreviewSource } from "./previews.js";
+import { FRAMES_DEADLINE_MS, contactSheet, type FramesInfo, type SheetOptions } from "./frames.js";
+import { PREVIEW_DEADLINE_MS, makePreviews, type PreviewSource } from "./previews.js";
 
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
 export const MAX_RESULT_BYTES = 1_000_000;
@@ -24,8 +25,6 @@ export interface MediaSettings {
   /** GENERATION_FFMPEG_PATH; undefined: `ffmpeg` on PATH. */
   ffmpegPath?: string | undefined;
   allowHosts: readonly string[];
-  /** Replaces the lazy import of sharp (tests). */
-  loadSharp?: PreviewOptions["loadSharp"];
 }
 
 const MIME_TYPES: Readonly<Record<string, string>> = {
@@ -57,27 +56,17 @@ export async function withMedia(
   if (images.length + stills.length + video.length > 0 && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else {
-    const options = { maxSide: settings.previewMaxSide, allowHosts: settings.allowHosts, signal };
-    const frames =
-      video[0] === undefined
-        ? undefined
-        : await contactSheet(video[0], { ...options, ffmpegPath: settings.ffmpegPath }).catch(() => ({
-            note: "No frame preview: the call was cancelled or the server is stopping.",
-          }));
-    const sheet = frames !== undefined && !("note" in frames) ? frames : undefined;
+    const options = { ...settings, maxSide: settings.previewMaxSide, signal };
     const sources: PreviewSource[] = [
       ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
-      // One image per video: its still only where no sheet of its frames could be made.
-      ...(sheet === undefined ? stills : []),
+      ...(video[0] === undefined ? stills : []),
     ];
-    const previews = await makePreviews(sources, { ...options, loadSharp: settings.loadSharp });
-    extra.push(...previews.images);
-    notes.push(...previews.notes.map((note) => redact(note)));
-    if (frames !== undefined && "note" in frames) notes.push(redact(frames.note));
-    if (sheet !== undefined) {
-      extra.push({ type: "text", text: sheet.text }, sheet.image);
-      if (structuredContent) structuredContent = { ...structuredContent, frames: sheet.frames };
-    }
+    const previews = await makePreviews(sources, options);
+    const shown =
+      video[0] === undefined ? { content: [], notes: [] } : await sheetOrStill(video[0], stills, options);
+    extra.push(...previews.images, ...shown.content);
+    notes.push(...[...previews.notes, ...shown.notes].map((note) => redact(note)));
+    if (structuredContent && shown.frames) structuredContent = { ...structuredContent, frames: shown.frames };
   }
   if (settings.resourceLinks) {
     const result = fields["result"] as Record<string, unknown> | undefined;
@@ -93,6 +82,36 @@ export async function withMedia(
   return fitResult(
     withNotes({ ...result, content, ...(structuredContent !== undefined && { structuredContent }) }, notes),
   );
+}
+
+/**
+ * One image per video: the sheet of its frames, else a preview of its still. Started only once the sheet
+ * failed, the still would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
+ * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
+ * sheet's time at most. A sheet that comes first (in seconds, reused in milliseconds) spares the still (no
+ * worker, no fetch), or aborts and drops it.
+ */
+async function sheetOrStill(
+  url: string,
+  stills: PreviewSource[],
+  options: SheetOptions,
+): Promise<{ content: ContentBlock[]; notes: string[]; frames?: FramesInfo }> {
+  const sheetCame = new AbortController();
+  const signal = AbortSignal.any([options.signal, sheetCame.signal]);
+  const sheet = contactSheet(url, options).catch(() => ({
+    note: "No frame preview: the call was cancelled or the server is stopping.",
+  }));
+  const lastStart = delay(FRAMES_DEADLINE_MS - PREVIEW_DEADLINE_MS, undefined, { signal, ref: false });
+  const still = Promise.race([sheet, lastStart.catch(() => undefined)]).then((early) =>
+    makePreviews(early !== undefined && "image" in early ? [] : stills, { ...options, signal }),
+  );
+  const made = await sheet;
+  if (!("image" in made)) {
+    const previews = await still;
+    return { content: previews.images, notes: [...previews.notes, made.note] };
+  }
+  sheetCame.abort();
+  return { content: [{ type: "text", text: made.text }, made.image], notes: [], frames: made.frames };
 }
 
 /** A link to finished media, named from the task id with the URL's extension when it names its kind. */

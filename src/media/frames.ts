@@ -15,7 +15,7 @@ import type { ImageContent } from "@modelcontextprotocol/server";
 import { abortable } from "../api/sleep.js";
 import { downloadMedia } from "../files/download.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
-import { reasonOf } from "./previews.js";
+import { reasonOf, type PreviewOptions } from "./previews.js";
 
 /** The largest video fetched for a sheet: a 10 s 4k clip is some 50-150 MB. */
 export const MAX_VIDEO_BYTES = 200 * 1024 * 1024;
@@ -26,6 +26,7 @@ export const SHEET_MAX_BYTES = 200_000;
 const CACHED_SHEETS = 16;
 const MAX_STDERR_BYTES = 4 * 1024 * 1024;
 const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";
+const TIMED_OUT = `ffmpeg did not finish within ${FRAMES_DEADLINE_MS / 1000} s.`;
 const VIDEO_DEMUXERS: Readonly<Record<string, string>> = { mp4: "mov", mov: "mov", webm: "matroska" };
 
 export interface FramesInfo {
@@ -39,11 +40,8 @@ export interface FramesInfo {
 
 export type Sheet = { image: ImageContent; frames: FramesInfo; text: string } | { note: string };
 
-export interface SheetOptions {
-  maxSide: number;
-  allowHosts: readonly string[];
-  /** The caller's: it stops waiting, while the decode goes on for the next result of the video. */
-  signal: AbortSignal;
+/** The `signal` is the caller's: it stops waiting, while the decode goes on for the video's next result. */
+export interface SheetOptions extends Omit<PreviewOptions, "loadSharp"> {
   /** GENERATION_FFMPEG_PATH, else `ffmpeg` on PATH. */
   ffmpegPath?: string | undefined;
   /** FRAMES_DEADLINE_MS unless given (tests). */
@@ -221,7 +219,7 @@ type Run = { code: number; stderr: string };
 /** Runs ffmpeg until the deadline; a missing binary rejects with its ENOENT error. */
 function runFfmpeg(binary: string, args: string[], deadline: number): Promise<Run> {
   const timeout = deadline - Date.now();
-  if (timeout <= 0) return Promise.reject(timedOut());
+  if (timeout <= 0) return Promise.reject(new FramesError(TIMED_OUT));
   // Never the service key or tokens: ffmpeg gets the environment without the server's settings.
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^GENERATION_|KEY|TOKEN|SECRET|PASSWORD/i.test(name)),
@@ -237,15 +235,11 @@ function runFfmpeg(binary: string, args: string[], deadline: number): Promise<Ru
         if (error === null) resolve({ code: 0, stderr });
         else if (typeof error.code === "number") resolve({ code: error.code, stderr });
         else if (error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") reject(new FramesError(TOO_MUCH_OUTPUT));
-        else reject(error.signal ? timedOut() : error);
+        else reject(error.signal ? new FramesError(TIMED_OUT) : error);
       },
     );
     process.once("exit", kill);
   });
-}
-
-function timedOut(): FramesError {
-  return new FramesError(`ffmpeg did not finish within ${FRAMES_DEADLINE_MS / 1000} s.`);
 }
 
 function lastLine({ stderr }: Run): string {

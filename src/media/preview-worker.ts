@@ -3,7 +3,7 @@
  * header, then scaled and re-encoded to fit a base64 budget. In the built server this file runs as a
  * process of its own (forked by previews.ts and stopped when idle), so libvips' memory goes back to the
  * system when it ends and a crash or hang of the native decoder costs one preview, never the server. The
- * unbundled sources (tests) call `answer` in-process instead.
+ * unbundled sources (tests) answer in-process instead (`answerer`).
  */
 import type SharpModule from "sharp";
 
@@ -32,18 +32,21 @@ export async function importSharp(): Promise<Sharp> {
   return sharp;
 }
 
-/** Answers one request, with the library `load` gives (loaded once by the caller's own memo). */
-export async function answer(request: WorkerRequest, load: () => Promise<Sharp>): Promise<WorkerReply> {
-  const sharp = await load().catch((error: unknown) => firstLine(error));
-  if (typeof sharp === "string") return { id: request.id, unavailable: sharp };
-  if ("probe" in request) return { id: request.id };
-  try {
-    const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
-    return { id: request.id, jpeg: await preview(sharp, bytes, request.maxSide, request.budget) };
-  } catch (error) {
-    const reason = error instanceof PreviewError ? error.message : decodeFailure(error).message;
-    return { id: request.id, error: reason };
-  }
+/** Answers requests with the library `load` gives, loaded on the first request and kept. */
+export function answerer(load: () => Promise<Sharp>): (request: WorkerRequest) => Promise<WorkerReply> {
+  let loading: Promise<Sharp> | undefined;
+  return async (request) => {
+    const sharp = await (loading ??= load()).catch((error: unknown) => firstLine(error));
+    if (typeof sharp === "string") return { id: request.id, unavailable: sharp };
+    if ("probe" in request) return { id: request.id };
+    try {
+      const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
+      return { id: request.id, jpeg: await preview(sharp, bytes, request.maxSide, request.budget) };
+    } catch (error) {
+      const reason = error instanceof PreviewError ? error.message : decodeFailure(error).message;
+      return { id: request.id, error: reason };
+    }
+  };
 }
 
 /**
@@ -103,11 +106,10 @@ function firstLine(error: unknown): string {
 
 // Only as the forked worker (previews.ts sets the variable): the in-process path imports the code above.
 if (process.env["GENERATION_PREVIEW_WORKER"] === "1") {
-  let loading: Promise<Sharp> | undefined;
-  const load = () => (loading ??= importSharp());
+  const answer = answerer(importSharp);
   process.on(
     "message",
-    (request: WorkerRequest) => void answer(request, load).then((reply) => process.send?.(reply)),
+    (request: WorkerRequest) => void answer(request).then((reply) => process.send?.(reply)),
   );
   // The server went away (or stopped the worker): nothing is left to do.
   process.on("disconnect", () => process.exit(0));

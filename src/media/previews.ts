@@ -17,7 +17,7 @@ import { fetchMediaBytes } from "../files/download.js";
 import { SNIFF_LENGTH, sniffMediaExtension } from "../files/sniff.js";
 import {
   PreviewError,
-  answer,
+  answerer,
   importSharp,
   type Sharp,
   type WorkerReply,
@@ -68,9 +68,10 @@ export async function makePreviews(
       ? [`Previews show the first ${chosen.length} of ${sources.length} images.`]
       : [];
   if (chosen.length === 0) return { images: [], notes };
-  const decode = options.loadSharp === undefined ? sharedDecoder() : inProcess(options.loadSharp);
-  // Asked first, so a server without sharp fetches nothing.
-  const probe = await decode({ id: 0, probe: true }, WORKER_IDLE_MS).catch(
+  const decode = options.loadSharp === undefined ? sharedDecoder() : answerer(options.loadSharp);
+  const deadline = Date.now() + PREVIEW_DEADLINE_MS;
+  // Asked first, so a server without sharp fetches nothing; a slow start counts in the previews' time.
+  const probe = await decode({ id: 0, probe: true }, PREVIEW_DEADLINE_MS).catch(
     (error: unknown) => error as Error,
   );
   if (probe instanceof Error) return { images: [], notes: [`No preview: ${reasonOf(probe)}`] };
@@ -82,7 +83,6 @@ export async function makePreviews(
     return { images: [], notes: [note] };
   }
   const images: ImageContent[] = [];
-  const deadline = Date.now() + PREVIEW_DEADLINE_MS;
   const budget = Math.floor(PREVIEW_BUDGET_CHARS / chosen.length);
   // One at a time: four 4k images decoded at once would quadruple the memory peak for little gain.
   for (const source of chosen) {
@@ -127,11 +127,6 @@ export function reasonOf(error: unknown): string {
   return message.replace(/[;,]? ?nothing was (saved|fetched)\.?$/, ".").replace(/\.\.$/, ".");
 }
 
-function inProcess(load: () => Promise<Sharp>): Decode {
-  let loading: Promise<Sharp> | undefined;
-  return (request) => answer(request, () => (loading ??= load()));
-}
-
 let shared: Decode | undefined;
 
 /** The worker where its file is (next to the bundle's entry, or in the tsc output), else in-process. */
@@ -140,7 +135,7 @@ function sharedDecoder(): Decode {
   const file = ["../preview-worker.js", "./preview-worker.js"]
     .map((candidate) => fileURLToPath(new URL(candidate, import.meta.url)))
     .find((candidate) => existsSync(candidate));
-  return (shared = file === undefined ? inProcess(importSharp) : workerDecoder(file));
+  return (shared = file === undefined ? answerer(importSharp) : workerDecoder(file));
 }
 
 /** The worker ended while a request was out: a crash, or a kill the server had not heard of yet. */

@@ -3,6 +3,9 @@
  * the previews are decoded and measured, every failure keeps the call successful with a reason, and the
  * settings switch previews and resource links on and off.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { ContentBlock, ImageContent, ResourceLink } from "@modelcontextprotocol/sdk/types.js";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -135,6 +138,7 @@ describe("resource links on, a smaller preview side, a service that nests its an
   });
 
   it("links the finished video and shows the sheet of its frames, not also the still the answer carries", async () => {
+    const mark = h.sandbox.requests.length;
     const { result, structured } = await h.call("generate_video", {
       prompt: "a boat with a poster",
       duration: 2,
@@ -158,6 +162,8 @@ describe("resource links on, a smaller preview side, a service that nests its an
     expect(sheet.format).toBe("jpeg");
     expect(Math.max(sheet.width ?? 0, sheet.height ?? 0)).toBeLessThanOrEqual(256);
     expect(structured?.["frames"]).toMatchObject({ frames: 6 });
+    // A sheet that comes quickly spares the still: its poster is never fetched.
+    expect(h.requestsSince(mark).filter((request) => request.path.includes("/posters/"))).toEqual([]);
   });
 
   it("previews the still instead when no sheet of the frames can be made (no ffmpeg)", async () => {
@@ -176,6 +182,39 @@ describe("resource links on, a smaller preview side, a service that nests its an
       await without.close();
     }
   });
+
+  it("previews the still beside a sheet that hangs: the call waits the sheet's 30 s, not that and the still's", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-hung-ffmpeg-"));
+    const hung = path.join(dir, "ffmpeg");
+    // Passes the binary check, then hangs on the video until the sheet's deadline kills it.
+    await writeFile(hung, '#!/bin/sh\n[ "$1" = -version ] && exec ffmpeg "$@"\nexec sleep 60\n', {
+      mode: 0o755,
+    });
+    const slow = await startHarness({
+      sandbox: { shapes: { nesting: "nested" } },
+      config: { previewMaxSide: 256, ffmpegPath: hung },
+    });
+    try {
+      // Each media fetch (the video for the sheet, the poster for the still) waits 8 s for its answer.
+      slow.sandbox.faults.latency("media", 8000);
+      const { result, text } = await slow.call("generate_video", { prompt: "a hung decoder", duration: 2 });
+      const answered = Date.now();
+      const shown = images(result.content);
+      expect(shown).toHaveLength(1);
+      expect(await decoded(shown[0] as ImageContent)).toEqual({ format: "jpeg", width: 256, height: 144 });
+      expect(text).toMatch(/No frame preview of the video: ffmpeg did not finish within 30 s\./);
+      const media = slow.requestsSince(0).filter((request) => request.route === "media");
+      expect(media.map((request) => request.path.split("/")[2])).toEqual(["videos", "posters"]);
+      const [video, poster] = media.map((request) => request.at) as [number, number];
+      // The poster is asked for while the sheet still runs (20 s in, the sheet ends at 30 s), not after it,
+      // so the answer comes at about 30 s, not at 38 s or later (30 s of sheet, then 8 s of poster).
+      expect(poster - video).toBeLessThan(26_000);
+      expect(answered - video).toBeLessThan(35_000);
+    } finally {
+      await slow.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("links nothing while the video is still running", async () => {
     const { result, structured } = await h.call("generate_video", {
