@@ -43,12 +43,11 @@ const NOTHING_TO_CLOSE: Served = { close: async () => undefined };
 
 export function createMcpHttp(options: { version: string; logger: Logger }): McpHttp {
   const { version, logger } = options;
-  // The request's session rides the SDK's pass-through `authInfo` to the factory.
-  const sessions = new WeakMap<AuthInfo, Session>();
   const modern = toNodeHandler(
     createMcpHandler(
       ({ authInfo }) => {
-        const session = authInfo === undefined ? undefined : sessions.get(authInfo);
+        // The request's session rides the SDK's pass-through `authInfo` to the factory.
+        const session = authInfo?.extra?.["session"] as Session | undefined;
         if (session === undefined) throw new Error("no session for a 2026-07-28 request");
         return createMcpServer({ version, session, revision: MODERN, logger });
       },
@@ -82,8 +81,7 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       ) {
         return unknownMethod(res, route.message.id, route.message.method);
       }
-      const auth: AuthInfo = { token: "", clientId: session.caller.id, scopes: [] };
-      sessions.set(auth, session);
+      const auth: AuthInfo = { token: "", clientId: session.caller.id, scopes: [], extra: { session } };
       // The body was read and parsed already (transports/http.ts): the SDK takes it as parsed.
       const request = {
         method: "POST",
