@@ -155,12 +155,13 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   }
 }
 
-type Reason = { kind: "cap" | "confirm"; limit: number };
-
-function confirmationReason(estimate: CallEstimate, limits: SpendLimits): Reason | undefined {
+/** Which limit the estimate is above, as the refusal names it. */
+function confirmationReason(estimate: CallEstimate, limits: SpendLimits): string | undefined {
   const { maxCreditsPerCall: cap, confirmAboveCredits: confirm } = limits;
-  if (cap !== undefined && estimate.credits > cap) return { kind: "cap", limit: cap };
-  if (confirm !== undefined && estimate.credits > confirm) return { kind: "confirm", limit: confirm };
+  if (cap !== undefined && estimate.credits > cap)
+    return `above this server's per-call limit of ${cap} credits (GENERATION_MAX_CREDITS_PER_CALL)`;
+  if (confirm !== undefined && estimate.credits > confirm)
+    return `above ${confirm} credits, where this server asks the user to confirm the cost first (GENERATION_CONFIRM_ABOVE_CREDITS)`;
   return undefined;
 }
 
@@ -169,11 +170,7 @@ function formElicitation(capability: unknown): boolean {
   return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
 }
 
-function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: string): SpendGate {
-  const limit =
-    reason.kind === "cap"
-      ? `above this server's per-call limit of ${reason.limit} credits (GENERATION_MAX_CREDITS_PER_CALL)`
-      : `above ${reason.limit} credits, where this server asks the user to confirm the cost first (GENERATION_CONFIRM_ABOVE_CREDITS)`;
+function refuse(input: GateInput, estimate: CallEstimate, limit: string, why?: string): SpendGate {
   const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
   const error = new BudgetExceededError(
     `${input.tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
