@@ -40,10 +40,8 @@ export function attachSessionLogging(server: Server, logger: Logger | undefined)
   }
   let initialized = false;
   let threshold = severity("warning");
-  const previous = server.oninitialized;
   server.oninitialized = () => {
     initialized = true;
-    previous?.();
   };
   server.setRequestHandler("logging/setLevel", LEVEL, async ({ level }) => {
     threshold = severity(level);

@@ -21,12 +21,10 @@ export function preflight(res: ServerResponse): void {
 }
 
 /** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
-export function callerSlots(max: number): {
-  take(callerId: string, count: number): (() => void) | undefined;
-} {
+export function callerSlots(max: number) {
   const held = new Map<string, number>();
   return {
-    take(callerId, count) {
+    take(callerId: string, count: number) {
       const now = held.get(callerId) ?? 0;
       if (count > 0 && now + count > max) return undefined;
       held.set(callerId, now + count);
