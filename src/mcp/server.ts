@@ -24,6 +24,7 @@ import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
+import { callerView } from "./tasks/refused.js";
 import { registerTasks2025 } from "./tasks/wire-2025.js";
 import { registerTasks2026 } from "./tasks/wire-2026.js";
 
@@ -180,7 +181,7 @@ export function createMcpServer(options: McpServerOptions): Server {
 
   const store = async () => (await session.runtime()).tasks;
   const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
-  register(server, { caller: session.caller, logger, store });
+  register(handle, callerView(session.caller, store));
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;
