@@ -123,10 +123,13 @@ export function busy(res: ServerResponse, message: string): void {
 }
 
 export function json(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  const text = JSON.stringify(body);
+  if (!res.headersSent) send(res, status, "application/json", JSON.stringify(body));
+}
+
+/** A whole answer; to a HEAD request Node sends its headers only. */
+function send(res: ServerResponse, status: number, contentType: string, text: string): void {
   res.writeHead(status, {
-    "content-type": "application/json",
+    "content-type": contentType,
     "content-length": Buffer.byteLength(text),
     "cache-control": "no-store",
   });
@@ -162,10 +165,5 @@ export async function answerMetrics(
     });
   }
   const { contentType, text } = await metrics.scrape();
-  res.writeHead(200, {
-    "content-type": contentType,
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-  });
-  res.end(req.method === "HEAD" ? undefined : text);
+  send(res, 200, contentType, text);
 }
