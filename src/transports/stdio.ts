@@ -17,8 +17,6 @@ import { createMcpServer } from "../mcp/server.js";
 import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
 
-export { MAX_MESSAGE_BYTES };
-
 /**
  * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
  * process was waiting for, late enough that the client's opening exchange never waits for it.
@@ -37,7 +35,6 @@ export interface StdioTransportOptions {
 
 export function stdioTransport(options: StdioTransportOptions = {}): StdioServerTransport {
   const limit = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
-  const stdin = options.stdin ?? process.stdin;
   const lines = limitLines(
     limit,
     (size, head, tail) => {
@@ -66,7 +63,9 @@ export function stdioTransport(options: StdioTransportOptions = {}): StdioServer
       options.logger?.log("warning", `skipped a malformed message on stdin (${size} bytes): not JSON`),
   );
   // A complete line within the limit never makes the SDK's buffer overflow.
-  const transport = new StdioServerTransport(stdin.pipe(lines), options.stdout, { maxBufferSize: limit + 2 });
+  const transport = new StdioServerTransport((options.stdin ?? process.stdin).pipe(lines), options.stdout, {
+    maxBufferSize: limit + 2,
+  });
   return transport;
 }
 
