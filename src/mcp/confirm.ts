@@ -48,12 +48,8 @@ const REQUESTED_SCHEMA = {
   required: ["confirm"],
 };
 
-interface Question {
-  callerId: string;
-  tool: string;
-  data: unknown;
-  credits: number;
-}
+/** What one confirmation answers: this caller's call of this tool with these arguments at this estimate. */
+type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
 export interface ConfirmStates {
   mint(question: Question): Promise<string>;
@@ -85,8 +81,10 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
 
 type SpendGate =
   | { go: true }
-  /** Answer this instead: a confirmation request (2026-07-28) or the user's decline. */
-  | { answer: Result; declined?: boolean }
+  /** Answer this instead: a confirmation request (2026-07-28). */
+  | { answer: Result }
+  /** The user said no: nothing was sent, and not an error. */
+  | { declined: CallToolResult }
   /** Refused before anything was sent: budget_exceeded. */
   | { refused: CallToolResult };
 
@@ -112,12 +110,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   const answer = (content: unknown, accepted: boolean): SpendGate =>
     accepted && isObject(content) && content["confirm"] === true ? { go: true } : declined(input, estimate);
   if (input.revision.era === "modern") {
-    const question = {
-      callerId: deps.callerId,
-      tool: input.tool,
-      data: input.data,
-      credits: estimate.credits,
-    };
+    const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
     // An answer without our requestState for this very call answers nothing we asked: a client could
     // otherwise approve its own cost on its first call.
     const view = (await input.states.verify(ctx.mcpReq.requestState(), question, ctx))
@@ -193,12 +186,10 @@ function declined(input: GateInput, estimate: CallEstimate): SpendGate {
     notes: ["The user declined the cost; nothing was started and no credits were charged."],
     ...(input.tool === "generate_image" && { image_urls: [] }),
   };
-  return { declined: true, answer: { content: [{ type: "text", text }], structuredContent } };
+  return { declined: { content: [{ type: "text", text }], structuredContent } };
 }
 
 /** Keys sorted at every depth: the same arguments give the same digest whatever order they came in. */
-function digestOf({ callerId, tool, data, credits }: Question): string {
-  return createHash("sha256")
-    .update(canonicalJson([callerId, tool, data, credits]))
-    .digest("base64url");
+function digestOf(question: Question): string {
+  return createHash("sha256").update(canonicalJson(question)).digest("base64url");
 }

@@ -94,9 +94,9 @@ async function runToolCall(
     ctx,
     clientCapabilities: edge.clientCapabilities,
   });
-  if ("refused" in gate || ("answer" in gate && gate.declined === true && asTask?.form === "2025")) {
-    return refused("refused" in gate ? gate.refused : (gate.answer as CallToolResult));
-  }
+  if ("refused" in gate) return refused(gate.refused);
+  // A 2025-11-25 task ends completed with the decline; elsewhere the decline is the answer.
+  if ("declined" in gate) return asTask?.form === "2025" ? refused(gate.declined) : gate.declined;
   if ("answer" in gate) return gate.answer;
   if (asTask !== undefined) {
     const startedAt = Date.now();
@@ -107,17 +107,11 @@ async function runToolCall(
       requestedTtl: asTask.form === "2025" ? asTask.ttl : undefined,
       stopping: deps.stopping,
       saved: tool.task?.save?.(data),
-      run: (run) =>
-        toolResult(
-          tool,
-          tool.handler(
-            tool.task?.prepare?.(data, run.ttlMs) ?? data,
-            deps,
-            backgroundContext(run, deps, startedAt),
-          ),
-          deps,
-          run.signal,
-        ),
+      run: (run) => {
+        const prepared = tool.task?.prepare?.(data, run.ttlMs) ?? data;
+        const running = tool.handler(prepared, deps, backgroundContext(run, deps, startedAt));
+        return toolResult(tool, running, deps, run.signal);
+      },
     });
     return created(task);
   }
