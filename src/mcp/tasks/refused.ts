@@ -73,10 +73,7 @@ export class RefusedTasks {
 
   find(caller: string, taskId: string): TaskRecord | undefined {
     const found = this.tasks.get(taskId);
-    if (found === undefined || found.caller !== caller || expiresAt(found.record.task) <= Date.now()) {
-      return undefined;
-    }
-    return found.record;
+    return found?.caller === caller && expiresAt(found.record.task) > Date.now() ? found.record : undefined;
   }
 }
 

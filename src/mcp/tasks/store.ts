@@ -154,10 +154,7 @@ export class TaskRecords {
   }
 
   /** The caller's tasks, newest first, a page at a time (`cursor` is the offset, as a string). */
-  async list(
-    scope: string | undefined,
-    cursor: string | undefined,
-  ): Promise<{ tasks: TaskState[]; nextCursor?: string }> {
+  async list(scope: string | undefined, cursor: string | undefined) {
     const from = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isSafeInteger(from) || from < 0)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor.");
