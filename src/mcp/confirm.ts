@@ -51,14 +51,8 @@ const REQUESTED_SCHEMA = {
 /** What one confirmation answers: this caller's call of this tool with these arguments at this estimate. */
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
-export interface ConfirmStates {
-  mint(question: Question): Promise<string>;
-  /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
-  verify(state: unknown, question: Question, ctx: ServerContext): Promise<boolean>;
-}
-
 /** The states of one service key: made once per runtime (runtime.ts). */
-export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmStates {
+export function confirmStatesFor(baseUrl: string, serviceKey: string) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
   );
@@ -66,8 +60,9 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
   const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
   const answered = new Map<string, number>();
   return {
-    mint: (question) => codec.mint(digestOf(question)),
-    async verify(state, question, ctx) {
+    mint: (question: Question) => codec.mint(digestOf(question)),
+    /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
+    async verify(state: unknown, question: Question, ctx: ServerContext) {
       if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
       if ((await codec.verify(state, ctx).catch(() => undefined)) !== digestOf(question)) return false;
@@ -78,6 +73,8 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
     },
   };
 }
+
+export type ConfirmStates = ReturnType<typeof confirmStatesFor>;
 
 type SpendGate =
   | { go: true }

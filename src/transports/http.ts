@@ -72,18 +72,8 @@ export interface HttpServing {
   sharedStateReady?: (() => boolean) | undefined;
 }
 
-export interface HttpServerHandle {
-  url: string;
-  port: number;
-  /**
-   * Stops accepting requests, lets every running call answer with what it has (a started task with its
-   * video_id), then closes every connection; bounded by `graceMs` plus a little.
-   */
-  close(graceMs?: number): Promise<void>;
-}
-
 /** `--http`: the caller's authentication as configured, the metrics when on, and the server. */
-export async function serveHttp(options: HttpServing): Promise<HttpServerHandle> {
+export async function serveHttp(options: HttpServing) {
   const { http: config, logger } = options;
   registerSecret(config.metrics?.token);
   // Loads prom-client only now; every other mode keeps the no-op recorder (src/metrics.ts).
@@ -334,6 +324,10 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
   return {
     url,
     port,
+    /**
+     * Stops accepting requests, lets every running call answer with what it has (a started task with its
+     * video_id), then closes every connection; bounded by `graceMs` plus a little.
+     */
     async close(graceMs = 3000) {
       phase = "stopping";
       server.close();

@@ -151,13 +151,6 @@ export interface StdioRuntime extends KeyParts {
   close(): Promise<void>;
 }
 
-export interface StdioServing {
-  /** Lets running calls answer (a started task with its video_id), then closes the runtime and the channel. */
-  close(): Promise<void>;
-  /** Resolves once the connection has ended (the client closed stdin, or stdout broke). */
-  finished: Promise<void>;
-}
-
 export function serveStdio(options: {
   version: string;
   session: Omit<Session, "runtime">;
@@ -165,7 +158,7 @@ export function serveStdio(options: {
   makeRuntime(): Promise<StdioRuntime>;
   /** The process's log: the runtime's lines (masked by its own scoped logger) reach its sinks too. */
   logger: Logger;
-}): StdioServing {
+}) {
   const { logger } = options;
   // A runtime that cannot be made (a state folder it cannot write) fails the calls that need it, each with
   // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
@@ -204,12 +197,14 @@ export function serveStdio(options: {
           : logger.debug("stdio: a message could not be handled", { error: String(error) }),
     },
   );
+  // Resolves once the connection has ended (the client closed stdin, or stdout broke).
   const finished = new Promise<void>((resolve) => {
     process.stdin.once("end", resolve);
     process.stdout.once("error", () => resolve());
   });
   return {
     finished,
+    /** Lets running calls answer (a started task with its video_id), then closes the runtime and the channel. */
     async close() {
       clearTimeout(early);
       await runtime?.then((made) => made.close()).catch(() => undefined);
