@@ -8,18 +8,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isLoopbackHost, type HttpConfig } from "../config/index.js";
 import type { MetricsEndpoint } from "../metrics.js";
 
-const CORS_HEADERS =
-  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
-
-export function preflight(res: ServerResponse): void {
-  res.writeHead(204, {
-    "access-control-allow-methods": "POST, OPTIONS",
-    "access-control-allow-headers": CORS_HEADERS,
-    "access-control-max-age": "600",
-  });
-  res.end();
-}
-
 /** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
 export function callerSlots(max: number) {
   const held = new Map<string, number>();

@@ -34,7 +34,6 @@ import {
   hostAllowed,
   json,
   jsonRpcError,
-  preflight,
   readBody,
   sameOrigin,
 } from "./http-guards.js";
@@ -165,7 +164,15 @@ export async function serveHttp(options: HttpServing) {
       });
     }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
-    if (req.method === "OPTIONS" && listed) return preflight(res);
+    if (req.method === "OPTIONS" && listed) {
+      res.writeHead(204, {
+        "access-control-allow-methods": "POST, OPTIONS",
+        "access-control-allow-headers":
+          "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+        "access-control-max-age": "600",
+      });
+      return void res.end();
+    }
     if (req.method !== "POST") {
       // Stateless: there is no session stream to GET and no session to DELETE.
       res.setHeader("allow", "POST");
