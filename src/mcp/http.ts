@@ -79,7 +79,12 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
         route.messageKind === "request" &&
         !MODERN_METHODS.has(route.message.method)
       ) {
-        return unknownMethod(res, route.message.id, route.message.method);
+        const { id, method } = route.message;
+        const error = { code: -32601, message: `Method not found: ${cleanText(method, 80)}` };
+        const body = JSON.stringify({ jsonrpc: "2.0", id, error });
+        res.writeHead(404, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+        res.end(body);
+        return NOTHING_TO_CLOSE;
       }
       const auth: AuthInfo = { token: "", clientId: session.caller.id, scopes: [], extra: { session } };
       // The body was read and parsed already (transports/http.ts): the SDK takes it as parsed.
@@ -94,17 +99,6 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       return NOTHING_TO_CLOSE;
     },
   };
-}
-
-function unknownMethod(res: ServerResponse, id: string | number, method: string): Served {
-  const body = JSON.stringify({
-    jsonrpc: "2.0",
-    id,
-    error: { code: -32601, message: `Method not found: ${cleanText(method, 80)}` },
-  });
-  res.writeHead(404, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
-  return NOTHING_TO_CLOSE;
 }
 
 /** The revision of a 2025-era request: `initialize` names it, every later request in its header. */
