@@ -140,7 +140,6 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   const http = config.http;
   const { serveHttp } = await import("./transports/http.js");
   const server = await serveHttp({
-    config,
     http,
     version: VERSION,
     logger,

@@ -48,21 +48,11 @@ const REQUESTED_SCHEMA = {
   required: ["confirm"],
 };
 
-interface Question {
-  callerId: string;
-  tool: string;
-  data: unknown;
-  credits: number;
-}
-
-export interface ConfirmStates {
-  mint(question: Question): Promise<string>;
-  /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
-  verify(state: unknown, question: Question, ctx: ServerContext): Promise<boolean>;
-}
+/** What one confirmation answers: this caller's call of this tool with these arguments at this estimate. */
+type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
 /** The states of one service key: made once per runtime (runtime.ts). */
-export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmStates {
+export function confirmStatesFor(baseUrl: string, serviceKey: string) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
   );
@@ -70,8 +60,9 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
   const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
   const answered = new Map<string, number>();
   return {
-    mint: (question) => codec.mint(digestOf(question)),
-    async verify(state, question, ctx) {
+    mint: (question: Question) => codec.mint(digestOf(question)),
+    /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
+    async verify(state: unknown, question: Question, ctx: ServerContext) {
       if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
       if ((await codec.verify(state, ctx).catch(() => undefined)) !== digestOf(question)) return false;
@@ -83,10 +74,14 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string): ConfirmSt
   };
 }
 
+export type ConfirmStates = ReturnType<typeof confirmStatesFor>;
+
 type SpendGate =
   | { go: true }
-  /** Answer this instead: a confirmation request (2026-07-28) or the user's decline. */
-  | { answer: Result; declined?: boolean }
+  /** Answer this instead: a confirmation request (2026-07-28). */
+  | { answer: Result }
+  /** The user said no: nothing was sent, and not an error. */
+  | { declined: CallToolResult }
   /** Refused before anything was sent: budget_exceeded. */
   | { refused: CallToolResult };
 
@@ -112,12 +107,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   const answer = (content: unknown, accepted: boolean): SpendGate =>
     accepted && isObject(content) && content["confirm"] === true ? { go: true } : declined(input, estimate);
   if (input.revision.era === "modern") {
-    const question = {
-      callerId: deps.callerId,
-      tool: input.tool,
-      data: input.data,
-      credits: estimate.credits,
-    };
+    const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
     // An answer without our requestState for this very call answers nothing we asked: a client could
     // otherwise approve its own cost on its first call.
     const view = (await input.states.verify(ctx.mcpReq.requestState(), question, ctx))
@@ -155,12 +145,13 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   }
 }
 
-type Reason = { kind: "cap" | "confirm"; limit: number };
-
-function confirmationReason(estimate: CallEstimate, limits: SpendLimits): Reason | undefined {
+/** Which limit the estimate is above, as the refusal names it. */
+function confirmationReason(estimate: CallEstimate, limits: SpendLimits): string | undefined {
   const { maxCreditsPerCall: cap, confirmAboveCredits: confirm } = limits;
-  if (cap !== undefined && estimate.credits > cap) return { kind: "cap", limit: cap };
-  if (confirm !== undefined && estimate.credits > confirm) return { kind: "confirm", limit: confirm };
+  if (cap !== undefined && estimate.credits > cap)
+    return `above this server's per-call limit of ${cap} credits (GENERATION_MAX_CREDITS_PER_CALL)`;
+  if (confirm !== undefined && estimate.credits > confirm)
+    return `above ${confirm} credits, where this server asks the user to confirm the cost first (GENERATION_CONFIRM_ABOVE_CREDITS)`;
   return undefined;
 }
 
@@ -169,11 +160,7 @@ function formElicitation(capability: unknown): boolean {
   return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
 }
 
-function refuse(input: GateInput, estimate: CallEstimate, reason: Reason, why?: string): SpendGate {
-  const limit =
-    reason.kind === "cap"
-      ? `above this server's per-call limit of ${reason.limit} credits (GENERATION_MAX_CREDITS_PER_CALL)`
-      : `above ${reason.limit} credits, where this server asks the user to confirm the cost first (GENERATION_CONFIRM_ABOVE_CREDITS)`;
+function refuse(input: GateInput, estimate: CallEstimate, limit: string, why?: string): SpendGate {
   const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
   const error = new BudgetExceededError(
     `${input.tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
@@ -196,12 +183,10 @@ function declined(input: GateInput, estimate: CallEstimate): SpendGate {
     notes: ["The user declined the cost; nothing was started and no credits were charged."],
     ...(input.tool === "generate_image" && { image_urls: [] }),
   };
-  return { declined: true, answer: { content: [{ type: "text", text }], structuredContent } };
+  return { declined: { content: [{ type: "text", text }], structuredContent } };
 }
 
 /** Keys sorted at every depth: the same arguments give the same digest whatever order they came in. */
-function digestOf({ callerId, tool, data, credits }: Question): string {
-  return createHash("sha256")
-    .update(canonicalJson([callerId, tool, data, credits]))
-    .digest("base64url");
+function digestOf(question: Question): string {
+  return createHash("sha256").update(canonicalJson(question)).digest("base64url");
 }

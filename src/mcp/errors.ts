@@ -52,6 +52,8 @@ export function guarded<P, R>(
   };
 }
 
+export type Register = ReturnType<typeof handlerOn>;
+
 /** Registers request handlers on `server`, each `guarded`. */
 export function handlerOn(server: Server, logger: Logger) {
   return <P extends StandardSchemaV1>(

@@ -43,12 +43,11 @@ const NOTHING_TO_CLOSE: Served = { close: async () => undefined };
 
 export function createMcpHttp(options: { version: string; logger: Logger }): McpHttp {
   const { version, logger } = options;
-  // The request's session rides the SDK's pass-through `authInfo` to the factory.
-  const sessions = new WeakMap<AuthInfo, Session>();
   const modern = toNodeHandler(
     createMcpHandler(
       ({ authInfo }) => {
-        const session = authInfo === undefined ? undefined : sessions.get(authInfo);
+        // The request's session rides the SDK's pass-through `authInfo` to the factory.
+        const session = authInfo?.extra?.["session"] as Session | undefined;
         if (session === undefined) throw new Error("no session for a 2026-07-28 request");
         return createMcpServer({ version, session, revision: MODERN, logger });
       },
@@ -80,10 +79,14 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
         route.messageKind === "request" &&
         !MODERN_METHODS.has(route.message.method)
       ) {
-        return unknownMethod(res, route.message.id, route.message.method);
+        const { id, method } = route.message;
+        const error = { code: -32601, message: `Method not found: ${cleanText(method, 80)}` };
+        const body = JSON.stringify({ jsonrpc: "2.0", id, error });
+        res.writeHead(404, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+        res.end(body);
+        return NOTHING_TO_CLOSE;
       }
-      const auth: AuthInfo = { token: "", clientId: session.caller.id, scopes: [] };
-      sessions.set(auth, session);
+      const auth: AuthInfo = { token: "", clientId: session.caller.id, scopes: [], extra: { session } };
       // The body was read and parsed already (transports/http.ts): the SDK takes it as parsed.
       const request = {
         method: "POST",
@@ -96,17 +99,6 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
       return NOTHING_TO_CLOSE;
     },
   };
-}
-
-function unknownMethod(res: ServerResponse, id: string | number, method: string): Served {
-  const body = JSON.stringify({
-    jsonrpc: "2.0",
-    id,
-    error: { code: -32601, message: `Method not found: ${cleanText(method, 80)}` },
-  });
-  res.writeHead(404, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
-  return NOTHING_TO_CLOSE;
 }
 
 /** The revision of a 2025-era request: `initialize` names it, every later request in its header. */

@@ -33,22 +33,17 @@ function message(level: LoggingLevel, text: string, data: Record<string, unknown
 
 /** Relays `logger`'s lines to a 2025-era stdio client until its transport closes; else answers setLevel only. */
 export function attachSessionLogging(server: Server, logger: Logger | undefined): void {
-  if (logger === undefined) {
-    // Nothing to relay (HTTP); the level is still checked, so a bad one is a clean -32602.
-    server.setRequestHandler("logging/setLevel", LEVEL, async () => ({}));
-    return;
-  }
   let initialized = false;
   let threshold = severity("warning");
-  const previous = server.oninitialized;
-  server.oninitialized = () => {
-    initialized = true;
-    previous?.();
-  };
+  // With nothing to relay (HTTP) the level is still checked, so a bad one is a clean -32602.
   server.setRequestHandler("logging/setLevel", LEVEL, async ({ level }) => {
     threshold = severity(level);
     return {};
   });
+  if (logger === undefined) return;
+  server.oninitialized = () => {
+    initialized = true;
+  };
   const detach = logger.addSink((level, text, data) => {
     if (!initialized || severity(level) < threshold) return;
     // Closed: a server made per connection must not stay attached to a long-lived logger.

@@ -11,7 +11,6 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 
-export const MODERN_REVISION = "2026-07-28";
 /** The revisions answered to `initialize`, newest first. */
 export const LEGACY_REVISIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as const;
 /** What a legacy HTTP request without an MCP-Protocol-Version header speaks (the spec's rule). */
@@ -25,7 +24,7 @@ export interface Revision {
   version: string;
 }
 
-export const MODERN: Revision = { era: "modern", version: MODERN_REVISION };
+export const MODERN: Revision = { era: "modern", version: "2026-07-28" };
 
 /** Tasks as a capability (SEP-1686: tasks/get, tasks/result, tasks/list, tasks/cancel): 2025-11-25 only. */
 export function offersLegacyTasks(revision: Revision): boolean {

@@ -21,9 +21,10 @@ import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
 import { guarded, handlerOn } from "./errors.js";
 import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
-import { MODERN_REVISION, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
+import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
+import { callerView } from "./tasks/refused.js";
 import { registerTasks2025 } from "./tasks/wire-2025.js";
 import { registerTasks2026 } from "./tasks/wire-2026.js";
 
@@ -94,7 +95,7 @@ class GenerationServer extends Server {
         instructions: INSTRUCTIONS,
         // As the SDK's entries would add it (which also registers `server/discover`).
         ...(planned.era === "modern" && {
-          supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION],
+          supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN.version],
         }),
         cacheHints: {
           "server/discover": STATIC,
@@ -163,7 +164,11 @@ export function createMcpServer(options: McpServerOptions): Server {
   // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
   // request shape first there and answer a JSON-RPC error (e.g. for `arguments` that is not an object),
   // where the contract wants a validation_error tool result; and task answers go out in their era's form.
-  const callTool = guarded("tools/call", logger, async (params: Record<string, unknown>, ctx) => {
+  server.fallbackRequestHandler = guarded("tools/call", logger, async (request, ctx) => {
+    if (request.method !== "tools/call") {
+      const shown = cleanText(request.method, 80);
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${shown}`);
+    }
     const module = await (toolsCall ??= import("./tools-call.js"));
     const edge = {
       session,
@@ -171,19 +176,12 @@ export function createMcpServer(options: McpServerOptions): Server {
       deps,
       clientCapabilities: server.getClientCapabilities(),
     };
-    return module.callTool(edge, params, ctx);
+    return module.callTool(edge, isObject(request.params) ? request.params : {}, ctx);
   });
-  server.fallbackRequestHandler = async (request, ctx) => {
-    if (request.method !== "tools/call") {
-      const shown = cleanText(request.method, 80);
-      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${shown}`);
-    }
-    return callTool(isObject(request.params) ? request.params : {}, ctx);
-  };
 
   const store = async () => (await session.runtime()).tasks;
   const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
-  register(server, { caller: session.caller, logger, store });
+  register(handle, callerView(session.caller, store));
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

@@ -6,12 +6,11 @@
  */
 import type { Tool } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { ToolDefinition } from "../tools/define-tool.js";
 import { TOOLS } from "../tools/index.js";
 import { viewerToolMeta } from "../ui/viewer.js";
 
-export function describeTools(tools: readonly ToolDefinition[] = TOOLS): Tool[] {
-  return tools.map((tool) => ({
+export function describeTools(): Tool[] {
+  return TOOLS.map((tool) => ({
     name: tool.name,
     title: tool.title,
     description: tool.description,

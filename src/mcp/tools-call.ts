@@ -94,9 +94,9 @@ async function runToolCall(
     ctx,
     clientCapabilities: edge.clientCapabilities,
   });
-  if ("refused" in gate || ("answer" in gate && gate.declined === true && asTask?.form === "2025")) {
-    return refused("refused" in gate ? gate.refused : (gate.answer as CallToolResult));
-  }
+  if ("refused" in gate) return refused(gate.refused);
+  // A 2025-11-25 task ends completed with the decline; elsewhere the decline is the answer.
+  if ("declined" in gate) return asTask?.form === "2025" ? refused(gate.declined) : gate.declined;
   if ("answer" in gate) return gate.answer;
   if (asTask !== undefined) {
     const startedAt = Date.now();
@@ -107,17 +107,11 @@ async function runToolCall(
       requestedTtl: asTask.form === "2025" ? asTask.ttl : undefined,
       stopping: deps.stopping,
       saved: tool.task?.save?.(data),
-      run: (run) =>
-        toolResult(
-          tool,
-          tool.handler(
-            tool.task?.prepare?.(data, run.ttlMs) ?? data,
-            deps,
-            backgroundContext(run, deps, startedAt),
-          ),
-          deps,
-          run.signal,
-        ),
+      run: (run) => {
+        const prepared = tool.task?.prepare?.(data, run.ttlMs) ?? data;
+        const running = tool.handler(prepared, deps, backgroundContext(run, deps, startedAt));
+        return toolResult(tool, running, deps, run.signal);
+      },
     });
     return created(task);
   }
@@ -166,21 +160,14 @@ function accept(
       ),
     };
   }
-  const parsed = tool.input.safeParse(withoutClientAdditions(args ?? {}));
+  // Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`) are accepted and
+  // ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+  const { wait_for_previous: _added, ...kept } = isObject(args) ? args : {};
+  const parsed = tool.input.safeParse(isObject(args) ? kept : (args ?? {}));
   if (!parsed.success) {
     return { refused: errorResult(new ValidationError(validationMessage(tool.name, parsed.error))) };
   }
   return { tool, data: parsed.data };
-}
-
-/**
- * Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`): accepted and
- * ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
- */
-function withoutClientAdditions(args: unknown): unknown {
-  if (!isObject(args)) return args;
-  const { wait_for_previous: _added, ...kept } = args;
-  return kept;
 }
 
 /**
@@ -195,11 +182,11 @@ function taskForm(
   call: { tool: ToolDefinition; data: unknown } | undefined,
   ctx: ServerContext,
 ): TaskForm {
-  const tool = call?.tool;
   if (revision.era === "modern") {
-    // A refused call needs no task: its answer is at hand.
-    const worth = declaresTasks(ctx) && call?.tool.task !== undefined && waits(call.data);
-    return worth ? { form: "2026" } : undefined;
+    // A refused call needs no task: its answer is at hand; nor does one that would not wait.
+    const args = isObject(call?.data) ? call.data : {};
+    const waits = args["dry_run"] !== true && args["wait"] !== false;
+    return declaresTasks(ctx) && call?.tool.task !== undefined && waits ? { form: "2026" } : undefined;
   }
   if (taskParam === undefined || !offersLegacyTasks(revision)) return undefined;
   const asked = TASK_PARAM.safeParse(taskParam);
@@ -209,17 +196,11 @@ function taskForm(
       'Invalid params: "task" must be an object whose optional "ttl" is a number of milliseconds.',
     );
   }
-  if (tool !== undefined && tool.task === undefined) {
+  if (call !== undefined && call.tool.task === undefined) {
     throw new ProtocolError(
       ProtocolErrorCode.MethodNotFound,
-      `${tool.name} does not run as a task: call it without "task".`,
+      `${call.tool.name} does not run as a task: call it without "task".`,
     );
   }
   return { form: "2025", ttl: asked.data.ttl };
-}
-
-/** Whether a call would wait for its result (what makes a task worth it). */
-function waits(data: unknown): boolean {
-  const args = isObject(data) ? data : {};
-  return args["dry_run"] !== true && args["wait"] !== false;
 }

@@ -8,25 +8,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isLoopbackHost, type HttpConfig } from "../config/index.js";
 import type { MetricsEndpoint } from "../metrics.js";
 
-const CORS_HEADERS =
-  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
-
-export function preflight(res: ServerResponse): void {
-  res.writeHead(204, {
-    "access-control-allow-methods": "POST, OPTIONS",
-    "access-control-allow-headers": CORS_HEADERS,
-    "access-control-max-age": "600",
-  });
-  res.end();
-}
-
 /** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
-export function callerSlots(max: number): {
-  take(callerId: string, count: number): (() => void) | undefined;
-} {
+export function callerSlots(max: number) {
   const held = new Map<string, number>();
   return {
-    take(callerId, count) {
+    take(callerId: string, count: number) {
       const now = held.get(callerId) ?? 0;
       if (count > 0 && now + count > max) return undefined;
       held.set(callerId, now + count);
@@ -125,10 +111,13 @@ export function busy(res: ServerResponse, message: string): void {
 }
 
 export function json(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  const text = JSON.stringify(body);
+  if (!res.headersSent) send(res, status, "application/json", JSON.stringify(body));
+}
+
+/** A whole answer; to a HEAD request Node sends its headers only. */
+function send(res: ServerResponse, status: number, contentType: string, text: string): void {
   res.writeHead(status, {
-    "content-type": "application/json",
+    "content-type": contentType,
     "content-length": Buffer.byteLength(text),
     "cache-control": "no-store",
   });
@@ -164,10 +153,5 @@ export async function answerMetrics(
     });
   }
   const { contentType, text } = await metrics.scrape();
-  res.writeHead(200, {
-    "content-type": contentType,
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-  });
-  res.end(req.method === "HEAD" ? undefined : text);
+  send(res, 200, contentType, text);
 }

@@ -19,7 +19,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { authFor, isRefusal } from "../auth/bearer.js";
 import { missingScopes, type Caller } from "../auth/caller.js";
-import type { Config, HttpConfig } from "../config/index.js";
+import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { createMcpHttp, messagesOf, type Served } from "../mcp/http.js";
 import { startMetrics } from "../metrics.js";
@@ -34,7 +34,6 @@ import {
   hostAllowed,
   json,
   jsonRpcError,
-  preflight,
   readBody,
   sameOrigin,
 } from "./http-guards.js";
@@ -60,7 +59,6 @@ const OAUTH_PATHS =
 export type KeyRuntime = KeyParts & PooledRuntime;
 
 export interface HttpServing {
-  config: Config;
   http: HttpConfig;
   version: string;
   logger: Logger;
@@ -73,18 +71,8 @@ export interface HttpServing {
   sharedStateReady?: (() => boolean) | undefined;
 }
 
-export interface HttpServerHandle {
-  url: string;
-  port: number;
-  /**
-   * Stops accepting requests, lets every running call answer with what it has (a started task with its
-   * video_id), then closes every connection; bounded by `graceMs` plus a little.
-   */
-  close(graceMs?: number): Promise<void>;
-}
-
 /** `--http`: the caller's authentication as configured, the metrics when on, and the server. */
-export async function serveHttp(options: HttpServing): Promise<HttpServerHandle> {
+export async function serveHttp(options: HttpServing) {
   const { http: config, logger } = options;
   registerSecret(config.metrics?.token);
   // Loads prom-client only now; every other mode keeps the no-op recorder (src/metrics.ts).
@@ -107,8 +95,7 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
   const bodies = callerSlots(BODIES_PER_CALLER);
   const bodyBytes = { buffered: 0, limit: config.maxBodyBytes * BUFFERED_BODIES };
   const mcpHttp = createMcpHttp({ version: options.version, logger });
-  let ready = false;
-  let stopping = false;
+  let phase: "starting" | "ready" | "stopping" = "starting";
   let allowedHosts = new Set<string>();
   const metadataPaths = new Set(PROTECTED_RESOURCE_PATHS);
   if (config.oauth !== undefined) metadataPaths.add(new URL(config.oauth.metadataUrl).pathname);
@@ -141,14 +128,8 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
     if (path === "/healthz" && probe) return json(res, 200, { status: "ok" });
     if (path === "/readyz" && probe) {
       const shared = (options.sharedStateReady?.() ?? true) && (oauth?.ready() ?? true);
-      const status = stopping
-        ? "stopping"
-        : !ready
-          ? "starting"
-          : shared
-            ? "ready"
-            : "shared state unavailable";
-      return json(res, ready && shared ? 200 : 503, { status });
+      const status = phase === "ready" && !shared ? "shared state unavailable" : phase;
+      return json(res, status === "ready" ? 200 : 503, { status });
     }
     if (!hostAllowed(req.headers.host, allowedHosts)) {
       return json(res, 403, { error: "forbidden", message: "This Host is not served here." });
@@ -183,13 +164,22 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
       });
     }
     if (path !== "/mcp") return json(res, 404, { error: "not_found", message: "MCP is served at /mcp." });
-    if (req.method === "OPTIONS" && listed) return preflight(res);
+    if (req.method === "OPTIONS" && listed) {
+      res.writeHead(204, {
+        "access-control-allow-methods": "POST, OPTIONS",
+        "access-control-allow-headers":
+          "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+        "access-control-max-age": "600",
+      });
+      return void res.end();
+    }
     if (req.method !== "POST") {
       // Stateless: there is no session stream to GET and no session to DELETE.
       res.setHeader("allow", "POST");
       return jsonRpcError(res, 405, -32000, "Method not allowed: this server is stateless; POST to /mcp.");
     }
-    if (stopping) return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
+    if (phase === "stopping")
+      return jsonRpcError(res, 503, -32000, "The server is shutting down; try another replica.");
 
     const caller = await auth.authenticate(req.headers.authorization);
     if ("unavailable" in caller) {
@@ -235,7 +225,7 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
         oauth.challenge({ error: "insufficient_scope", scope: missing.join(" ") }),
       );
       const text = `insufficient_scope: this call needs the scope ${missing.join(" ")}; sign in again granting it.`;
-      return json(res, 403, { jsonrpc: "2.0", error: { code: -32001, message: text }, id: null });
+      return jsonRpcError(res, 403, -32001, text);
     }
     const revision = req.headers["mcp-protocol-version"];
     if (Array.isArray(message) && typeof revision === "string" && NO_BATCH_REVISIONS.test(revision.trim())) {
@@ -330,7 +320,7 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
   });
   const port = (server.address() as AddressInfo).port;
   allowedHosts = effectiveHosts(config, port);
-  ready = true;
+  phase = "ready";
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}/mcp`;
   logger.info(`generation-mcp ${options.version} serving MCP at ${url} (${auth.mode})`);
   if (metrics !== undefined) {
@@ -341,9 +331,12 @@ export async function serveHttp(options: HttpServing): Promise<HttpServerHandle>
   return {
     url,
     port,
+    /**
+     * Stops accepting requests, lets every running call answer with what it has (a started task with its
+     * video_id), then closes every connection; bounded by `graceMs` plus a little.
+     */
     async close(graceMs = 3000) {
-      stopping = true;
-      ready = false;
+      phase = "stopping";
       server.close();
       server.closeIdleConnections();
       // Running calls answer now (waits end with their video_id); then the last answers are written.

@@ -17,8 +17,6 @@ import { createMcpServer } from "../mcp/server.js";
 import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
 
-export { MAX_MESSAGE_BYTES };
-
 /**
  * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
  * process was waiting for, late enough that the client's opening exchange never waits for it.
@@ -37,7 +35,6 @@ export interface StdioTransportOptions {
 
 export function stdioTransport(options: StdioTransportOptions = {}): StdioServerTransport {
   const limit = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
-  const stdin = options.stdin ?? process.stdin;
   const lines = limitLines(
     limit,
     (size, head, tail) => {
@@ -66,7 +63,9 @@ export function stdioTransport(options: StdioTransportOptions = {}): StdioServer
       options.logger?.log("warning", `skipped a malformed message on stdin (${size} bytes): not JSON`),
   );
   // A complete line within the limit never makes the SDK's buffer overflow.
-  const transport = new StdioServerTransport(stdin.pipe(lines), options.stdout, { maxBufferSize: limit + 2 });
+  const transport = new StdioServerTransport((options.stdin ?? process.stdin).pipe(lines), options.stdout, {
+    maxBufferSize: limit + 2,
+  });
   return transport;
 }
 
@@ -152,13 +151,6 @@ export interface StdioRuntime extends KeyParts {
   close(): Promise<void>;
 }
 
-export interface StdioServing {
-  /** Lets running calls answer (a started task with its video_id), then closes the runtime and the channel. */
-  close(): Promise<void>;
-  /** Resolves once the connection has ended (the client closed stdin, or stdout broke). */
-  finished: Promise<void>;
-}
-
 export function serveStdio(options: {
   version: string;
   session: Omit<Session, "runtime">;
@@ -166,7 +158,7 @@ export function serveStdio(options: {
   makeRuntime(): Promise<StdioRuntime>;
   /** The process's log: the runtime's lines (masked by its own scoped logger) reach its sinks too. */
   logger: Logger;
-}): StdioServing {
+}) {
   const { logger } = options;
   // A runtime that cannot be made (a state folder it cannot write) fails the calls that need it, each with
   // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
@@ -205,12 +197,14 @@ export function serveStdio(options: {
           : logger.debug("stdio: a message could not be handled", { error: String(error) }),
     },
   );
+  // Resolves once the connection has ended (the client closed stdin, or stdout broke).
   const finished = new Promise<void>((resolve) => {
     process.stdin.once("end", resolve);
     process.stdout.once("error", () => resolve());
   });
   return {
     finished,
+    /** Lets running calls answer (a started task with its video_id), then closes the runtime and the channel. */
     async close() {
       clearTimeout(early);
       await runtime?.then((made) => made.close()).catch(() => undefined);

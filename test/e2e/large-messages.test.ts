@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { MAX_DATA_BASE64_BYTES, MAX_DATA_BASE64_CHARS } from "../../src/tools/upload-image.js";
-import { MAX_MESSAGE_BYTES } from "../../src/transports/stdio.js";
+import { MAX_MESSAGE_BYTES } from "../../src/config/index.js";
 import { tinyPng } from "../helpers/harness.js";
 import { CLI } from "../helpers/stdio.js";
 import { spawnRaw, type Message, type RawSession } from "./raw-stdio.js";

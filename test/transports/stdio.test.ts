@@ -8,7 +8,8 @@ import { PassThrough, Writable } from "node:stream";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LogLevel } from "../../src/logger.js";
-import { MAX_MESSAGE_BYTES, stdioTransport } from "../../src/transports/stdio.js";
+import { MAX_MESSAGE_BYTES } from "../../src/config/index.js";
+import { stdioTransport } from "../../src/transports/stdio.js";
 
 interface Rig {
   transport: ReturnType<typeof stdioTransport>;

@@ -12,34 +12,32 @@
 import * as z from "zod";
 import type { Caller } from "../../auth/caller.js";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
-import type { Logger } from "../../logger.js";
 import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 import { TaskEndedError } from "../errors.js";
 import type { TaskRecords } from "./store.js";
 
 export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 
-export interface CallerTasks {
-  /** Read when a task request comes (the local caller's id is worked out then, off the start-up path). */
-  caller: Pick<Caller, "id" | "scope">;
-  store(): Promise<TaskRecords>;
-  /** Where an unexpected failure's details go (the client gets none). */
-  logger: Logger;
-}
-
-/** Finding and cancelling a task the caller may see (anything else is -32602, ../errors.ts). */
-export function callerView(tasks: CallerTasks) {
-  const refused = (taskId: string) => REFUSED_TASKS.find(tasks.caller.id, taskId);
+/**
+ * The tasks the caller may see (anything else is -32602, ../errors.ts). `caller` is read when a task request
+ * comes (the local caller's id is worked out then, off the start-up path).
+ */
+export function callerView(caller: Pick<Caller, "id" | "scope">, store: () => Promise<TaskRecords>) {
+  const refused = (taskId: string) => REFUSED_TASKS.find(caller.id, taskId);
   return {
-    refused,
-    find: async (taskId: string) => refused(taskId) ?? (await tasks.store()).find(taskId, tasks.caller.scope),
+    find: async (taskId: string) => refused(taskId) ?? (await store()).find(taskId, caller.scope),
+    ended: async (taskId: string, signal: AbortSignal) =>
+      refused(taskId) ?? (await store()).ended(taskId, caller.scope, signal),
     cancel: async (taskId: string) => {
       const ended = refused(taskId);
       if (ended !== undefined) throw new TaskEndedError(taskId, ended.task.status);
-      return (await tasks.store()).cancel(taskId, tasks.caller.scope);
+      return (await store()).cancel(taskId, caller.scope);
     },
+    list: async (cursor: string | undefined) => (await store()).list(caller.scope, cursor),
   };
 }
+
+export type CallerTasks = ReturnType<typeof callerView>;
 
 const MAX_REFUSED = 1000;
 
@@ -75,10 +73,7 @@ export class RefusedTasks {
 
   find(caller: string, taskId: string): TaskRecord | undefined {
     const found = this.tasks.get(taskId);
-    if (found === undefined || found.caller !== caller || expiresAt(found.record.task) <= Date.now()) {
-      return undefined;
-    }
-    return found.record;
+    return found?.caller === caller && expiresAt(found.record.task) > Date.now() ? found.record : undefined;
   }
 }
 

@@ -77,7 +77,7 @@ export class TaskRuns {
     const info = { tool, scope, saved, windowMs: expiresAt(record.task) - Date.now() };
     const resume =
       videoId === undefined ? undefined : (run: TaskRun) => resumer.resume({ ...info, videoId }, run);
-    const launched = resume !== undefined && this.launch(record, resumer.stopping, () => {}, resume);
+    const launched = resume !== undefined && this.launch(record, resumer.stopping, resume) !== undefined;
     if (!launched) {
       // Nothing to follow (the process stopped before the service named a task): say how to go on.
       void this.hooks.finish(
@@ -91,14 +91,15 @@ export class TaskRuns {
     }
   }
 
-  /** Runs one background wait; returns false when there was nothing to run. */
+  /** Runs one background wait: settles once it named its video_id or ended; undefined when nothing ran. */
   launch(
     record: TaskRecord,
     stopping: AbortSignal,
-    announced: () => void,
     run: (task: TaskRun) => Promise<StoredResult> | undefined,
-  ): boolean {
+  ): Promise<void> | undefined {
     const controller = new AbortController();
+    let announced = () => {};
+    const started = new Promise<void>((resolve) => (announced = resolve));
     const progress = (message: string) => {
       const videoId = ANNOUNCEMENT.exec(message)?.[1];
       if (videoId !== undefined && record.videoId === undefined) {
@@ -109,7 +110,7 @@ export class TaskRuns {
       this.hooks.progress(record, message);
     };
     const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
-    if (running === undefined) return false;
+    if (running === undefined) return undefined;
     this.runners.set(record.task.taskId, controller);
     running
       .then(
@@ -134,6 +135,6 @@ export class TaskRuns {
         this.runners.delete(record.task.taskId);
         announced();
       });
-    return true;
+    return started;
   }
 }

@@ -111,10 +111,7 @@ export class TaskRecords {
       saved: options.saved,
       ...(this.shared === undefined && { pid: process.pid }),
     };
-    let announced: () => void = () => {};
-    const started = new Promise<void>((resolve) => (announced = resolve));
-    this.runs.launch(record, options.stopping, announced, (run) => options.run({ ...run, ttlMs }));
-    await started;
+    await this.runs.launch(record, options.stopping, (run) => options.run({ ...run, ttlMs }));
     this.records.set(record.task.taskId, record);
     this.trim();
     if (record.ephemeral === true) return { ...record.task };
@@ -154,10 +151,7 @@ export class TaskRecords {
   }
 
   /** The caller's tasks, newest first, a page at a time (`cursor` is the offset, as a string). */
-  async list(
-    scope: string | undefined,
-    cursor: string | undefined,
-  ): Promise<{ tasks: TaskState[]; nextCursor?: string }> {
+  async list(scope: string | undefined, cursor: string | undefined) {
     const from = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isSafeInteger(from) || from < 0)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor.");
@@ -258,7 +252,7 @@ export class TaskRecords {
       id === undefined
         ? "cancelled: stopped before the service named a task."
         : `cancelled: stopped waiting for video_id ${id}. The service has no cancel, so the generation itself goes on and is charged as usual: call get_status with video_id "${id}" to follow it.`;
-    await this.finish(record, "cancelled", errorText(text), text);
+    await this.finish(record, "cancelled", errorText(text));
     this.records.set(record.task.taskId, record);
     // `finish` may have taken another replica's outcome instead.
     if (statusOf(record) !== "cancelled") return;
@@ -278,12 +272,11 @@ export class TaskRecords {
     record: TaskRecord,
     status: "completed" | "failed" | "cancelled",
     result: StoredResult,
-    statusMessage?: string,
   ): Promise<void> {
     if (record.task.status !== "working") return;
     record.result = result;
     const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
-    this.update(record, status, statusMessage ?? firstLine);
+    this.update(record, status, firstLine);
     const left = expiresAt(record.task) - Date.now();
     if (this.shared !== undefined && left > 0 && record.ephemeral !== true) {
       const decided = await this.shared.finalize(record, left);

@@ -3,11 +3,11 @@
  * `tools/call` answers `{ task }`; tasks/get, tasks/result (waits for the end), tasks/list, tasks/cancel
  * (-32602 once ended). A task the caller cannot see, a cancel too late or a bad cursor is -32602.
  */
-import { RELATED_TASK_META_KEY, type Result, type Server } from "@modelcontextprotocol/server";
+import { RELATED_TASK_META_KEY, type Result } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { TaskState } from "../../state/records.js";
-import { handlerOn } from "../errors.js";
-import { TASK_ID, callerView, type CallerTasks } from "./refused.js";
+import type { Register } from "../errors.js";
+import { TASK_ID, type CallerTasks } from "./refused.js";
 
 const CURSOR = { params: z.looseObject({ cursor: z.string().max(32).optional() }) };
 
@@ -16,15 +16,12 @@ export function createdTask2025(task: TaskState): Result {
   return { task: { ...task } };
 }
 
-export function registerTasks2025(server: Server, tasks: CallerTasks): void {
-  const { refused, find, cancel } = callerView(tasks);
-  const on = handlerOn(server, tasks.logger);
-  on("tasks/get", TASK_ID, async ({ taskId }) => ({ ...(await find(taskId)).task }));
+export function registerTasks2025(on: Register, tasks: CallerTasks): void {
+  on("tasks/get", TASK_ID, async ({ taskId }) => ({ ...(await tasks.find(taskId)).task }));
   on("tasks/result", TASK_ID, async ({ taskId }, ctx) => {
-    const { result = { content: [] } } =
-      refused(taskId) ?? (await (await tasks.store()).ended(taskId, tasks.caller.scope, ctx.mcpReq.signal));
+    const { result = { content: [] } } = await tasks.ended(taskId, ctx.mcpReq.signal);
     return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
   });
-  on("tasks/cancel", TASK_ID, async ({ taskId }) => ({ ...(await cancel(taskId)).task }));
-  on("tasks/list", CURSOR, async ({ cursor }) => (await tasks.store()).list(tasks.caller.scope, cursor));
+  on("tasks/cancel", TASK_ID, async ({ taskId }) => ({ ...(await tasks.cancel(taskId)).task }));
+  on("tasks/list", CURSOR, async ({ cursor }) => tasks.list(cursor));
 }

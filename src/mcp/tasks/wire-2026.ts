@@ -8,13 +8,12 @@
 import {
   MissingRequiredClientCapabilityError,
   type Result,
-  type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { TERMINAL, type TaskRecord, type TaskState } from "../../state/records.js";
-import { TaskEndedError, handlerOn } from "../errors.js";
+import { TaskEndedError, type Register } from "../errors.js";
 import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
-import { TASK_ID, callerView, type CallerTasks } from "./refused.js";
+import { TASK_ID, type CallerTasks } from "./refused.js";
 
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {
@@ -26,9 +25,7 @@ export function createdTask2026(task: TaskState): Result {
   return { resultType: "task", ...wireTask(task) };
 }
 
-export function registerTasks2026(server: Server, tasks: CallerTasks): void {
-  const { find, cancel } = callerView(tasks);
-  const on = handlerOn(server, tasks.logger);
+export function registerTasks2026(on: Register, { find, cancel }: CallerTasks): void {
   const handle = (method: string, answer: (taskId: string) => Promise<Result>) =>
     on(method, TASK_ID, async ({ taskId }, ctx) => {
       if (!declaresTasks(ctx)) {
