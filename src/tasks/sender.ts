@@ -41,9 +41,14 @@ export interface SendOptions {
 export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
-  /** Where the entries are mirrored for other replicas; undefined: this process alone. */
+  /**
+   * The duplicate guard shared with other replicas (Redis), where the entries are mirrored; undefined: this
+   * process alone.
+   */
   claims?: StartClaims | undefined;
+  /** Who started which task; settlement never adopts a task another caller owns. */
   ownership?: Ownership | undefined;
+  /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
   daily?: DailySpend | undefined;
   now: () => number;
   sleep: Sleep;

@@ -85,7 +85,7 @@ export class Settlement {
    * it appears (it is then journaled, so an identical request gets it as reused) or the duplicate window ends
    * (it is then settled as never processed, and an identical request may start again).
    */
-  settleLater(intent: JournalEntry): void {
+  private settleLater(intent: JournalEntry): void {
     const { key } = intent;
     if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
     this.searching.add(key);
@@ -116,19 +116,20 @@ export class Settlement {
   }
 
   /**
-   * Looks for our task in the newest page of the history, twice a moment apart (the service may list a new
-   * task a moment after creating it), within the deadline.
+   * Looks for a start whose answer was lost in the newest page of the history, twice a moment apart (the
+   * service may list a new task a moment after creating it), within the deadline. Found, it is journaled as
+   * started; not found (yet), it is looked for again in the background.
    */
-  async reconcile(
-    body: GenerateVideoBody,
-    sentAt: number,
-    deadline: number | undefined,
-  ): Promise<StartedVideo | undefined> {
-    const first = await this.findOnce(body, sentAt, "foreground", deadline);
-    if (first || (deadline !== undefined && this.parts.now() + RECONCILE_PAUSE_MS + 1000 > deadline))
-      return first;
-    await this.parts.sleep(RECONCILE_PAUSE_MS);
-    return this.findOnce(body, sentAt, "foreground", deadline);
+  async settle(intent: JournalEntry, deadline: number | undefined): Promise<StartedVideo | undefined> {
+    const body = intent.request as GenerateVideoBody;
+    let found = await this.findOnce(body, intent.started_at, "foreground", deadline);
+    if (!found && (deadline === undefined || this.parts.now() + RECONCILE_PAUSE_MS + 1000 <= deadline)) {
+      await this.parts.sleep(RECONCILE_PAUSE_MS);
+      found = await this.findOnce(body, intent.started_at, "foreground", deadline);
+    }
+    if (found) await this.sender.recordVideo(found, intent, body);
+    else this.settleLater(intent);
+    return found;
   }
 
   /** One look at the newest page of the history; a failing history call counts as "not found". */
