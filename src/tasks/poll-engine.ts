@@ -88,12 +88,10 @@ interface Loop {
 }
 
 export class PollEngine {
-  private readonly api: Pick<GenerationApi, "getVideo">;
   private readonly intervalMs: number;
   private readonly logger: TaskLogger;
   private readonly maxBackoffMs: number;
   private readonly random: () => number;
-  private readonly coordinator: PollCoordinator | undefined;
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
   private readonly lastPolled = new Map<string, number>();
@@ -102,13 +100,11 @@ export class PollEngine {
   private activePolls = 0;
   private closed = false;
 
-  constructor(options: PollEngineOptions) {
-    this.api = options.api;
+  constructor(private readonly options: PollEngineOptions) {
     this.intervalMs = Math.max(1, options.intervalMs);
     this.logger = options.logger ?? silentLogger;
     this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
     this.random = options.random ?? Math.random;
-    this.coordinator = options.coordinator;
   }
 
   get activeIds(): string[] {
@@ -176,7 +172,7 @@ export class PollEngine {
    */
   private async run(loop: Loop): Promise<void> {
     const { signal } = loop.controller;
-    const coordinator = this.coordinator;
+    const { coordinator } = this.options;
     const leaseMs = this.intervalMs * LEASE_INTERVALS;
     try {
       while (!signal.aborted) {
@@ -198,7 +194,7 @@ export class PollEngine {
   /** One status request of our own; the delay before the next one, or "stop". */
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
     const { signal } = loop.controller;
-    const coordinator = this.coordinator;
+    const { coordinator } = this.options;
     // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
     // take the poll over and both would ask for the same task.
     const keep =
@@ -209,7 +205,7 @@ export class PollEngine {
       );
     try {
       if (!(await this.takeTurn(loop))) return "stop";
-      const video = await this.api
+      const video = await this.options.api
         .getVideo(loop.videoId, { priority: "background", signal })
         .finally(() => this.endTurn(loop));
       if (signal.aborted) return "stop";

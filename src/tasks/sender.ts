@@ -59,7 +59,7 @@ export class StartSender {
   /** Intents this process wrote: they are not an earlier run's lost answers. */
   private readonly ownKeys = new Set<string>();
 
-  constructor(readonly parts: SenderParts) {}
+  constructor(private readonly parts: SenderParts) {}
 
   isOwnIntent(key: string): boolean {
     return this.ownKeys.has(key);

@@ -29,17 +29,15 @@ export class Settlement {
   private leftoversSettled = false;
   /** Lost starts being looked for in the background, by Idempotency-Key. */
   private readonly searching = new Set<string>();
-  /** The sender's journal, clock, sleep and logger. */
-  private readonly parts: SenderParts;
 
   constructor(
-    private readonly api: Pick<GenerationApi, "listVideos">,
+    /** The starter's: its `stopping` ends the background searches (the runtime is closing). */
+    private readonly parts: SenderParts & {
+      api: Pick<GenerationApi, "listVideos">;
+      stopping?: AbortSignal | undefined;
+    },
     private readonly sender: StartSender,
-    /** Ends the background searches (the runtime is closing). */
-    private readonly stopping: AbortSignal | undefined,
-  ) {
-    this.parts = sender.parts;
-  }
+  ) {}
 
   /**
    * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
@@ -96,7 +94,7 @@ export class Settlement {
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
         const left = intent.started_at + DUPLICATE_WINDOW_MS - now();
-        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.stopping);
+        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.parts.stopping);
         if (!open()) return;
         if (now() - intent.started_at >= DUPLICATE_WINDOW_MS) {
           logger("info", "A lost start did not appear in the history within the duplicate window.", {});
@@ -145,9 +143,9 @@ export class Settlement {
 
   private async history(priority: "foreground" | "background", deadline: number | undefined) {
     try {
-      const page = await this.api.listVideos(
+      const page = await this.parts.api.listVideos(
         { page: 1, limit: RECONCILE_PAGE_LIMIT },
-        { priority, ...(deadline !== undefined && { deadline }), signal: this.stopping },
+        { priority, ...(deadline !== undefined && { deadline }), signal: this.parts.stopping },
       );
       return page.items;
     } catch (error) {

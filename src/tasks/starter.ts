@@ -82,18 +82,18 @@ export interface TaskStarterOptions
 type Outcome = StartOutcome | ImageStartOutcome;
 
 export class TaskStarter {
-  /** The sender's journal, clock, sleep and logger, shared with the settlement. */
-  private readonly parts: SenderParts;
+  /** The options with their defaults, shared with the sender and the settlement. */
+  private readonly parts: TaskStarterOptions & SenderParts;
   private readonly sender: StartSender;
   private readonly settlement: Settlement;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<Outcome>>();
 
-  constructor(private readonly options: TaskStarterOptions) {
+  constructor(options: TaskStarterOptions) {
     const { now = Date.now, sleep = wait, logger = silentLogger } = options;
     this.parts = { ...options, now, sleep, logger };
     this.sender = new StartSender(this.parts);
-    this.settlement = new Settlement(options.api, this.sender, options.stopping);
+    this.settlement = new Settlement(this.parts, this.sender);
   }
 
   /**
@@ -141,7 +141,7 @@ export class TaskStarter {
    */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
-    if ((await this.options.claims?.read(fingerprint))?.started?.kind === kind) return true;
+    if ((await this.parts.claims?.read(fingerprint))?.started?.kind === kind) return true;
     await this.sender.refresh();
     return this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
@@ -161,7 +161,7 @@ export class TaskStarter {
         ...(kind === "video" && { reconciled: false }),
       }));
     const promise = (async () => {
-      await this.options.beforeWrite?.();
+      await this.parts.beforeWrite?.();
       await this.sender.refresh();
       return run();
     })();
@@ -181,7 +181,7 @@ export class TaskStarter {
     earlier: () => T | undefined | Promise<T | undefined>,
     start: () => Promise<T>,
   ): Promise<T> {
-    const claims = this.options.claims;
+    const claims = this.parts.claims;
     const unlessEarlier = async () => (await earlier()) ?? start();
     if (claims === undefined) return unlessEarlier();
     const { fingerprint } = options;
@@ -247,7 +247,7 @@ export class TaskStarter {
     let { status } = earlier;
     let raw = earlier.result ?? {};
     try {
-      ({ status, raw } = await this.options.api.getVideo(earlier.id, {
+      ({ status, raw } = await this.parts.api.getVideo(earlier.id, {
         priority: "foreground",
         deadline: options.deadline,
       }));
@@ -285,7 +285,7 @@ export class TaskStarter {
     const deadline =
       options.deadline && Math.max(this.parts.now() + MIN_START_MS, options.deadline - RECONCILE_RESERVE_MS);
     const sent = await this.sender.send("video", body, options, (idempotencyKey) =>
-      this.options.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
+      this.parts.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     if ("task" in sent) {
       const { video_id, status, raw } = sent.task;
@@ -305,7 +305,7 @@ export class TaskStarter {
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
     const deadline = options.deadline && Math.max(this.parts.now() + MIN_START_MS, options.deadline);
     const sent = await this.sender.send("image", body, options, (idempotencyKey) =>
-      this.options.api.generateImage(body, { priority: "foreground", idempotencyKey, deadline }),
+      this.parts.api.generateImage(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     // The service keeps no image history to look in: say plainly what may have happened.
     if (!("task" in sent)) throw chargePossible(sent.error, IMAGE_CHARGE_POSSIBLE);
