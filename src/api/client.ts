@@ -25,8 +25,7 @@ import type {
   VideoStatus,
 } from "./types.js";
 
-export interface ClientOptions extends Omit<HttpOptions, "userAgent" | "onStatus"> {
-  userAgent?: string;
+export interface ClientOptions extends Omit<HttpOptions, "onStatus"> {
   uploadTimeoutMs?: number;
   /**
    * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
@@ -57,7 +56,6 @@ export class GenerationClient implements GenerationApi {
     this.state = options.trustedKey === false ? "unknown" : "accepted";
     this.http = new HttpTransport({
       ...options,
-      userAgent: options.userAgent ?? "generation-mcp",
       onStatus: (status) => {
         if (this.state !== "unknown") return;
         if (status >= 200 && status < 300) this.state = "accepted";
@@ -80,11 +78,11 @@ export class GenerationClient implements GenerationApi {
   }
 
   async listVideos(
-    query: { page?: number; limit?: number },
+    { page = 1, limit = 20 }: { page?: number; limit?: number },
     options: RequestOptions = {},
   ): Promise<VideoPage> {
-    const { page = 1, limit = 20 } = query;
-    const data = await this.http.call("GET", "videos", { query: { page, limit }, retry: true, ...options });
+    const query = { page: String(page), limit: String(limit) };
+    const data = await this.http.call("GET", "videos", { query, retry: true, ...options });
     return toVideoPage(data, page, limit);
   }
 
