@@ -19,7 +19,6 @@ import type {
   JsonObject,
   RequestOptions,
   StartedVideo,
-  UploadResult,
   UploadSource,
   VideoPage,
   VideoStatus,
@@ -101,7 +100,7 @@ export class GenerationClient implements GenerationApi {
    * they may be retried, each attempt reading the source afresh from byte 0. An error of the source itself
    * (the file changed) is what the call rejects with, and no attempt is made after it.
    */
-  async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
+  async upload(source: UploadSource, options: RequestOptions = {}) {
     const boundary = `----generation-mcp-${randomBytes(12).toString("hex")}`;
     // What browsers do in a multipart header: a quote and line breaks are percent-encoded.
     const filename = source.filename.replace(/["\r\n]/g, (c) => encodeURIComponent(c));

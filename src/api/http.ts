@@ -186,13 +186,7 @@ export class HttpTransport {
   }
 
   /** The `data` of one answer, or the typed error its status and code say; never relays HTML or huge text. */
-  private unwrap(
-    status: number,
-    headers: HeaderBag,
-    text: string,
-    charging: boolean,
-    idRoute: boolean,
-  ): unknown {
+  private unwrap(status: number, headers: HeaderBag, text: string, charging: boolean, idRoute: boolean) {
     const requestId = headerValue(headers, "x-request-id");
     let body: unknown;
     try {

@@ -57,7 +57,6 @@ export interface StartOutcome {
   reused: boolean;
   /** The start's answer was lost (a failure, a crash) and this task was found in the history. */
   reconciled: boolean;
-  raw: JsonObject;
 }
 
 export interface ImageStartOutcome {
@@ -245,9 +244,8 @@ export class TaskStarter {
     const earlier = this.parts.journal.findDuplicate(options.fingerprint, DUPLICATE_WINDOW_MS);
     if (earlier?.kind !== "video" || earlier.id === undefined) return undefined;
     let { status } = earlier;
-    let raw = earlier.result ?? {};
     try {
-      ({ status, raw } = await this.parts.api.getVideo(earlier.id, {
+      ({ status } = await this.parts.api.getVideo(earlier.id, {
         priority: "foreground",
         deadline: options.deadline,
       }));
@@ -264,7 +262,7 @@ export class TaskStarter {
     this.parts.logger("info", "Returning the identical video task started earlier.", {
       video_id: earlier.id,
     });
-    return { video_id: earlier.id, status, reused: true, reconciled: false, raw };
+    return { video_id: earlier.id, status, reused: true, reconciled: false };
   }
 
   /**
@@ -288,9 +286,8 @@ export class TaskStarter {
       this.parts.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     if ("task" in sent) {
-      const { video_id, status, raw } = sent.task;
       await this.sender.recordVideo(sent.task, sent.intent, body);
-      return { video_id, status, raw, reused: false, reconciled: false };
+      return { ...sent.task, reused: false, reconciled: false };
     }
     this.parts.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
       code: sent.error.code,
