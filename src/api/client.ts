@@ -109,6 +109,10 @@ export class GenerationClient implements GenerationApi {
         `Content-Type: ${source.contentType.replace(/[\r\n]/g, "")}\r\n\r\n`,
     );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const headers = {
+      "content-type": `multipart/form-data; boundary=${boundary}`,
+      "content-length": `${head.length + source.size + tail.length}`,
+    };
     let failed: { error: unknown } | undefined;
     // Only the source's own failures are recorded: the body's destruction arrives at a `yield` instead.
     const read = async <T>(step: () => T | Promise<T>): Promise<T> => {
@@ -138,14 +142,7 @@ export class GenerationClient implements GenerationApi {
       const body = Readable.from(parts(), { objectMode: false });
       // The HTTP client listens while it sends; an error after it let go must not become an unhandled event.
       body.on("error", () => {});
-      const length = head.length + source.size + tail.length;
-      return {
-        body,
-        headers: {
-          "content-type": `multipart/form-data; boundary=${boundary}`,
-          "content-length": `${length}`,
-        },
-      };
+      return { body, headers };
     };
     try {
       const data = await this.http.call("POST", "upload", {
