@@ -6,9 +6,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
+import { DEFAULT_MAX_WAIT_MS } from "../api/rate-budget.js";
 import { abortable } from "../api/sleep.js";
-import type { GenerationApi, VideoStatus } from "../api/types.js";
-import { isFinalStatus } from "../api/types.js";
+import { isFinalStatus, type GenerationApi, type VideoStatus } from "../api/types.js";
 import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
 
 export interface PollUpdate {
@@ -51,8 +51,6 @@ export interface PollEngineOptions {
 
 /** No wait may last longer than this, whatever the caller asks. */
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
-/** A 429's reset is honoured up to this long (the budget clamps to the same order). */
-const MAX_RATE_LIMIT_WAIT_MS = 65_000;
 /**
  * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait here,
  * least recently polled id first, so no task starves when the budget cannot poll them all.
@@ -308,8 +306,8 @@ export class PollEngine {
     const exponential = this.intervalMs * 2 ** Math.min(failures - 1, 20);
     let delay = Math.min(this.maxBackoffMs, exponential * (1 + 0.25 * this.random()));
     if (error.retryAtMs !== undefined) {
-      // A 429 names its reset: waiting less would only earn another 429.
-      delay = Math.max(delay, Math.min(MAX_RATE_LIMIT_WAIT_MS, error.retryAtMs - Date.now()));
+      // A 429 names its reset: waiting less would only earn another 429 (up to the budget's own ceiling).
+      delay = Math.max(delay, Math.min(DEFAULT_MAX_WAIT_MS, error.retryAtMs - Date.now()));
     }
     return Math.round(delay);
   }
