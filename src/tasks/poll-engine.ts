@@ -89,6 +89,7 @@ export class PollEngine {
   private readonly intervalMs: number;
   private readonly logger: TaskLogger;
   private readonly maxBackoffMs: number;
+  private readonly leaseMs: number;
   private readonly random: () => number;
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
@@ -102,6 +103,7 @@ export class PollEngine {
     this.intervalMs = Math.max(1, options.intervalMs);
     this.logger = options.logger ?? silentLogger;
     this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
+    this.leaseMs = this.intervalMs * LEASE_INTERVALS;
     this.random = options.random ?? Math.random;
   }
 
@@ -171,11 +173,10 @@ export class PollEngine {
   private async run(loop: Loop): Promise<void> {
     const { signal } = loop.controller;
     const { coordinator } = this.options;
-    const leaseMs = this.intervalMs * LEASE_INTERVALS;
     try {
       while (!signal.aborted) {
         const next =
-          coordinator === undefined || (await coordinator.lead(loop.videoId, leaseMs))
+          coordinator === undefined || (await coordinator.lead(loop.videoId, this.leaseMs))
             ? await this.pollOnce(loop)
             : await this.follow(loop, coordinator);
         if (next === "stop" || loop.waiters.size === 0) return;
@@ -196,11 +197,7 @@ export class PollEngine {
     // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
     // take the poll over and both would ask for the same task.
     const keep =
-      coordinator &&
-      setInterval(
-        () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
-        this.intervalMs,
-      );
+      coordinator && setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
     try {
       if (!(await this.takeTurn(loop))) return "stop";
       const video = await this.options.api
