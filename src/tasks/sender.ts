@@ -114,13 +114,13 @@ export class StartSender {
   }
 
   /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
-  async recordVideo(task: StartedVideo, intent: JournalEntry, body: GenerateVideoBody): Promise<void> {
+  async recordVideo(task: StartedVideo, intent: JournalEntry): Promise<void> {
     const { scope } = intent;
+    const body = intent.request as GenerateVideoBody;
     await this.record({
       ...intent,
       phase: "started",
       id: task.video_id,
-      request: { ...body },
       ...(task.status !== undefined && { status: task.status }),
     });
     if (scope === undefined) return;

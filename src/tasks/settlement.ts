@@ -8,7 +8,7 @@
  */
 import { GenerationError } from "../api/errors.js";
 import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
-import type { GenerateVideoBody, GenerationApi, JsonObject, StartedVideo } from "../api/types.js";
+import type { GenerateVideoBody, GenerationApi, JsonObject, RequestPriority } from "../api/types.js";
 import { resolveVideoModel } from "../models.js";
 import type { JournalEntry } from "../state/records.js";
 import { normalizePrompt } from "./fingerprint.js";
@@ -61,13 +61,12 @@ export class Settlement {
       if (items === undefined) return;
       const known = await this.knownAmong(items);
       for (const intent of videos) {
-        const request = intent.request as GenerateVideoBody;
-        const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, known);
+        const found = pickMatch(items, intent, known);
         if (found) {
           this.parts.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
             video_id: found.video_id,
           });
-          await sender.recordVideo(found, intent, request);
+          await sender.recordVideo(found, intent);
         } else if (at - intent.started_at > DUPLICATE_WINDOW_MS) {
           await sender.recordVoid(intent);
         } else {
@@ -89,7 +88,6 @@ export class Settlement {
     this.searching.add(key);
     const { sender } = this;
     const { now, logger } = this.parts;
-    const request = intent.request as GenerateVideoBody;
     const open = () => this.parts.journal.pendingIntents().some((entry) => entry.key === key);
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
@@ -100,12 +98,12 @@ export class Settlement {
           logger("info", "A lost start did not appear in the history within the duplicate window.", {});
           return sender.recordVoid(intent);
         }
-        const found = await this.findOnce(request, intent.started_at, "background");
+        const found = await this.findOnce(intent, "background");
         if (found === undefined || !open()) continue;
         logger("info", "A start whose answer was lost appeared in the history.", {
           video_id: found.video_id,
         });
-        return sender.recordVideo(found, intent, request);
+        return sender.recordVideo(found, intent);
       }
     };
     void search()
@@ -118,30 +116,24 @@ export class Settlement {
    * service may list a new task a moment after creating it), within the deadline. Found, it is journaled as
    * started; not found (yet), it is looked for again in the background.
    */
-  async settle(intent: JournalEntry, deadline: number | undefined): Promise<StartedVideo | undefined> {
-    const body = intent.request as GenerateVideoBody;
-    let found = await this.findOnce(body, intent.started_at, "foreground", deadline);
+  async settle(intent: JournalEntry, deadline: number | undefined) {
+    let found = await this.findOnce(intent, "foreground", deadline);
     if (!found && (deadline === undefined || this.parts.now() + RECONCILE_PAUSE_MS + 1000 <= deadline)) {
       await this.parts.sleep(RECONCILE_PAUSE_MS);
-      found = await this.findOnce(body, intent.started_at, "foreground", deadline);
+      found = await this.findOnce(intent, "foreground", deadline);
     }
-    if (found) await this.sender.recordVideo(found, intent, body);
+    if (found) await this.sender.recordVideo(found, intent);
     else this.settleLater(intent);
     return found;
   }
 
   /** One look at the newest page of the history; a failing history call counts as "not found". */
-  private async findOnce(
-    body: GenerateVideoBody,
-    sentAt: number,
-    priority: "foreground" | "background",
-    deadline?: number,
-  ): Promise<StartedVideo | undefined> {
+  private async findOnce(intent: JournalEntry, priority: RequestPriority, deadline?: number) {
     const items = await this.history(priority, deadline);
-    return items && pickMatch(items, body, sentAt - RECONCILE_SKEW_MS, await this.knownAmong(items));
+    return items && pickMatch(items, intent, await this.knownAmong(items));
   }
 
-  private async history(priority: "foreground" | "background", deadline: number | undefined) {
+  private async history(priority: RequestPriority, deadline: number | undefined) {
     try {
       const page = await this.parts.api.listVideos(
         { page: 1, limit: RECONCILE_PAGE_LIMIT },
@@ -176,12 +168,9 @@ export class Settlement {
  * names one, same duration and aspect ratio when both say, created no earlier than the send (less clock skew)
  * when it carries a time, and not a task this server already knows; the newest candidate wins.
  */
-export function pickMatch(
-  items: JsonObject[],
-  body: GenerateVideoBody,
-  notBefore: number,
-  known: (id: string) => boolean,
-): StartedVideo | undefined {
+function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string) => boolean) {
+  const body = intent.request as GenerateVideoBody;
+  const notBefore = intent.started_at - RECONCILE_SKEW_MS;
   const prompt = normalizePrompt(body.prompt);
   const model = resolveVideoModel(body.model) ?? body.model;
   let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;

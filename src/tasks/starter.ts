@@ -286,7 +286,7 @@ export class TaskStarter {
       this.parts.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     if ("task" in sent) {
-      await this.sender.recordVideo(sent.task, sent.intent, body);
+      await this.sender.recordVideo(sent.task, sent.intent);
       return { ...sent.task, reused: false, reconciled: false };
     }
     this.parts.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
