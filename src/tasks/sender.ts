@@ -134,7 +134,7 @@ export class StartSender {
   }
 
   /** Journals a started image task with its URLs (the service keeps no image history to find them in). */
-  async recordImage(result: ImageResult, intent: JournalEntry, body: GenerateImageBody): Promise<void> {
+  async recordImage(result: ImageResult, intent: JournalEntry): Promise<void> {
     const id = [result.raw["image_id"], result.raw["id"], result.raw["task_id"]].find(
       (value) =>
         (typeof value === "string" && value !== "") || (typeof value === "number" && Number.isFinite(value)),
@@ -143,7 +143,6 @@ export class StartSender {
       ...intent,
       phase: "started",
       id: safeId(typeof id === "number" ? String(id) : id),
-      request: { ...body },
       result: { image_urls: result.image_urls },
     });
   }

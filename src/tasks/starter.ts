@@ -306,7 +306,7 @@ export class TaskStarter {
     );
     // The service keeps no image history to look in: say plainly what may have happened.
     if (!("task" in sent)) throw chargePossible(sent.error, IMAGE_CHARGE_POSSIBLE);
-    await this.sender.recordImage(sent.task, sent.intent, body);
+    await this.sender.recordImage(sent.task, sent.intent);
     return { result: sent.task, image_urls: sent.task.image_urls, reused: false, raw: sent.task.raw };
   }
 }
