@@ -41,10 +41,7 @@ export interface SendOptions {
 export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
-  /**
-   * The duplicate guard shared with other replicas (Redis), where the entries are mirrored; undefined: this
-   * process alone.
-   */
+  /** The duplicate guard shared with other replicas (Redis), which mirror the entries; undefined: none. */
   claims?: StartClaims | undefined;
   /** Who started which task; settlement never adopts a task another caller owns. */
   ownership?: Ownership | undefined;
