@@ -19,14 +19,12 @@ import type {
   JsonObject,
   RequestOptions,
   StartedVideo,
-  UploadResult,
   UploadSource,
   VideoPage,
   VideoStatus,
 } from "./types.js";
 
-export interface ClientOptions extends Omit<HttpOptions, "userAgent" | "onStatus"> {
-  userAgent?: string;
+export interface ClientOptions extends Omit<HttpOptions, "onStatus"> {
   uploadTimeoutMs?: number;
   /**
    * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
@@ -57,7 +55,6 @@ export class GenerationClient implements GenerationApi {
     this.state = options.trustedKey === false ? "unknown" : "accepted";
     this.http = new HttpTransport({
       ...options,
-      userAgent: options.userAgent ?? "generation-mcp",
       onStatus: (status) => {
         if (this.state !== "unknown") return;
         if (status >= 200 && status < 300) this.state = "accepted";
@@ -80,11 +77,11 @@ export class GenerationClient implements GenerationApi {
   }
 
   async listVideos(
-    query: { page?: number; limit?: number },
+    { page = 1, limit = 20 }: { page?: number; limit?: number },
     options: RequestOptions = {},
   ): Promise<VideoPage> {
-    const { page = 1, limit = 20 } = query;
-    const data = await this.http.call("GET", "videos", { query: { page, limit }, retry: true, ...options });
+    const query = { page: String(page), limit: String(limit) };
+    const data = await this.http.call("GET", "videos", { query, retry: true, ...options });
     return toVideoPage(data, page, limit);
   }
 
@@ -103,7 +100,7 @@ export class GenerationClient implements GenerationApi {
    * they may be retried, each attempt reading the source afresh from byte 0. An error of the source itself
    * (the file changed) is what the call rejects with, and no attempt is made after it.
    */
-  async upload(source: UploadSource, options: RequestOptions = {}): Promise<UploadResult> {
+  async upload(source: UploadSource, options: RequestOptions = {}) {
     const boundary = `----generation-mcp-${randomBytes(12).toString("hex")}`;
     // What browsers do in a multipart header: a quote and line breaks are percent-encoded.
     const filename = source.filename.replace(/["\r\n]/g, (c) => encodeURIComponent(c));
@@ -112,6 +109,10 @@ export class GenerationClient implements GenerationApi {
         `Content-Type: ${source.contentType.replace(/[\r\n]/g, "")}\r\n\r\n`,
     );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const headers = {
+      "content-type": `multipart/form-data; boundary=${boundary}`,
+      "content-length": `${head.length + source.size + tail.length}`,
+    };
     let failed: { error: unknown } | undefined;
     // Only the source's own failures are recorded: the body's destruction arrives at a `yield` instead.
     const read = async <T>(step: () => T | Promise<T>): Promise<T> => {
@@ -141,14 +142,7 @@ export class GenerationClient implements GenerationApi {
       const body = Readable.from(parts(), { objectMode: false });
       // The HTTP client listens while it sends; an error after it let go must not become an unhandled event.
       body.on("error", () => {});
-      const length = head.length + source.size + tail.length;
-      return {
-        body,
-        headers: {
-          "content-type": `multipart/form-data; boundary=${boundary}`,
-          "content-length": `${length}`,
-        },
-      };
+      return { body, headers };
     };
     try {
       const data = await this.http.call("POST", "upload", {

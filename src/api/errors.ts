@@ -6,20 +6,6 @@
 import { fix } from "../advice.js";
 import { PRICE_LIST, isUsable } from "../models.js";
 
-export const ERROR_CODES = [
-  "unauthorized",
-  "insufficient_credits",
-  "paid_access_required",
-  "validation_error",
-  "rate_limit_exceeded",
-  "internal_error",
-  "upstream_error",
-  "not_found",
-  "budget_exceeded",
-  "network_error",
-  "timeout",
-] as const;
-
 export interface GenerationErrorInit {
   status?: number | undefined;
   nextStep?: string | undefined;
@@ -143,6 +129,9 @@ const NEXT_STEPS: Record<string, string> = {
   timeout:
     "The service did not answer in time. Try again; if it keeps happening, the service may be overloaded.",
 };
+
+/** Every code a tool's error result may start with: each has its next step. */
+export const ERROR_CODES = Object.keys(NEXT_STEPS);
 
 /** A route the service does not have: the base URL is wrong, not the id. */
 export function unknownRouteStep(origin: string): string {

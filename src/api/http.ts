@@ -55,7 +55,7 @@ export interface HttpOptions {
   baseUrl: string;
   apiKey: string;
   budget: RateBudget;
-  userAgent: string;
+  userAgent?: string;
   /** Per attempt, from the first byte sent to the last byte read. */
   timeoutMs?: number;
   /** Retries of a read after the first attempt. */
@@ -68,7 +68,7 @@ export interface HttpOptions {
 }
 
 export interface CallOptions extends RequestOptions {
-  query?: Record<string, string | number | undefined>;
+  query?: Record<string, string>;
   json?: unknown;
   /** A streamed body with its headers (an upload), made afresh for every attempt. */
   stream?: () => { body: Readable; headers: Record<string, string> };
@@ -136,13 +136,11 @@ export class HttpTransport {
       ({ Agent }) => new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 10_000 } }),
     ));
     await this.acquireBefore(call, deadline);
-    const query = new URLSearchParams();
-    for (const [key, value] of Object.entries(call.query ?? {}))
-      if (value !== undefined) query.set(key, String(value));
+    const query = new URLSearchParams(call.query);
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.options.apiKey}`,
       accept: "application/json",
-      "user-agent": this.options.userAgent,
+      "user-agent": this.options.userAgent ?? "generation-mcp",
       "x-request-id": randomUUID(),
       ...(call.idempotencyKey !== undefined && { "idempotency-key": call.idempotencyKey }),
       ...(call.json !== undefined && { "content-type": "application/json" }),
@@ -188,13 +186,7 @@ export class HttpTransport {
   }
 
   /** The `data` of one answer, or the typed error its status and code say; never relays HTML or huge text. */
-  private unwrap(
-    status: number,
-    headers: HeaderBag,
-    text: string,
-    charging: boolean,
-    idRoute: boolean,
-  ): unknown {
+  private unwrap(status: number, headers: HeaderBag, text: string, charging: boolean, idRoute: boolean) {
     const requestId = headerValue(headers, "x-request-id");
     let body: unknown;
     try {

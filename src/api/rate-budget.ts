@@ -261,11 +261,7 @@ type HeaderInput = string | readonly string[] | number | undefined;
  * epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs +
  * maxWaitMs]; undefined for values that are malformed, negative, or epochs far from our clock.
  */
-export function parseResetHeader(
-  value: HeaderInput,
-  nowMs: number,
-  maxWaitMs: number = DEFAULT_MAX_WAIT_MS,
-): number | undefined {
+export function parseResetHeader(value: HeaderInput, nowMs: number, maxWaitMs = DEFAULT_MAX_WAIT_MS) {
   const n = parseNumber(value);
   if (n === undefined) {
     // Some services send an HTTP-date here, as in Retry-After.

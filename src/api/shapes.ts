@@ -8,7 +8,7 @@
  * relayed is never returned.
  */
 import { InternalServiceError } from "./errors.js";
-import type { ImageResult, JsonObject, StartedVideo, UploadResult, VideoPage, VideoStatus } from "./types.js";
+import type { ImageResult, JsonObject, StartedVideo, VideoPage, VideoStatus } from "./types.js";
 
 export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -65,11 +65,7 @@ export type WalkNode = { value: unknown; key: string | undefined; depth: number;
  * 8 levels below the root, 10,000 values in all and 1,000 per array or object (so one huge array cannot
  * spend the whole budget). `"skip"` leaves a node's contents unseen, `"stop"` ends the walk.
  */
-export function walk(
-  root: unknown,
-  visit: (node: WalkNode) => "skip" | "stop" | undefined,
-  inOrder = false,
-): { nodes: number; truncated: boolean } {
+export function walk(root: unknown, visit: (node: WalkNode) => "skip" | "stop" | undefined, inOrder = false) {
   const queue: WalkNode[] = [{ value: root, key: undefined, depth: 0 }];
   let [head, nodes, truncated] = [0, 1, false];
   while (head < queue.length) {
@@ -256,9 +252,9 @@ export function toVideoPage(data: unknown, page: number, limit: number): VideoPa
 }
 
 /** POST /upload: the first http(s) URL of the answer (the answer itself when it is a bare URL). */
-export function toUploadResult(data: unknown): UploadResult {
+export function toUploadResult(data: unknown) {
   const url = find(data, ({ value }) => safeUrl(value))?.value;
-  if (url !== undefined) return { url, raw: isObject(data) ? data : { url } };
+  if (url !== undefined) return { url };
   const error = lacking(
     "The service accepted the upload, but its answer carried no usable image URL",
     data,

@@ -44,21 +44,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-export interface JoinedSignal {
-  signal: AbortSignal;
-  /** Whether it aborted because `ms` passed. */
-  timedOut(): boolean;
-  /** Drops its listeners and its timer: call it once the work it guarded is over. */
-  release(): void;
-}
-
 /**
  * A signal that aborts when any of `signals` does, or once `ms` pass on the real clock: what AbortSignal.any
  * and AbortSignal.timeout give, without what they cost on every call (on Node 20 about 20 and 12 µs each,
- * as each keeps weak references until a garbage collection). The caller releases it. Used wherever a call
- * joins its caller's signal with a deadline; a task's run, made once per task, keeps AbortSignal.any.
+ * as each keeps weak references until a garbage collection). Used wherever a call joins its caller's signal
+ * with a deadline; a task's run, made once per task, keeps AbortSignal.any. `timedOut()` says whether it
+ * aborted because `ms` passed; `release()` drops its listeners and its timer, once the guarded work is over.
  */
-export function joinSignals(signals: ReadonlyArray<AbortSignal | undefined>, ms?: number): JoinedSignal {
+export function joinSignals(signals: ReadonlyArray<AbortSignal | undefined>, ms?: number) {
   const controller = new AbortController();
   const sources = signals.filter((source) => source !== undefined);
   let timer: ReturnType<typeof setRealTimeout> | undefined;

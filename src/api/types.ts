@@ -78,11 +78,6 @@ export interface UploadSource {
   open(): Readable;
 }
 
-export interface UploadResult {
-  url: string;
-  raw: JsonObject;
-}
-
 export function isFinalStatus(status: string): boolean {
   return status === "completed" || status === "failed";
 }
@@ -93,6 +88,6 @@ export interface GenerationApi {
   generateImage(body: GenerateImageBody, options?: RequestOptions): Promise<ImageResult>;
   listVideos(query: { page?: number; limit?: number }, options?: RequestOptions): Promise<VideoPage>;
   getVideo(videoId: string, options?: RequestOptions): Promise<VideoStatus>;
-  upload(source: UploadSource, options?: RequestOptions): Promise<UploadResult>;
+  upload(source: UploadSource, options?: RequestOptions): Promise<{ url: string }>;
   getCredits(options?: RequestOptions): Promise<JsonObject>;
 }

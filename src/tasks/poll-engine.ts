@@ -6,9 +6,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
+import { DEFAULT_MAX_WAIT_MS } from "../api/rate-budget.js";
 import { abortable } from "../api/sleep.js";
-import type { GenerationApi, VideoStatus } from "../api/types.js";
-import { isFinalStatus } from "../api/types.js";
+import { isFinalStatus, type GenerationApi, type VideoStatus } from "../api/types.js";
 import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
 
 export interface PollUpdate {
@@ -51,8 +51,6 @@ export interface PollEngineOptions {
 
 /** No wait may last longer than this, whatever the caller asks. */
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
-/** A 429's reset is honoured up to this long (the budget clamps to the same order). */
-const MAX_RATE_LIMIT_WAIT_MS = 65_000;
 /**
  * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait here,
  * least recently polled id first, so no task starves when the budget cannot poll them all.
@@ -88,12 +86,11 @@ interface Loop {
 }
 
 export class PollEngine {
-  private readonly api: Pick<GenerationApi, "getVideo">;
   private readonly intervalMs: number;
   private readonly logger: TaskLogger;
   private readonly maxBackoffMs: number;
+  private readonly leaseMs: number;
   private readonly random: () => number;
-  private readonly coordinator: PollCoordinator | undefined;
   private readonly loops = new Map<string, Loop>();
   /** When each id was last polled, oldest first (Map order): the fairness key. */
   private readonly lastPolled = new Map<string, number>();
@@ -102,13 +99,12 @@ export class PollEngine {
   private activePolls = 0;
   private closed = false;
 
-  constructor(options: PollEngineOptions) {
-    this.api = options.api;
+  constructor(private readonly options: PollEngineOptions) {
     this.intervalMs = Math.max(1, options.intervalMs);
     this.logger = options.logger ?? silentLogger;
     this.maxBackoffMs = Math.max(this.intervalMs, options.maxBackoffMs ?? 30_000);
+    this.leaseMs = this.intervalMs * LEASE_INTERVALS;
     this.random = options.random ?? Math.random;
-    this.coordinator = options.coordinator;
   }
 
   get activeIds(): string[] {
@@ -176,12 +172,11 @@ export class PollEngine {
    */
   private async run(loop: Loop): Promise<void> {
     const { signal } = loop.controller;
-    const coordinator = this.coordinator;
-    const leaseMs = this.intervalMs * LEASE_INTERVALS;
+    const { coordinator } = this.options;
     try {
       while (!signal.aborted) {
         const next =
-          coordinator === undefined || (await coordinator.lead(loop.videoId, leaseMs))
+          coordinator === undefined || (await coordinator.lead(loop.videoId, this.leaseMs))
             ? await this.pollOnce(loop)
             : await this.follow(loop, coordinator);
         if (next === "stop" || loop.waiters.size === 0) return;
@@ -198,18 +193,14 @@ export class PollEngine {
   /** One status request of our own; the delay before the next one, or "stop". */
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
     const { signal } = loop.controller;
-    const coordinator = this.coordinator;
+    const { coordinator } = this.options;
     // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
     // take the poll over and both would ask for the same task.
     const keep =
-      coordinator &&
-      setInterval(
-        () => void coordinator.lead(loop.videoId, this.intervalMs * LEASE_INTERVALS),
-        this.intervalMs,
-      );
+      coordinator && setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
     try {
       if (!(await this.takeTurn(loop))) return "stop";
-      const video = await this.api
+      const video = await this.options.api
         .getVideo(loop.videoId, { priority: "background", signal })
         .finally(() => this.endTurn(loop));
       if (signal.aborted) return "stop";
@@ -312,8 +303,8 @@ export class PollEngine {
     const exponential = this.intervalMs * 2 ** Math.min(failures - 1, 20);
     let delay = Math.min(this.maxBackoffMs, exponential * (1 + 0.25 * this.random()));
     if (error.retryAtMs !== undefined) {
-      // A 429 names its reset: waiting less would only earn another 429.
-      delay = Math.max(delay, Math.min(MAX_RATE_LIMIT_WAIT_MS, error.retryAtMs - Date.now()));
+      // A 429 names its reset: waiting less would only earn another 429 (up to the budget's own ceiling).
+      delay = Math.max(delay, Math.min(DEFAULT_MAX_WAIT_MS, error.retryAtMs - Date.now()));
     }
     return Math.round(delay);
   }

@@ -41,9 +41,11 @@ export interface SendOptions {
 export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
-  /** Where the entries are mirrored for other replicas; undefined: this process alone. */
+  /** The duplicate guard shared with other replicas (Redis), which mirror the entries; undefined: none. */
   claims?: StartClaims | undefined;
+  /** Who started which task; settlement never adopts a task another caller owns. */
   ownership?: Ownership | undefined;
+  /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
   daily?: DailySpend | undefined;
   now: () => number;
   sleep: Sleep;
@@ -54,7 +56,7 @@ export class StartSender {
   /** Intents this process wrote: they are not an earlier run's lost answers. */
   private readonly ownKeys = new Set<string>();
 
-  constructor(readonly parts: SenderParts) {}
+  constructor(private readonly parts: SenderParts) {}
 
   isOwnIntent(key: string): boolean {
     return this.ownKeys.has(key);
@@ -109,13 +111,13 @@ export class StartSender {
   }
 
   /** Journals a started (or adopted) video task, settling its intent, before anyone hears of it. */
-  async recordVideo(task: StartedVideo, intent: JournalEntry, body: GenerateVideoBody): Promise<void> {
+  async recordVideo(task: StartedVideo, intent: JournalEntry): Promise<void> {
     const { scope } = intent;
+    const body = intent.request as GenerateVideoBody;
     await this.record({
       ...intent,
       phase: "started",
       id: task.video_id,
-      request: { ...body },
       ...(task.status !== undefined && { status: task.status }),
     });
     if (scope === undefined) return;
@@ -129,7 +131,7 @@ export class StartSender {
   }
 
   /** Journals a started image task with its URLs (the service keeps no image history to find them in). */
-  async recordImage(result: ImageResult, intent: JournalEntry, body: GenerateImageBody): Promise<void> {
+  async recordImage(result: ImageResult, intent: JournalEntry): Promise<void> {
     const id = [result.raw["image_id"], result.raw["id"], result.raw["task_id"]].find(
       (value) =>
         (typeof value === "string" && value !== "") || (typeof value === "number" && Number.isFinite(value)),
@@ -138,7 +140,6 @@ export class StartSender {
       ...intent,
       phase: "started",
       id: safeId(typeof id === "number" ? String(id) : id),
-      request: { ...body },
       result: { image_urls: result.image_urls },
     });
   }

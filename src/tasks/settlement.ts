@@ -8,7 +8,7 @@
  */
 import { GenerationError } from "../api/errors.js";
 import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
-import type { GenerateVideoBody, GenerationApi, JsonObject, StartedVideo } from "../api/types.js";
+import type { GenerateVideoBody, GenerationApi, JsonObject, RequestPriority } from "../api/types.js";
 import { resolveVideoModel } from "../models.js";
 import type { JournalEntry } from "../state/records.js";
 import { normalizePrompt } from "./fingerprint.js";
@@ -29,17 +29,15 @@ export class Settlement {
   private leftoversSettled = false;
   /** Lost starts being looked for in the background, by Idempotency-Key. */
   private readonly searching = new Set<string>();
-  /** The sender's journal, clock, sleep and logger. */
-  private readonly parts: SenderParts;
 
   constructor(
-    private readonly api: Pick<GenerationApi, "listVideos">,
+    /** The starter's: its `stopping` ends the background searches (the runtime is closing). */
+    private readonly parts: SenderParts & {
+      api: Pick<GenerationApi, "listVideos">;
+      stopping?: AbortSignal | undefined;
+    },
     private readonly sender: StartSender,
-    /** Ends the background searches (the runtime is closing). */
-    private readonly stopping: AbortSignal | undefined,
-  ) {
-    this.parts = sender.parts;
-  }
+  ) {}
 
   /**
    * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
@@ -63,13 +61,12 @@ export class Settlement {
       if (items === undefined) return;
       const known = await this.knownAmong(items);
       for (const intent of videos) {
-        const request = intent.request as GenerateVideoBody;
-        const found = pickMatch(items, request, intent.started_at - RECONCILE_SKEW_MS, known);
+        const found = pickMatch(items, intent, known);
         if (found) {
           this.parts.logger("info", "Settled an earlier start whose answer was lost: it was started.", {
             video_id: found.video_id,
           });
-          await sender.recordVideo(found, intent, request);
+          await sender.recordVideo(found, intent);
         } else if (at - intent.started_at > DUPLICATE_WINDOW_MS) {
           await sender.recordVoid(intent);
         } else {
@@ -85,29 +82,28 @@ export class Settlement {
    * it appears (it is then journaled, so an identical request gets it as reused) or the duplicate window ends
    * (it is then settled as never processed, and an identical request may start again).
    */
-  settleLater(intent: JournalEntry): void {
+  private settleLater(intent: JournalEntry): void {
     const { key } = intent;
     if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
     this.searching.add(key);
     const { sender } = this;
     const { now, logger } = this.parts;
-    const request = intent.request as GenerateVideoBody;
     const open = () => this.parts.journal.pendingIntents().some((entry) => entry.key === key);
     const search = async () => {
       for (let pause = BACKGROUND_FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, BACKGROUND_MAX_PAUSE_MS)) {
         const left = intent.started_at + DUPLICATE_WINDOW_MS - now();
-        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.stopping);
+        await this.parts.sleep(Math.max(1, Math.min(pause, left)), this.parts.stopping);
         if (!open()) return;
         if (now() - intent.started_at >= DUPLICATE_WINDOW_MS) {
           logger("info", "A lost start did not appear in the history within the duplicate window.", {});
           return sender.recordVoid(intent);
         }
-        const found = await this.findOnce(request, intent.started_at, "background");
+        const found = await this.findOnce(intent, "background");
         if (found === undefined || !open()) continue;
         logger("info", "A start whose answer was lost appeared in the history.", {
           video_id: found.video_id,
         });
-        return sender.recordVideo(found, intent, request);
+        return sender.recordVideo(found, intent);
       }
     };
     void search()
@@ -116,37 +112,32 @@ export class Settlement {
   }
 
   /**
-   * Looks for our task in the newest page of the history, twice a moment apart (the service may list a new
-   * task a moment after creating it), within the deadline.
+   * Looks for a start whose answer was lost in the newest page of the history, twice a moment apart (the
+   * service may list a new task a moment after creating it), within the deadline. Found, it is journaled as
+   * started; not found (yet), it is looked for again in the background.
    */
-  async reconcile(
-    body: GenerateVideoBody,
-    sentAt: number,
-    deadline: number | undefined,
-  ): Promise<StartedVideo | undefined> {
-    const first = await this.findOnce(body, sentAt, "foreground", deadline);
-    if (first || (deadline !== undefined && this.parts.now() + RECONCILE_PAUSE_MS + 1000 > deadline))
-      return first;
-    await this.parts.sleep(RECONCILE_PAUSE_MS);
-    return this.findOnce(body, sentAt, "foreground", deadline);
+  async settle(intent: JournalEntry, deadline: number | undefined) {
+    let found = await this.findOnce(intent, "foreground", deadline);
+    if (!found && (deadline === undefined || this.parts.now() + RECONCILE_PAUSE_MS + 1000 <= deadline)) {
+      await this.parts.sleep(RECONCILE_PAUSE_MS);
+      found = await this.findOnce(intent, "foreground", deadline);
+    }
+    if (found) await this.sender.recordVideo(found, intent);
+    else this.settleLater(intent);
+    return found;
   }
 
   /** One look at the newest page of the history; a failing history call counts as "not found". */
-  private async findOnce(
-    body: GenerateVideoBody,
-    sentAt: number,
-    priority: "foreground" | "background",
-    deadline?: number,
-  ): Promise<StartedVideo | undefined> {
+  private async findOnce(intent: JournalEntry, priority: RequestPriority, deadline?: number) {
     const items = await this.history(priority, deadline);
-    return items && pickMatch(items, body, sentAt - RECONCILE_SKEW_MS, await this.knownAmong(items));
+    return items && pickMatch(items, intent, await this.knownAmong(items));
   }
 
-  private async history(priority: "foreground" | "background", deadline: number | undefined) {
+  private async history(priority: RequestPriority, deadline: number | undefined) {
     try {
-      const page = await this.api.listVideos(
+      const page = await this.parts.api.listVideos(
         { page: 1, limit: RECONCILE_PAGE_LIMIT },
-        { priority, ...(deadline !== undefined && { deadline }), signal: this.stopping },
+        { priority, ...(deadline !== undefined && { deadline }), signal: this.parts.stopping },
       );
       return page.items;
     } catch (error) {
@@ -177,12 +168,9 @@ export class Settlement {
  * names one, same duration and aspect ratio when both say, created no earlier than the send (less clock skew)
  * when it carries a time, and not a task this server already knows; the newest candidate wins.
  */
-export function pickMatch(
-  items: JsonObject[],
-  body: GenerateVideoBody,
-  notBefore: number,
-  known: (id: string) => boolean,
-): StartedVideo | undefined {
+function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string) => boolean) {
+  const body = intent.request as GenerateVideoBody;
+  const notBefore = intent.started_at - RECONCILE_SKEW_MS;
   const prompt = normalizePrompt(body.prompt);
   const model = resolveVideoModel(body.model) ?? body.model;
   let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;

@@ -12,8 +12,7 @@
  * guard answers with it as reused. A claimant that died lets its claim lapse; the next one settles its intent.
  */
 import { GenerationError } from "../api/errors.js";
-import type { RateBudget } from "../api/rate-budget.js";
-import { sleep as wait, type Sleep } from "../api/sleep.js";
+import { sleep as wait } from "../api/sleep.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -21,11 +20,14 @@ import type {
   ImageResult,
   JsonObject,
 } from "../api/types.js";
-import type { DailySpend } from "../spend/daily.js";
-import type { Journal } from "../state/local/journal.js";
-import type { Ownership } from "../state/local/owners.js";
-import { silentLogger, type JournalEntry, type StartClaims, type TaskLogger } from "../state/records.js";
-import { DUPLICATE_WINDOW_MS, RECONCILE_RESERVE_MS, StartSender, type SendOptions } from "./sender.js";
+import { silentLogger, type JournalEntry, type StartClaims } from "../state/records.js";
+import {
+  DUPLICATE_WINDOW_MS,
+  RECONCILE_RESERVE_MS,
+  StartSender,
+  type SenderParts,
+  type SendOptions,
+} from "./sender.js";
 import { Settlement } from "./settlement.js";
 
 /** The least time a start request is given, however little of the call's deadline is left. */
@@ -55,7 +57,6 @@ export interface StartOutcome {
   reused: boolean;
   /** The start's answer was lost (a failure, a crash) and this task was found in the history. */
   reconciled: boolean;
-  raw: JsonObject;
 }
 
 export interface ImageStartOutcome {
@@ -66,21 +67,13 @@ export interface ImageStartOutcome {
   raw: JsonObject;
 }
 
-export interface TaskStarterOptions {
+export interface TaskStarterOptions
+  extends
+    Omit<SenderParts, "now" | "sleep" | "logger">,
+    Partial<Pick<SenderParts, "now" | "sleep" | "logger">> {
   api: Pick<GenerationApi, "generateVideo" | "generateImage" | "listVideos" | "getVideo">;
-  journal: Journal;
-  budget: RateBudget;
-  now?: () => number;
-  sleep?: Sleep;
-  logger?: TaskLogger;
-  /** The duplicate guard shared with other replicas (Redis); undefined: this process alone. */
-  claims?: StartClaims | undefined;
-  /** Who started which task; settlement never adopts a task another caller owns. */
-  ownership?: Ownership | undefined;
   /** Resolves when writing for this key is allowed (a caller's own key: once the service accepted it). */
   beforeWrite?: (() => Promise<void>) | undefined;
-  /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
-  daily?: DailySpend | undefined;
   /** Ends the background work (the search for lost starts) when the runtime closes. */
   stopping?: AbortSignal | undefined;
 }
@@ -88,24 +81,18 @@ export interface TaskStarterOptions {
 type Outcome = StartOutcome | ImageStartOutcome;
 
 export class TaskStarter {
-  private readonly journal: Journal;
-  private readonly now: () => number;
-  private readonly sleep: Sleep;
-  private readonly logger: TaskLogger;
+  /** The options with their defaults, shared with the sender and the settlement. */
+  private readonly parts: TaskStarterOptions & SenderParts;
   private readonly sender: StartSender;
   private readonly settlement: Settlement;
   /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<Outcome>>();
 
-  constructor(private readonly options: TaskStarterOptions) {
-    this.journal = options.journal;
-    this.now = options.now ?? Date.now;
-    this.sleep = options.sleep ?? wait;
-    this.logger = options.logger ?? silentLogger;
-    const { journal, now, sleep, logger } = this;
-    const { budget, claims, ownership, daily } = options;
-    this.sender = new StartSender({ journal, budget, claims, ownership, daily, now, sleep, logger });
-    this.settlement = new Settlement(options.api, this.sender, options.stopping);
+  constructor(options: TaskStarterOptions) {
+    const { now = Date.now, sleep = wait, logger = silentLogger } = options;
+    this.parts = { ...options, now, sleep, logger };
+    this.sender = new StartSender(this.parts);
+    this.settlement = new Settlement(this.parts, this.sender);
   }
 
   /**
@@ -140,7 +127,7 @@ export class TaskStarter {
         async () => {
           // The service keeps no image history to settle this with: only the user can say.
           const lost = this.lostStart(options.fingerprint);
-          if (lost?.kind === "image") throw unsettledStart(lost, this.now());
+          if (lost?.kind === "image") throw unsettledStart(lost, this.parts.now());
           return this.sendImage(body, options);
         },
       );
@@ -153,9 +140,9 @@ export class TaskStarter {
    */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
-    if ((await this.options.claims?.read(fingerprint))?.started?.kind === kind) return true;
+    if ((await this.parts.claims?.read(fingerprint))?.started?.kind === kind) return true;
     await this.sender.refresh();
-    return this.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
+    return this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
 
   /** One start per kind and fingerprint at a time in this process: an identical call joins it as reused. */
@@ -173,7 +160,7 @@ export class TaskStarter {
         ...(kind === "video" && { reconciled: false }),
       }));
     const promise = (async () => {
-      await this.options.beforeWrite?.();
+      await this.parts.beforeWrite?.();
       await this.sender.refresh();
       return run();
     })();
@@ -193,11 +180,11 @@ export class TaskStarter {
     earlier: () => T | undefined | Promise<T | undefined>,
     start: () => Promise<T>,
   ): Promise<T> {
-    const claims = this.options.claims;
+    const claims = this.parts.claims;
     const unlessEarlier = async () => (await earlier()) ?? start();
     if (claims === undefined) return unlessEarlier();
     const { fingerprint } = options;
-    const giveUpAt = options.deadline ?? this.now() + CLAIM_TTL_MS;
+    const giveUpAt = options.deadline ?? this.parts.now() + CLAIM_TTL_MS;
     for (;;) {
       await this.adoptShared(claims, fingerprint, false);
       const found = await earlier();
@@ -211,8 +198,8 @@ export class TaskStarter {
           await claims.unclaim(fingerprint);
         }
       }
-      if (this.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere(kind);
-      await this.sleep(CLAIM_RETRY_MS, options.signal);
+      if (this.parts.now() + CLAIM_RETRY_MS > giveUpAt) throw claimedElsewhere(kind);
+      await this.parts.sleep(CLAIM_RETRY_MS, options.signal);
     }
   }
 
@@ -220,9 +207,9 @@ export class TaskStarter {
   private async adoptShared(claims: StartClaims, fingerprint: string, withIntent: boolean): Promise<void> {
     const shared = await claims.read(fingerprint);
     for (const entry of withIntent ? [shared.started, shared.intent] : [shared.started]) {
-      if (entry === undefined || this.journal.knows(entry)) continue;
-      await this.journal.append(entry).catch((error: unknown) => {
-        this.logger("warning", "Could not copy another replica's start into the journal.", {
+      if (entry === undefined || this.parts.journal.knows(entry)) continue;
+      await this.parts.journal.append(entry).catch((error: unknown) => {
+        this.parts.logger("warning", "Could not copy another replica's start into the journal.", {
           error: String(error),
         });
       });
@@ -231,15 +218,17 @@ export class TaskStarter {
 
   /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */
   private lostStart(fingerprint: string): JournalEntry | undefined {
-    const lost = this.journal.pendingIntent(fingerprint);
-    return lost?.key !== undefined && this.now() - lost.started_at <= DUPLICATE_WINDOW_MS ? lost : undefined;
+    const lost = this.parts.journal.pendingIntent(fingerprint);
+    return lost?.key !== undefined && this.parts.now() - lost.started_at <= DUPLICATE_WINDOW_MS
+      ? lost
+      : undefined;
   }
 
   /** The identical image request of the duplicate window, as its answer (the journal keeps the URLs). */
   private imageDuplicate(fingerprint: string): ImageStartOutcome | undefined {
-    const earlier = this.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS);
+    const earlier = this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS);
     if (earlier?.kind !== "image") return undefined;
-    this.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
+    this.parts.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
     const raw = earlier.result ?? {};
     const urls = Array.isArray(raw["image_urls"]) ? raw["image_urls"] : [];
     return {
@@ -252,12 +241,11 @@ export class TaskStarter {
 
   /** The identical task of the duplicate window, checked to still exist on this service. */
   private async liveDuplicate(options: StartOptions): Promise<StartOutcome | undefined> {
-    const earlier = this.journal.findDuplicate(options.fingerprint, DUPLICATE_WINDOW_MS);
+    const earlier = this.parts.journal.findDuplicate(options.fingerprint, DUPLICATE_WINDOW_MS);
     if (earlier?.kind !== "video" || earlier.id === undefined) return undefined;
     let { status } = earlier;
-    let raw = earlier.result ?? {};
     try {
-      ({ status, raw } = await this.options.api.getVideo(earlier.id, {
+      ({ status } = await this.parts.api.getVideo(earlier.id, {
         priority: "foreground",
         deadline: options.deadline,
       }));
@@ -265,16 +253,16 @@ export class TaskStarter {
       // Unknown to the service (a restarted sandbox on the same port, say): another instance's task.
       if (error instanceof GenerationError && isUnknownTask(error)) {
         const unknown = "The journal's identical task is unknown to the service; starting a new one.";
-        this.logger("warning", unknown, { video_id: earlier.id });
+        this.parts.logger("warning", unknown, { video_id: earlier.id });
         await this.sender.recordVoid(earlier, earlier.id);
         return undefined;
       }
       // The service could not say; the task was paid for and is most likely fine.
     }
-    this.logger("info", "Returning the identical video task started earlier.", {
+    this.parts.logger("info", "Returning the identical video task started earlier.", {
       video_id: earlier.id,
     });
-    return { video_id: earlier.id, status, reused: true, reconciled: false, raw };
+    return { video_id: earlier.id, status, reused: true, reconciled: false };
   }
 
   /**
@@ -282,52 +270,43 @@ export class TaskStarter {
    * nothing is sent: the answer says what is known, and the history is searched again in the background.
    */
   private async settleLost(lost: JournalEntry, options: StartOptions): Promise<StartOutcome> {
-    const request = lost.request as GenerateVideoBody;
-    this.logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
-    const found = await this.settlement.reconcile(request, lost.started_at, options.deadline);
-    if (!found) {
-      this.settlement.settleLater(lost);
-      throw unsettledStart(lost, this.now());
-    }
-    await this.sender.recordVideo(found, lost, request);
-    this.logger("info", "Found the earlier start in the history.", { video_id: found.video_id });
+    const { logger } = this.parts;
+    logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
+    const found = await this.settlement.settle(lost, options.deadline);
+    if (!found) throw unsettledStart(lost, this.parts.now());
+    logger("info", "Found the earlier start in the history.", { video_id: found.video_id });
     return { ...found, reused: true, reconciled: true };
   }
 
   private async sendVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
     // Room is kept for the history lookup an ambiguous failure needs, but a start always gets a fair try.
     const deadline =
-      options.deadline && Math.max(this.now() + MIN_START_MS, options.deadline - RECONCILE_RESERVE_MS);
+      options.deadline && Math.max(this.parts.now() + MIN_START_MS, options.deadline - RECONCILE_RESERVE_MS);
     const sent = await this.sender.send("video", body, options, (idempotencyKey) =>
-      this.options.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
+      this.parts.api.generateVideo(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     if ("task" in sent) {
-      const { video_id, status, raw } = sent.task;
-      await this.sender.recordVideo(sent.task, sent.intent, body);
-      return { video_id, status, raw, reused: false, reconciled: false };
+      await this.sender.recordVideo(sent.task, sent.intent);
+      return { ...sent.task, reused: false, reconciled: false };
     }
-    this.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
+    this.parts.logger("warning", "A video start failed ambiguously; looking for it in the history.", {
       code: sent.error.code,
     });
-    const found = await this.settlement.reconcile(body, sent.intent.started_at, options.deadline);
-    if (!found) {
-      // The intent stays open: an identical request sends nothing while the start may still appear.
-      this.settlement.settleLater(sent.intent);
-      throw chargePossible(sent.error, VIDEO_CHARGE_POSSIBLE);
-    }
-    this.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
-    await this.sender.recordVideo(found, sent.intent, body);
+    const found = await this.settlement.settle(sent.intent, options.deadline);
+    // Not found, the intent stays open: an identical request sends nothing while the start may still appear.
+    if (!found) throw chargePossible(sent.error, VIDEO_CHARGE_POSSIBLE);
+    this.parts.logger("info", "Found the started video task in the history.", { video_id: found.video_id });
     return { ...found, reused: false, reconciled: true };
   }
 
   private async sendImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
-    const deadline = options.deadline && Math.max(this.now() + MIN_START_MS, options.deadline);
+    const deadline = options.deadline && Math.max(this.parts.now() + MIN_START_MS, options.deadline);
     const sent = await this.sender.send("image", body, options, (idempotencyKey) =>
-      this.options.api.generateImage(body, { priority: "foreground", idempotencyKey, deadline }),
+      this.parts.api.generateImage(body, { priority: "foreground", idempotencyKey, deadline }),
     );
     // The service keeps no image history to look in: say plainly what may have happened.
     if (!("task" in sent)) throw chargePossible(sent.error, IMAGE_CHARGE_POSSIBLE);
-    await this.sender.recordImage(sent.task, sent.intent, body);
+    await this.sender.recordImage(sent.task, sent.intent);
     return { result: sent.task, image_urls: sent.task.image_urls, reused: false, raw: sent.task.raw };
   }
 }

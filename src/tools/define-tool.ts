@@ -92,7 +92,7 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output exte
     /** The arguments of the background run, whose wait may last the task's whole ttl. */
     prepare?(args: z.output<Input>, ttlMs: number): z.output<Input>;
     /** Values kept with the task record, for a resumption after a restart (no secrets). */
-    save?(args: z.output<Input> | undefined): Record<string, unknown> | undefined;
+    save?(args: z.output<Input>): Record<string, unknown>;
     /** Takes a started task up again after a restart, from its video_id; the result a plain call gives. */
     resume?(info: ResumeInfo, deps: ServerDeps, context: ToolContext): Promise<z.input<Output>>;
   };

@@ -169,10 +169,7 @@ export const generateVideo = defineTool({
   task: {
     // The task's wait goes on until the video is final or the task's ttl is spent, not a call's window.
     prepare: (args, ttlMs) => ({ ...args, timeout_seconds: Math.max(1, Math.floor(ttlMs / 1000) - 5) }),
-    save: (args) =>
-      args === undefined
-        ? undefined
-        : { download: args.download ?? false, estimated_credits: estimate(args).credits },
+    save: (args) => ({ download: args.download ?? false, estimated_credits: estimate(args).credits }),
     async resume({ videoId, saved, windowMs }, deps, context) {
       const download = saved["download"] === true;
       const outcome = await waitForVideo(videoId, { windowMs, download }, deps, context);

@@ -42,14 +42,6 @@ const model = z.object({
   reason: z.string().optional().describe("Why usable is null."),
 });
 
-/** The price list with `usable` for an account whose paid access is `paid` (undefined: not known). */
-function modelsFor(paid: boolean | undefined) {
-  return PRICE_LIST.map((price) => {
-    const usable = isUsable(price, paid);
-    return { ...price, usable: usable ?? null, ...(usable === undefined && { reason: UNKNOWN_ACCESS }) };
-  });
-}
-
 export const getCredits = defineTool({
   name: "get_credits",
   title: "Get credits",
@@ -71,11 +63,16 @@ export const getCredits = defineTool({
     const fields = sanitizeValue(answer) as Record<string, unknown>;
     // `models` and `allowance` are this server's: service fields of those names are kept under other names.
     const { allowance: theirAllowance, models: theirModels, ...rest } = fields;
+    const paid = findPaidAccess(fields);
+    const models = PRICE_LIST.map((price) => {
+      const usable = isUsable(price, paid);
+      return { ...price, usable: usable ?? null, ...(usable === undefined && { reason: UNKNOWN_ACCESS }) };
+    });
     const kept = {
       ...rest,
       ...(theirModels !== undefined && { service_models: theirModels }),
       ...(theirAllowance !== undefined && { service_allowance: theirAllowance }),
-      models: modelsFor(findPaidAccess(fields)),
+      models,
     };
     if (deps.daily === undefined) return kept;
     const ours = await deps.daily.allowance(deps.callerId);
