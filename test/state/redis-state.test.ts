@@ -140,6 +140,14 @@ describe("poll sharing and start claims", () => {
     expect(await b.polls?.lead("vid-1", 5000)).toBe(true);
   });
 
+  it("does not wait for a change once the follower's loop has stopped", async () => {
+    const b = await replica();
+    const started = Date.now();
+    // The loop's signal aborted before the call (its last waiter left): nothing is left to wait for.
+    await b.polls?.nextChange("vid-2", 60_000, AbortSignal.abort());
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("lets one replica claim a start; the claim frees only by its owner", async () => {
     const [a, b] = await Promise.all([replica(), replica()]);
     expect(await a.claims?.claim("fp", 60_000)).toBe(true);

@@ -43,6 +43,8 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
     },
     nextChange(videoId, ms, signal) {
       const name = `${digest}:${videoId}`;
+      // A loop stopped already (its last waiter left) waits for nothing: an abort listener would never fire.
+      if (signal.aborted) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
