@@ -19,8 +19,6 @@ export interface SandboxResponse {
   closeAbruptly?: boolean;
   /** An intermediary's answer: sent without the service's headers (X-RateLimit-*, X-Request-Id). */
   bare?: boolean;
-  /** Set for HEAD: headers describe `body` but no byte of it is sent. */
-  headOnly?: boolean;
 }
 
 /** A request refused with an envelope error; thrown by validation and handlers, caught by the server. */

@@ -91,7 +91,8 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
     // Without lingering, Node's own close for `Connection: close`: end, then destroy once the answer is
     // written. What the client still sends then meets a closed socket, and the kernel answers with a reset.
     if (response.closeConnection && !response.closeAbruptly) lingerThenClose(res);
-    if (response.headOnly) return void res.end();
+    // HEAD: the headers describe the body, none of which is sent (nor dripped, nor streamed).
+    if (req.method === "HEAD") return void res.end();
     if (!(body instanceof Buffer)) return pipeline(body, res).catch(() => undefined);
     if (!drip || body.length === 0) return void res.end(body);
     res.flushHeaders();

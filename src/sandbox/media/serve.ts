@@ -29,7 +29,6 @@ export async function serveMedia(
   if (!found) throw new HttpError(404, "not_found", `No media file "${file}"`);
   const { bytes, type } = found;
   const size = bytes.length;
-  const headOnly = req.method === "HEAD";
   const headers: Record<string, string> = { "Content-Type": type, ...CDN_HEADERS };
   const { range: rangeHeader } = req.headers;
   const range = rangeHeader === undefined ? undefined : parseRange(rangeHeader, size);
@@ -38,10 +37,10 @@ export async function serveMedia(
     const rangeHeaders = { "Content-Range": `bytes */${size}`, "Accept-Ranges": "bytes" };
     return errorResponse(416, "range_not_satisfiable", message, rangeHeaders);
   }
-  if (range === undefined) return { status: 200, headers, body: bytes, headOnly };
+  if (range === undefined) return { status: 200, headers, body: bytes };
   const [start, end] = range;
   headers["Content-Range"] = `bytes ${start}-${end}/${size}`;
-  return { status: 206, headers, body: bytes.subarray(start, end + 1), headOnly };
+  return { status: 206, headers, body: bytes.subarray(start, end + 1) };
 }
 
 async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extension: string) {
