@@ -38,7 +38,8 @@ export interface OAuthConfig {
 export const isLoopbackHost = (host: string): boolean =>
   ["127.0.0.1", "localhost", "::1", "[::1]"].includes(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
 
-export const isMetricsOn = (value: string | undefined): boolean =>
+/** Whether a switch or on/off value (read, or straight from the environment) says on. */
+export const isOn = (value: string | undefined): boolean =>
   ["on", "1", "true"].includes(value?.trim().toLowerCase() ?? "");
 
 const list = (value: string | undefined) => (value ?? "").split(/[\s,]+/).filter((entry) => entry !== "");
@@ -79,7 +80,7 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
 }
 
 function metricsConfig(metrics: string | undefined, token: string | undefined): HttpConfig["metrics"] {
-  if (!isMetricsOn(metrics) && token !== undefined) {
+  if (!isOn(metrics) && token !== undefined) {
     throw new ConfigError(
       "GENERATION_METRICS_TOKEN is set but GENERATION_METRICS is not on: set GENERATION_METRICS=on to serve GET /metrics, or unset the token.",
     );
@@ -90,7 +91,7 @@ function metricsConfig(metrics: string | undefined, token: string | undefined): 
       "GENERATION_METRICS_TOKEN: must be at least 16 characters without spaces (e.g. the output of `openssl rand -hex 32`).",
     );
   }
-  return isMetricsOn(metrics) ? { token } : undefined;
+  return isOn(metrics) ? { token } : undefined;
 }
 
 /** OAuth mode: the issuer must be https (http only on loopback, a local identity provider). */
