@@ -6,23 +6,7 @@
 import { getOAuthProtectedResourceMetadataUrl } from "@modelcontextprotocol/server";
 import { ConfigError, DEFAULTS, type ConfigValues } from "./schema.js";
 
-export interface HttpConfig {
-  port: number;
-  host: string;
-  /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
-  allowedHosts: string[];
-  /** Origins whose browser requests are accepted (and answered with CORS headers). */
-  allowedOrigins: string[];
-  /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
-  tokenHashes: string[] | undefined;
-  oauth: OAuthConfig | undefined;
-  maxBodyBytes: number;
-  /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
-  maxConcurrentPerKey: number;
-  maxConnections: number;
-  /** GENERATION_METRICS=on: `GET /metrics` serves Prometheus metrics, behind this Bearer when set. */
-  metrics: { token: string | undefined } | undefined;
-}
+export type HttpConfig = ReturnType<typeof httpConfig>;
 
 export interface OAuthConfig {
   issuer: string;
@@ -44,7 +28,7 @@ export const isOn = (value: string | undefined): boolean =>
 
 const list = (value: string | undefined) => (value ?? "").split(/[\s,]+/).filter((entry) => entry !== "");
 
-export function httpConfig(values: ConfigValues, readFile: (file: string) => string): HttpConfig {
+export function httpConfig(values: ConfigValues, readFile: (file: string) => string) {
   const host = values.GENERATION_HTTP_HOST ?? DEFAULTS.httpHost;
   const oauth = oauthConfig(values);
   const allowedHosts = list(values.GENERATION_HTTP_ALLOWED_HOSTS).map((entry) => entry.toLowerCase());
@@ -68,18 +52,23 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
   return {
     port: values.GENERATION_HTTP_PORT ?? DEFAULTS.httpPort,
     host,
+    /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
     allowedHosts,
+    /** Origins whose browser requests are accepted (and answered with CORS headers). */
     allowedOrigins,
+    /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
     tokenHashes: tokenHashes(values, readFile),
     oauth,
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULTS.httpMaxBodyBytes,
+    /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULTS.httpMaxConcurrent,
     maxConnections: values.GENERATION_HTTP_MAX_CONNECTIONS ?? DEFAULTS.httpMaxConnections,
+    /** GENERATION_METRICS=on: `GET /metrics` serves Prometheus metrics, behind this Bearer when set. */
     metrics: metricsConfig(values.GENERATION_METRICS, values.GENERATION_METRICS_TOKEN),
   };
 }
 
-function metricsConfig(metrics: string | undefined, token: string | undefined): HttpConfig["metrics"] {
+function metricsConfig(metrics: string | undefined, token: string | undefined) {
   if (!isOn(metrics) && token !== undefined) {
     throw new ConfigError(
       "GENERATION_METRICS_TOKEN is set but GENERATION_METRICS is not on: set GENERATION_METRICS=on to serve GET /metrics, or unset the token.",
