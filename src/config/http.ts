@@ -8,16 +8,7 @@ import { ConfigError, DEFAULTS, type ConfigValues } from "./schema.js";
 
 export type HttpConfig = ReturnType<typeof httpConfig>;
 
-export interface OAuthConfig {
-  issuer: string;
-  /** GENERATION_PUBLIC_URL without a trailing slash; the protected resource is `<publicUrl>/mcp`. */
-  publicUrl: string;
-  resource: string;
-  /** What every token's `aud` must contain (default the resource). */
-  audience: string;
-  /** Where RFC 9728 §3.1 puts the resource's metadata: `https://host/.well-known/oauth-protected-resource/gen/mcp`. */
-  metadataUrl: string;
-}
+export type OAuthConfig = NonNullable<ReturnType<typeof oauthConfig>>;
 
 export const isLoopbackHost = (host: string): boolean =>
   ["127.0.0.1", "localhost", "::1", "[::1]"].includes(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
@@ -84,7 +75,7 @@ function metricsConfig(metrics: string | undefined, token: string | undefined) {
 }
 
 /** OAuth mode: the issuer must be https (http only on loopback, a local identity provider). */
-function oauthConfig(values: ConfigValues): OAuthConfig | undefined {
+function oauthConfig(values: ConfigValues) {
   const { GENERATION_OAUTH_ISSUER: issuer, GENERATION_PUBLIC_URL: publicUrl } = values;
   const audience = values.GENERATION_OAUTH_AUDIENCE;
   if (issuer === undefined) {
@@ -94,6 +85,8 @@ function oauthConfig(values: ConfigValues): OAuthConfig | undefined {
     );
   }
   const base = publicBase(issuer, publicUrl);
+  // The resource is `<public url>/mcp`; every token's `aud` must contain the audience (default the resource);
+  // RFC 9728 §3.1 puts the metadata of `https://host/gen/mcp` at `/.well-known/oauth-protected-resource/gen/mcp`.
   const origin = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const resource = `${origin}/mcp`;
   const metadataUrl = getOAuthProtectedResourceMetadataUrl(new URL(resource));
