@@ -52,12 +52,13 @@ export async function keepIssuerKeys(issuer: string, logger: Logger) {
       outage = undefined;
       fetched = true;
     } catch (error) {
+      const reason = (error instanceof Error ? error.message : String(error)).slice(0, 200);
       const now = current() === undefined ? "no keys" : "keys in hand";
       if (outage !== now) {
         logger.error(
           now === "no keys"
-            ? `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): /readyz reports not ready and requests are refused until it answers.`
-            : `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): tokens are still checked against the keys fetched at ${new Date(keys?.fetchedAt ?? 0).toISOString()}; a token under any other key is refused until it answers.`,
+            ? `OAuth: the issuer ${issuer} cannot be reached (${reason}): /readyz reports not ready and requests are refused until it answers.`
+            : `OAuth: the issuer ${issuer} cannot be reached (${reason}): tokens are still checked against the keys fetched at ${new Date(keys?.fetchedAt ?? 0).toISOString()}; a token under any other key is refused until it answers.`,
         );
       }
       outage = now;
@@ -133,8 +134,4 @@ async function fetchJson(url: string): Promise<unknown> {
     chunks.push(chunk);
   }
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
-}
-
-function describe(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).slice(0, 200);
 }
