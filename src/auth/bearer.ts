@@ -12,15 +12,10 @@ import { timingSafeEqual } from "node:crypto";
 import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
-import type { Unavailable } from "./oauth.js";
 
 /** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
 const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
-
-export function isRefusal(value: Caller | Refusal | Unavailable): value is Refusal {
-  return "challenge" in value;
-}
 
 /**
  * The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it).

@@ -28,7 +28,7 @@ const CLOCK_LEEWAY_S = 5;
 const READY_FRESH_MS = 10_000;
 
 /** The issuer's keys cannot be had: the request is answered 503, never let through. */
-export interface Unavailable {
+interface Unavailable {
   unavailable: string;
 }
 
