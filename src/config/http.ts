@@ -33,9 +33,8 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     );
   }
   const allowedOrigins = list(values.GENERATION_HTTP_ALLOWED_ORIGINS).map((origin) => {
-    if (URL.canParse(origin) && new URL(origin).origin === origin.replace(/\/$/, "").toLowerCase()) {
-      return new URL(origin).origin;
-    }
+    const parsed = URL.parse(origin)?.origin;
+    if (parsed === origin.replace(/\/$/, "").toLowerCase()) return parsed;
     throw new ConfigError(
       `GENERATION_HTTP_ALLOWED_ORIGINS (or --allowed-origins): ${JSON.stringify(origin)} is not an origin such as https://app.example.com.`,
     );
