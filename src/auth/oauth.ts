@@ -118,8 +118,7 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
 
 /** `scope` (space-separated, RFC 8693) or `scp` (a list, as Entra ID writes it). */
 function grantsOf(payload: Record<string, unknown>): ReadonlySet<string> {
-  const scope = payload["scope"];
-  const scp = payload["scp"];
+  const { scope, scp } = payload;
   const granted = typeof scope === "string" ? scope.split(/\s+/) : Array.isArray(scp) ? scp.map(String) : [];
   return new Set(granted.filter((entry) => entry !== ""));
 }
