@@ -119,11 +119,10 @@ export async function startMetrics(options: {
   const upstreamAnswers = new Counter(meta("upstream_responses_total", "route", "status"));
   const rateLimited = new Counter(meta("upstream_rate_limited_total", "route"));
   const waits = new Gauge(meta("waits_in_flight"));
-  const ready = options.sharedStateReady;
   new Gauge({
     ...meta("shared_state_ready"),
     collect() {
-      this.set(ready === undefined || ready() ? 1 : 0);
+      this.set((options.sharedStateReady?.() ?? true) ? 1 : 0);
     },
   });
   // Series present from the first scrape, so a rate over them reads 0 rather than "no data".
