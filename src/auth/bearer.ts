@@ -32,7 +32,6 @@ export async function authFor(config: HttpConfig, serviceKey: string, logger: Lo
       authenticate: (header: string | undefined) => oauth.authenticate(header),
       oauth,
       callerKeys: false,
-      bearerHint: "",
       mode: `OAuth: callers sign in at ${config.oauth.issuer}; the server's own key serves them`,
     };
   }
