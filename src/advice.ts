@@ -31,6 +31,18 @@ const FORM = "Claude Desktop's Settings > Extensions > Video & image generation"
 const OPERATOR =
   "tell whoever runs this server (its operator) that it must be fixed on the server; nothing in the user's own client configuration changes it";
 
+/** Over HTTP every setting but the caller's own key is the operator's. */
+const HTTP_KEY: Record<Setting, string> = {
+  api_key:
+    "check the service API key their MCP client sends to this server as 'Authorization: Bearer <key>' (in the client's settings for this server): the service refused it (mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself",
+  base_url: OPERATOR,
+  allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
+  output_dir: OPERATOR,
+  previews: OPERATOR,
+  spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
+  state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
+};
+
 /** Each phrase completes "Ask the user to ...". */
 const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
   stdio: {
@@ -57,24 +69,11 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     state_dir:
       "free space in that folder (its disk is full or it cannot be written; the extension keeps its state there). You cannot change it yourself",
   },
-  "http-key": {
-    api_key:
-      "check the service API key their MCP client sends to this server as 'Authorization: Bearer <key>' (in the client's settings for this server): the service refused it (mistyped or revoked; a new key comes from the service's API keys page). You cannot change it yourself",
-    base_url: OPERATOR,
-    allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
-    output_dir: OPERATOR,
-    previews: OPERATOR,
-    spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
-    state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
-  },
+  "http-key": HTTP_KEY,
   shared: {
+    ...HTTP_KEY,
     api_key: `${OPERATOR}: the service refused the API key this server holds`,
-    base_url: OPERATOR,
-    allowed_dirs: `${OPERATOR} (this shared server reads local files only from folders on its own machine that the operator allowed; pass an http(s) image URL or data_base64 instead)`,
-    output_dir: OPERATOR,
-    previews: OPERATOR,
     spend_limits: `${OPERATOR}: the spend limits (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS per person, GENERATION_CONFIRM_ABOVE_CREDITS) are the server's, if they want it allowed`,
-    state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
   },
 };
 

@@ -12,7 +12,7 @@ import {
   type Config,
   FLAG_OPTIONS,
   describeOptions,
-  isMetricsOn,
+  isOn,
   isUnfilledPlaceholder,
   loadConfig,
 } from "./config/index.js";
@@ -94,7 +94,7 @@ async function main(argv: string[]): Promise<void> {
         "nothing can be uploaded from them until they are created (check the spelling).",
     );
   }
-  if (config.http === undefined && isMetricsOn(process.env["GENERATION_METRICS"])) {
+  if (config.http === undefined && isOn(process.env["GENERATION_METRICS"])) {
     logger.warning(
       "GENERATION_METRICS=on applies to --http only (GET /metrics): a stdio session serves no metrics, so it is ignored here.",
     );

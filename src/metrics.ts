@@ -20,11 +20,7 @@ export interface MetricsRecorder {
 }
 
 /** The installed metrics: what `GET /metrics` answers. */
-export interface MetricsEndpoint {
-  scrape(): Promise<{ contentType: string; text: string }>;
-  /** Removes the recorder again (tests, shutdown); the hot paths go back to the no-op. */
-  stop(): void;
-}
+export type MetricsEndpoint = Awaited<ReturnType<typeof startMetrics>>;
 
 const ignore = () => undefined;
 const NO_METRICS: MetricsRecorder = {
@@ -96,7 +92,7 @@ export async function startMetrics(options: {
   tools: readonly string[];
   /** False while the state shared with other replicas (Redis) is unreachable; absent: in-process state. */
   sharedStateReady?: (() => boolean) | undefined;
-}): Promise<MetricsEndpoint> {
+}) {
   const { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } = (await import("prom-client"))
     .default;
   const registry = new Registry();
@@ -123,11 +119,10 @@ export async function startMetrics(options: {
   const upstreamAnswers = new Counter(meta("upstream_responses_total", "route", "status"));
   const rateLimited = new Counter(meta("upstream_rate_limited_total", "route"));
   const waits = new Gauge(meta("waits_in_flight"));
-  const ready = options.sharedStateReady;
   new Gauge({
     ...meta("shared_state_ready"),
     collect() {
-      this.set(ready === undefined || ready() ? 1 : 0);
+      this.set((options.sharedStateReady?.() ?? true) ? 1 : 0);
     },
   });
   // Series present from the first scrape, so a rate over them reads 0 rather than "no data".
@@ -160,6 +155,7 @@ export async function startMetrics(options: {
   current = recorder;
   return {
     scrape: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
+    /** Removes the recorder again (tests, shutdown); the hot paths go back to the no-op. */
     stop() {
       if (current === recorder) current = NO_METRICS;
       registry.clear();

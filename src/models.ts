@@ -15,7 +15,6 @@ export const DEFAULT_VIDEO_MODEL: VideoModel = "vendor-video-1-5-pro";
 export const DEFAULT_IMAGE_MODEL: ImageModel = "image-2";
 
 export const GENERATION_TYPES = ["text_to_video", "image_to_video"] as const;
-export type GenerationType = (typeof GENERATION_TYPES)[number];
 
 export const VIDEO_RESOLUTIONS = ["480p", "720p", "1080p"] as const;
 export type VideoResolution = (typeof VIDEO_RESOLUTIONS)[number];
@@ -25,7 +24,6 @@ export const RESOLUTION_MODEL: VideoModel = "vendor-video-2-0";
 export const IMAGE_RESOLUTIONS = ["1k", "2k", "4k"] as const;
 export type ImageResolution = (typeof IMAGE_RESOLUTIONS)[number];
 export const OUTPUT_FORMATS = ["png", "jpg", "webp"] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export const SUBSCRIPTION_MODELS: readonly string[] = [
   "vendor-video-2-0",
@@ -59,17 +57,8 @@ export const VIDEO_CREDITS_PER_SECOND: Readonly<Record<VideoModel, number>> = {
 export const VIDEO_1080P_CREDITS_PER_SECOND = 10;
 export const IMAGE_CREDITS_PER_IMAGE = 5;
 
-/** One model of the price list, as get_credits shows it. */
-export interface ModelPrice {
-  id: VideoModel | ImageModel;
-  kind: "video" | "image";
-  credits_per_second?: number;
-  credits_per_second_1080p?: number;
-  credits_per_image?: number;
-  needs_paid_access: boolean;
-}
-
-export const PRICE_LIST: readonly ModelPrice[] = [
+/** Each model as get_credits shows it. */
+export const PRICE_LIST = [
   ...VIDEO_MODELS.map((id) => ({
     id,
     kind: "video" as const,
@@ -86,7 +75,10 @@ export const PRICE_LIST: readonly ModelPrice[] = [
 ];
 
 /** The rule get_credits and paid_access_required share: undefined when the account's access is unknown. */
-export function isUsable(model: ModelPrice, paidAccess: boolean | undefined): boolean | undefined {
+export function isUsable(
+  model: { needs_paid_access: boolean },
+  paidAccess: boolean | undefined,
+): boolean | undefined {
   return model.needs_paid_access ? paidAccess : true;
 }
 

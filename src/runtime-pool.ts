@@ -49,12 +49,6 @@ interface Entry<R> {
   rechecking?: boolean;
 }
 
-export interface Lease<R> {
-  runtime: R;
-  /** Ends the call: the runtime may be closed once it has been idle long enough. */
-  release(): void;
-}
-
 /** Refused keys remembered at most; the oldest is forgotten first. */
 const MAX_REFUSED = 10_000;
 
@@ -74,8 +68,8 @@ export class RuntimePool<R extends PooledRuntime> {
     this.sweeper.unref();
   }
 
-  /** The runtime of `serviceKey`, kept open until `release()`. */
-  async acquire(serviceKey: string): Promise<Lease<R>> {
+  /** The runtime of `serviceKey`, kept open until `release()` ends the call (then it may close once idle). */
+  async acquire(serviceKey: string) {
     if (this.closed) throw new Error("the runtime pool is closed");
     const digest = digestOf(serviceKey);
     if ((this.refused.get(digest) ?? 0) > this.now()) {

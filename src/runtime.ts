@@ -14,7 +14,7 @@ import type { Config } from "./config/index.js";
 import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
 import type { Logger } from "./logger.js";
-import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
+import { PROCESS_REDACTOR } from "./redact.js";
 import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
 import { Journal } from "./state/local/journal.js";
@@ -25,8 +25,7 @@ import { TaskStarter } from "./tasks/starter.js";
 import { LOCAL_STATE, errorText, type SharedState, type StateHub, type TaskLogger } from "./state/records.js";
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
-import { confirmStatesFor, type ConfirmStates } from "./mcp/confirm.js";
-import type { PooledRuntime } from "./runtime-pool.js";
+import { confirmStatesFor } from "./mcp/confirm.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -55,18 +54,8 @@ export function journalDir(stateDir: string, target: ServiceTarget): string {
   return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest}`);
 }
 
-export interface Runtime extends PooledRuntime {
-  depsFactory: DepsFactory;
-  /** Masks this runtime's key (and the process's secrets) in whatever it emits or stores. */
-  redactor: Redactor;
-  /** The process's log, masking this runtime's key too. */
-  logger: Logger;
-  /** MCP task records and their background waits, kept beside the journal. */
-  tasks: TaskRecords;
-  /** The `requestState`s of this key's cost confirmations (mcp/confirm.ts). */
-  confirmStates: ConfirmStates;
-  client: GenerationClient;
-}
+/** What the pool needs of a runtime (runtime-pool.ts), and the parts the transports serve calls with. */
+export type Runtime = Awaited<ReturnType<typeof createRuntime>>;
 
 /** How long a shutdown waits for running calls to answer before closing. */
 const SHUTDOWN_GRACE_MS = 3000;
@@ -80,7 +69,7 @@ export async function createRuntime(
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries" | "uploadTimeoutMs">> = {},
   /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
-): Promise<Runtime> {
+) {
   // The key is masked for the runtime's whole life, in its answers only: never registered process-wide, so
   // one caller's bearer can never mask (or be made to unmask) another caller's text.
   const redactor = PROCESS_REDACTOR.with(target.apiKey);
@@ -132,7 +121,6 @@ export async function createRuntime(
   // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
   // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
   const remote = config.http !== undefined;
-  const confirmStates = confirmStatesFor(target.baseUrl, target.apiKey);
   const base = URL.parse(target.baseUrl);
   const depsFactory: DepsFactory = ({ clientRoots, scope, callerId }) => ({
     api: client,
@@ -163,6 +151,7 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
+  // MCP task records and their background waits, kept beside the journal.
   const tasks = await TaskRecords.open(dir, config.pollIntervalMs, logger, shared.tasks);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   // The tools (their schemas are much of the start-up work) load only when there is a task to take up.
@@ -187,7 +176,8 @@ export async function createRuntime(
     logger,
     client,
     tasks,
-    confirmStates,
+    // The `requestState`s of this key's cost confirmations (mcp/confirm.ts).
+    confirmStates: confirmStatesFor(target.baseUrl, target.apiKey),
     busy: () => running.size > 0 || tasks.running > 0,
     callsSettled: async () => {
       while (running.size > 0) await Promise.allSettled([...running]);

@@ -12,43 +12,26 @@ import { timingSafeEqual } from "node:crypto";
 import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
-import type { OAuthGate, Unavailable } from "./oauth.js";
-
-/** Turns a request's Authorization header into a caller or a refusal (OAuth: after checking the token). */
-export type Authenticator = (
-  header: string | undefined,
-) => Caller | Refusal | Unavailable | Promise<Caller | Refusal | Unavailable>;
-
-export interface Auth {
-  authenticate: Authenticator;
-  /** OAuth mode: the resource server's metadata, challenges and readiness. */
-  oauth?: OAuthGate;
-  /** Whether each caller's bearer is its own service key (passthrough). */
-  callerKeys: boolean;
-  /** What the discovery paths of OAuth answer when this server has no OAuth: who to send what. */
-  bearerHint: string;
-  /** The mode, in a few words for the start-up line. */
-  mode: string;
-}
 
 /** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
 const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
-export function isRefusal(value: Caller | Refusal | Unavailable): value is Refusal {
-  return "challenge" in value;
-}
-
-/** The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it). */
-export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger): Promise<Auth> {
+/**
+ * The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it).
+ * `authenticate` turns a request's Authorization header into a caller or a refusal (OAuth: after checking the
+ * token, with `oauth` the resource server's metadata, challenges and readiness); `callerKeys`: each caller's
+ * bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when this server has
+ * no OAuth; `mode`: a few words for the start-up line.
+ */
+export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger) {
   if (config.oauth !== undefined) {
     // The issuer's keys are fetched before serving; jose loads only in this mode.
     const oauth = await (await import("./oauth.js")).createOAuthGate(config.oauth, serviceKey, logger);
     return {
-      authenticate: (header) => oauth.authenticate(header),
+      authenticate: (header: string | undefined) => oauth.authenticate(header),
       oauth,
       callerKeys: false,
-      bearerHint: "",
       mode: `OAuth: callers sign in at ${config.oauth.issuer}; the server's own key serves them`,
     };
   }
@@ -79,9 +62,9 @@ function passthroughAuth(header: string | undefined): Caller | Refusal {
 }
 
 /** Callers present tokens of this server (their SHA-256 hashes listed); the server's key serves them all. */
-function gatewayAuth(tokenHashes: readonly string[], serviceKey: string): Authenticator {
+function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
   const hashes = tokenHashes.map((hash) => Buffer.from(hash, "hex"));
-  return (header) => {
+  return (header: string | undefined): Caller | Refusal => {
     const token = bearerToken(header, MAX_TOKEN_CHARS);
     if (token === undefined) {
       return missing("send your access token for this server as 'Authorization: Bearer <token>'.");

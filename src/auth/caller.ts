@@ -4,13 +4,6 @@
  * concurrency cap, MCP task records, the duplicate guard, settlement, ownership of tasks and spend. No place
  * derives "who" on its own. And what a signed-in caller's grants must hold for a request.
  */
-import type * as Crypto from "node:crypto";
-import { createRequire } from "node:module";
-
-/** node:crypto loads on the first digest, not on the stdio start-up path (it costs ~5 ms to load). */
-const require = createRequire(import.meta.url);
-let crypto: typeof Crypto | undefined;
-
 export interface Caller {
   /**
    * Stable and opaque: a hex SHA-256 of what identifies the caller (its bearer, its token, `iss` + `sub`).
@@ -46,10 +39,12 @@ export function bearerToken(header: string | undefined, maxChars: number): strin
   return token === undefined || token.length > maxChars ? undefined : token;
 }
 
-/** Hex SHA-256 of a credential: how callers and runtimes are named anywhere (never by the secret). */
+/**
+ * Hex SHA-256 of a credential: how callers and runtimes are named anywhere (never by the secret). node:crypto
+ * loads on the first digest, not on the stdio start-up path (it costs ~5 ms to load).
+ */
 export function digestOf(secret: string): string {
-  crypto ??= require("node:crypto") as typeof Crypto;
-  return crypto.createHash("sha256").update(secret).digest("hex");
+  return process.getBuiltinModule("node:crypto").createHash("sha256").update(secret).digest("hex");
 }
 
 /** The one user of a stdio server: owns the account of the configured key. */

@@ -18,23 +18,12 @@ const FETCH_TIMEOUT_MS = 5000;
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 const REFRESH_INTERVAL_MS = 60_000;
 const RETRY_INTERVAL_MS = 5000;
-export const COOL_DOWN_MS = 5000;
+const COOL_DOWN_MS = 5000;
 /** Longest the last good key set is used without a good fetch since (then /readyz says not ready). */
-export const MAX_KEY_AGE_MS = 24 * 60 * 60_000;
-
-export interface IssuerKeys {
-  /** The key set to verify with; undefined while none is usable (none fetched yet, or the last is too old). */
-  current(): JWTVerifyGetKey | undefined;
-  /**
-   * Fetches the key set again, unless a fetch began less than `coolDownMs` ago (then joins the one under way,
-   * if any). True when it brought a new set.
-   */
-  refetch(coolDownMs?: number): Promise<boolean>;
-  close(): void;
-}
+const MAX_KEY_AGE_MS = 24 * 60 * 60_000;
 
 /** Fetches the key set once before resolving, whether or not the issuer answers. */
-export async function keepIssuerKeys(issuer: string, logger: Logger): Promise<IssuerKeys> {
+export async function keepIssuerKeys(issuer: string, logger: Logger) {
   let jwksUri: string | undefined;
   let keys: { verify: JWTVerifyGetKey; fetchedAt: number } | undefined;
   let attemptedAt = 0;
@@ -44,6 +33,7 @@ export async function keepIssuerKeys(issuer: string, logger: Logger): Promise<Is
   /** What stderr last said of an outage still going on; undefined while all is well. */
   let outage: "keys in hand" | "no keys" | undefined;
 
+  /** The key set to verify with; undefined while none is usable (none fetched yet, or the last is too old). */
   const current = () =>
     keys !== undefined && Date.now() - keys.fetchedAt <= MAX_KEY_AGE_MS ? keys.verify : undefined;
 
@@ -62,12 +52,13 @@ export async function keepIssuerKeys(issuer: string, logger: Logger): Promise<Is
       outage = undefined;
       fetched = true;
     } catch (error) {
+      const reason = (error instanceof Error ? error.message : String(error)).slice(0, 200);
       const now = current() === undefined ? "no keys" : "keys in hand";
       if (outage !== now) {
         logger.error(
           now === "no keys"
-            ? `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): /readyz reports not ready and requests are refused until it answers.`
-            : `OAuth: the issuer ${issuer} cannot be reached (${describe(error)}): tokens are still checked against the keys fetched at ${new Date(keys?.fetchedAt ?? 0).toISOString()}; a token under any other key is refused until it answers.`,
+            ? `OAuth: the issuer ${issuer} cannot be reached (${reason}): /readyz reports not ready and requests are refused until it answers.`
+            : `OAuth: the issuer ${issuer} cannot be reached (${reason}): tokens are still checked against the keys fetched at ${new Date(keys?.fetchedAt ?? 0).toISOString()}; a token under any other key is refused until it answers.`,
         );
       }
       outage = now;
@@ -83,7 +74,11 @@ export async function keepIssuerKeys(issuer: string, logger: Logger): Promise<Is
 
   return {
     current,
-    refetch(coolDownMs = COOL_DOWN_MS) {
+    /**
+     * Fetches the key set again, unless a fetch began less than `coolDownMs` ago (then joins the one under way,
+     * if any). True when it brought a new set.
+     */
+    refetch(coolDownMs = COOL_DOWN_MS): Promise<boolean> {
       if (fetching !== undefined) return fetching;
       return Date.now() - attemptedAt < coolDownMs ? Promise.resolve(false) : fetchOnce();
     },
@@ -139,8 +134,4 @@ async function fetchJson(url: string): Promise<unknown> {
     chunks.push(chunk);
   }
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
-}
-
-function describe(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).slice(0, 200);
 }

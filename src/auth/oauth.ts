@@ -21,37 +21,23 @@ import { keepIssuerKeys } from "./issuer-keys.js";
 import { SCOPES, bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
 
 /** Longest access token accepted: JWTs run to a few KB; anything much longer is not one of them. */
-export const MAX_ACCESS_TOKEN_CHARS = 8192;
+const MAX_ACCESS_TOKEN_CHARS = 8192;
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 const CLOCK_LEEWAY_S = 5;
 /** A readiness probe finding the last fetch older than this fetches the keys again (a removed key goes sooner). */
 const READY_FRESH_MS = 10_000;
 
 /** The issuer's keys cannot be had: the request is answered 503, never let through. */
-export interface Unavailable {
+interface Unavailable {
   unavailable: string;
 }
 
-export interface OAuthGate {
-  authenticate(header: string | undefined): Promise<Caller | Refusal | Unavailable>;
-  /** False while no key set of the issuer is usable: /readyz says not ready. */
-  ready(): boolean;
-  /** The Protected Resource Metadata (RFC 9728) of the resource. */
-  metadata(): Record<string, unknown>;
-  /** The challenge of a 401 or 403 (RFC 6750), pointing at the metadata and naming the scope to ask for. */
-  challenge(error?: { error: string; description?: string; scope?: string }): string;
-  close(): void;
-}
-
 /** `serviceKey`: the one key the server holds, used for every signed-in caller. */
-export async function createOAuthGate(
-  config: OAuthConfig,
-  serviceKey: string,
-  logger: Logger,
-): Promise<OAuthGate> {
+export async function createOAuthGate(config: OAuthConfig, serviceKey: string, logger: Logger) {
   const keys = await keepIssuerKeys(config.issuer, logger);
 
-  const challenge: OAuthGate["challenge"] = (error) => {
+  /** The challenge of a 401 or 403 (RFC 6750), pointing at the metadata and naming the scope to ask for. */
+  const challenge = (error?: { error: string; description?: string; scope?: string }) => {
     const scope = error?.scope ?? Object.values(SCOPES).join(" ");
     const parts = [`resource_metadata="${config.metadataUrl}"`, `scope="${scope}"`];
     if (error !== undefined) parts.push(`error="${error.error}"`);
@@ -82,11 +68,13 @@ export async function createOAuthGate(
     ).payload;
 
   return {
+    /** False while no key set of the issuer is usable: /readyz says not ready. */
     ready: () => {
       void keys.refetch(READY_FRESH_MS);
       return keys.current() !== undefined;
     },
     challenge,
+    /** The Protected Resource Metadata (RFC 9728) of the resource. */
     metadata: () => ({
       resource: config.resource,
       authorization_servers: [config.issuer],
@@ -95,7 +83,7 @@ export async function createOAuthGate(
       resource_name: "generation-mcp: video and image generation",
     }),
     close: () => keys.close(),
-    async authenticate(header) {
+    async authenticate(header: string | undefined): Promise<Caller | Refusal | Unavailable> {
       const token = bearerToken(header, MAX_ACCESS_TOKEN_CHARS);
       // A bearer too long or malformed is a token that does not pass, not a missing one.
       if (token === undefined && header !== undefined && /^Bearer[ \t]+\S/i.test(header)) return invalid();
@@ -130,8 +118,7 @@ export async function createOAuthGate(
 
 /** `scope` (space-separated, RFC 8693) or `scp` (a list, as Entra ID writes it). */
 function grantsOf(payload: Record<string, unknown>): ReadonlySet<string> {
-  const scope = payload["scope"];
-  const scp = payload["scp"];
+  const { scope, scp } = payload;
   const granted = typeof scope === "string" ? scope.split(/\s+/) : Array.isArray(scp) ? scp.map(String) : [];
   return new Set(granted.filter((entry) => entry !== ""));
 }

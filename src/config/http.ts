@@ -6,44 +6,20 @@
 import { getOAuthProtectedResourceMetadataUrl } from "@modelcontextprotocol/server";
 import { ConfigError, DEFAULTS, type ConfigValues } from "./schema.js";
 
-export interface HttpConfig {
-  port: number;
-  host: string;
-  /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
-  allowedHosts: string[];
-  /** Origins whose browser requests are accepted (and answered with CORS headers). */
-  allowedOrigins: string[];
-  /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
-  tokenHashes: string[] | undefined;
-  oauth: OAuthConfig | undefined;
-  maxBodyBytes: number;
-  /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
-  maxConcurrentPerKey: number;
-  maxConnections: number;
-  /** GENERATION_METRICS=on: `GET /metrics` serves Prometheus metrics, behind this Bearer when set. */
-  metrics: { token: string | undefined } | undefined;
-}
+export type HttpConfig = ReturnType<typeof httpConfig>;
 
-export interface OAuthConfig {
-  issuer: string;
-  /** GENERATION_PUBLIC_URL without a trailing slash; the protected resource is `<publicUrl>/mcp`. */
-  publicUrl: string;
-  resource: string;
-  /** What every token's `aud` must contain (default the resource). */
-  audience: string;
-  /** Where RFC 9728 §3.1 puts the resource's metadata: `https://host/.well-known/oauth-protected-resource/gen/mcp`. */
-  metadataUrl: string;
-}
+export type OAuthConfig = NonNullable<ReturnType<typeof oauthConfig>>;
 
 export const isLoopbackHost = (host: string): boolean =>
   ["127.0.0.1", "localhost", "::1", "[::1]"].includes(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
 
-export const isMetricsOn = (value: string | undefined): boolean =>
+/** Whether a switch or on/off value (read, or straight from the environment) says on. */
+export const isOn = (value: string | undefined): boolean =>
   ["on", "1", "true"].includes(value?.trim().toLowerCase() ?? "");
 
 const list = (value: string | undefined) => (value ?? "").split(/[\s,]+/).filter((entry) => entry !== "");
 
-export function httpConfig(values: ConfigValues, readFile: (file: string) => string): HttpConfig {
+export function httpConfig(values: ConfigValues, readFile: (file: string) => string) {
   const host = values.GENERATION_HTTP_HOST ?? DEFAULTS.httpHost;
   const oauth = oauthConfig(values);
   const allowedHosts = list(values.GENERATION_HTTP_ALLOWED_HOSTS).map((entry) => entry.toLowerCase());
@@ -57,9 +33,8 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     );
   }
   const allowedOrigins = list(values.GENERATION_HTTP_ALLOWED_ORIGINS).map((origin) => {
-    if (URL.canParse(origin) && new URL(origin).origin === origin.replace(/\/$/, "").toLowerCase()) {
-      return new URL(origin).origin;
-    }
+    const parsed = URL.parse(origin)?.origin;
+    if (parsed === origin.replace(/\/$/, "").toLowerCase()) return parsed;
     throw new ConfigError(
       `GENERATION_HTTP_ALLOWED_ORIGINS (or --allowed-origins): ${JSON.stringify(origin)} is not an origin such as https://app.example.com.`,
     );
@@ -67,19 +42,24 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
   return {
     port: values.GENERATION_HTTP_PORT ?? DEFAULTS.httpPort,
     host,
+    /** Host header values accepted (host or host:port, lower-case); the loopback names when bound to loopback. */
     allowedHosts,
+    /** Origins whose browser requests are accepted (and answered with CORS headers). */
     allowedOrigins,
+    /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
     tokenHashes: tokenHashes(values, readFile),
     oauth,
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULTS.httpMaxBodyBytes,
+    /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULTS.httpMaxConcurrent,
     maxConnections: values.GENERATION_HTTP_MAX_CONNECTIONS ?? DEFAULTS.httpMaxConnections,
+    /** GENERATION_METRICS=on: `GET /metrics` serves Prometheus metrics, behind this Bearer when set. */
     metrics: metricsConfig(values.GENERATION_METRICS, values.GENERATION_METRICS_TOKEN),
   };
 }
 
-function metricsConfig(metrics: string | undefined, token: string | undefined): HttpConfig["metrics"] {
-  if (!isMetricsOn(metrics) && token !== undefined) {
+function metricsConfig(metrics: string | undefined, token: string | undefined) {
+  if (!isOn(metrics) && token !== undefined) {
     throw new ConfigError(
       "GENERATION_METRICS_TOKEN is set but GENERATION_METRICS is not on: set GENERATION_METRICS=on to serve GET /metrics, or unset the token.",
     );
@@ -90,11 +70,11 @@ function metricsConfig(metrics: string | undefined, token: string | undefined): 
       "GENERATION_METRICS_TOKEN: must be at least 16 characters without spaces (e.g. the output of `openssl rand -hex 32`).",
     );
   }
-  return isMetricsOn(metrics) ? { token } : undefined;
+  return isOn(metrics) ? { token } : undefined;
 }
 
 /** OAuth mode: the issuer must be https (http only on loopback, a local identity provider). */
-function oauthConfig(values: ConfigValues): OAuthConfig | undefined {
+function oauthConfig(values: ConfigValues) {
   const { GENERATION_OAUTH_ISSUER: issuer, GENERATION_PUBLIC_URL: publicUrl } = values;
   const audience = values.GENERATION_OAUTH_AUDIENCE;
   if (issuer === undefined) {
@@ -104,6 +84,8 @@ function oauthConfig(values: ConfigValues): OAuthConfig | undefined {
     );
   }
   const base = publicBase(issuer, publicUrl);
+  // The resource is `<public url>/mcp`; every token's `aud` must contain the audience (default the resource);
+  // RFC 9728 §3.1 puts the metadata of `https://host/gen/mcp` at `/.well-known/oauth-protected-resource/gen/mcp`.
   const origin = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const resource = `${origin}/mcp`;
   const metadataUrl = getOAuthProtectedResourceMetadataUrl(new URL(resource));

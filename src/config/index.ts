@@ -5,10 +5,10 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
-import { checkHttpKeys, httpConfig, type HttpConfig } from "./http.js";
+import { checkHttpKeys, httpConfig, isOn, type HttpConfig } from "./http.js";
 import { ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
 
-export { isLoopbackHost, isMetricsOn, type HttpConfig, type OAuthConfig } from "./http.js";
+export { isLoopbackHost, isOn, type HttpConfig, type OAuthConfig } from "./http.js";
 export { ConfigError, FLAG_OPTIONS, FLAG_TO_ENV, describeOptions, isUnfilledPlaceholder } from "./schema.js";
 export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;
 
@@ -77,14 +77,12 @@ export function loadConfig({
 }: LoadConfigInput): Config {
   const values = readSettings(env, flags);
   const folders = argumentFolders(directories, typeof flags["--allowed-dirs"] === "string");
-  const yes = (value: string | undefined, byDefault = false) =>
-    value === undefined ? byDefault : ["on", "1", "true"].includes(value);
   const absolute = (value: string) =>
     path.resolve(value.startsWith("~/") ? path.join(home, value.slice(2)) : value);
   const apiKey = values.GENERATION_API_KEY;
   const baseUrl = values.GENERATION_BASE_URL && checkBaseUrl(values.GENERATION_BASE_URL);
-  const sandbox = yes(values.GENERATION_SANDBOX);
-  const http = yes(values.GENERATION_HTTP) ? httpConfig(values, readFile) : undefined;
+  const sandbox = isOn(values.GENERATION_SANDBOX);
+  const http = isOn(values.GENERATION_HTTP) ? httpConfig(values, readFile) : undefined;
   const cap = values.GENERATION_MAX_CREDITS_PER_CALL;
   const confirm = values.GENERATION_CONFIRM_ABOVE_CREDITS;
   // Asking above a threshold the cap already refuses would never happen: the settings contradict each other.
@@ -112,10 +110,10 @@ export function loadConfig({
     stateDir: absolute(values.GENERATION_STATE_DIR ?? defaultStateDir(env, platform, home)),
     outputDirConfigured: values.GENERATION_OUTPUT_DIR !== undefined,
     http,
-    previews: yes(values.GENERATION_PREVIEWS, true),
+    previews: isOn(values.GENERATION_PREVIEWS ?? "on"),
     previewMaxSide: values.GENERATION_PREVIEW_MAX_SIDE ?? DEFAULTS.previewMaxSide,
     ffmpegPath: values.GENERATION_FFMPEG_PATH,
-    resourceLinks: yes(values.GENERATION_RESOURCE_LINKS),
+    resourceLinks: isOn(values.GENERATION_RESOURCE_LINKS),
     settingsForm: values.GENERATION_SETTINGS_FORM ?? "env",
     redis:
       values.GENERATION_REDIS_URL === undefined

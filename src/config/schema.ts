@@ -60,25 +60,18 @@ export const DEFAULTS = {
   redisPrefix: "generation-mcp:",
 } as const;
 
-export interface Setting<T = unknown> {
-  /** The heading it is listed under. */
-  section: string;
-  /** The flag with its argument (`--port N`); undefined: the variable only. */
-  flag: string | undefined;
-  kind: Kind;
-  parse: (value: string) => T;
-  /** The default and a one-line description, in Markdown. */
-  default: string;
-  description: string;
-}
-
+/**
+ * One setting: the heading it is listed under, its flag with its argument (`--port N`; undefined: the
+ * variable only), how it is read, and its default and one-line description, in Markdown.
+ */
 const set = <T>(
   section: string,
   flag: string | undefined,
-  { kind, parse }: { kind: Kind; parse: (value: string) => T },
+  read: { kind: Kind; parse: (value: string) => T },
   fallback: string | number,
   description: string,
-): Setting<T> => ({ section, flag, kind, parse, default: String(fallback), description });
+) => ({ section, flag, ...read, default: String(fallback), description });
+type Setting = ReturnType<typeof set>;
 
 const D = DEFAULTS;
 // One line per setting, so the table reads as one.

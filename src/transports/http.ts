@@ -17,7 +17,7 @@ import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { authFor, isRefusal } from "../auth/bearer.js";
+import { authFor } from "../auth/bearer.js";
 import { missingScopes, type Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
@@ -186,7 +186,7 @@ export async function serveHttp(options: HttpServing) {
       res.setHeader("retry-after", "5");
       return jsonRpcError(res, 503, -32000, `Service unavailable: ${caller.unavailable}; retry in a moment.`);
     }
-    if (isRefusal(caller)) {
+    if ("challenge" in caller) {
       res.setHeader("www-authenticate", caller.challenge);
       return jsonRpcError(res, caller.status, -32001, `unauthorized: ${caller.message}`);
     }
