@@ -56,14 +56,17 @@ export async function withMedia(
   if (images.length + stills.length + video.length > 0 && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else {
-    const options = { ...settings, maxSide: settings.previewMaxSide, signal };
+    const { previewMaxSide: maxSide, allowHosts, ffmpegPath } = settings;
+    const options = { maxSide, allowHosts, ffmpegPath, signal };
+    const [completed] = video;
     const sources: PreviewSource[] = [
       ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
-      ...(video[0] === undefined ? stills : []),
+      // A completed video's still goes with its frame sheet (sheetOrStill).
+      ...(completed === undefined ? stills : []),
     ];
     const previews = await makePreviews(sources, options);
     const shown =
-      video[0] === undefined ? { content: [], notes: [] } : await sheetOrStill(video[0], stills, options);
+      completed === undefined ? { content: [], notes: [] } : await sheetOrStill(completed, stills, options);
     extra.push(...previews.images, ...shown.content);
     notes.push(...[...previews.notes, ...shown.notes].map((note) => redact(note)));
     if (structuredContent && shown.frames) structuredContent = { ...structuredContent, frames: shown.frames };
@@ -88,8 +91,8 @@ export async function withMedia(
  * One image per video: the sheet of its frames, else a preview of its still. Started only once the sheet
  * failed, the still would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
  * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
- * sheet's time at most. A sheet that comes first (in seconds, reused in milliseconds) spares the still (no
- * worker, no fetch), or aborts and drops it.
+ * sheet's time at most. A sheet that comes first (made in seconds, or at once from the cache) spares the
+ * still (no worker, no fetch), or aborts and drops it.
  */
 async function sheetOrStill(
   url: string,
