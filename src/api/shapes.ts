@@ -183,7 +183,7 @@ export function toStartedVideo(data: unknown): StartedVideo {
   }
   const found = readStatus(data);
   const warnings = found !== undefined && !found.usable ? [statusWarning(found.path)] : [];
-  return { video_id: id, status: found?.status, raw: asRaw(data), ...(warnings.length > 0 && { warnings }) };
+  return { video_id: id, status: found?.status, ...(warnings.length > 0 && { warnings }) };
 }
 
 /** GET /videos/:id. Keeps the requested id: the answer may name other ids, the caller tracks this one. */

@@ -38,7 +38,6 @@ export interface StartedVideo {
   video_id: string;
   /** Status in the start answer, when the service gives one (cleaned; "unknown" when unusable). */
   status: string | undefined;
-  raw: JsonObject;
   /** What reading the answer had to replace (no service text inside), for the log. */
   warnings?: string[];
 }

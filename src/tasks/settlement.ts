@@ -191,7 +191,7 @@ function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string
       best = { item, id, createdAt };
     }
   }
-  return best && { video_id: best.id, status: findStatus(best.item), raw: best.item };
+  return best && { video_id: best.id, status: findStatus(best.item) };
 }
 
 /** A request parameter as a history item echoes it: at its top level, or under request/input/params. */

@@ -117,7 +117,7 @@ export class FakeApi implements Pick<
       if (!acted) this.videos.delete(id);
       throw failure;
     }
-    return { video_id: id, status: "queued", raw: { video_id: id, status: "queued" } };
+    return { video_id: id, status: "queued" };
   }
 
   async generateImage(body: GenerateImageBody, options?: RequestOptions): Promise<ImageResult> {
