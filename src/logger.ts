@@ -74,7 +74,6 @@ export class Logger {
 const LINE_BREAKERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 const SHORT_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
-/** The text with every character that could break or disguise a log line written as an escape. */
 function oneLine(text: string): string {
   return text.replace(
     LINE_BREAKERS,

@@ -7,7 +7,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { ERROR_CODES } from "./api/errors.js";
 
-/** What the hot paths report. */
 export interface MetricsRecorder {
   /** A tools/call answered with `result` (undefined: it threw) after `seconds`. */
   toolCall(tool: string, result: unknown, seconds: number): void;
@@ -55,7 +54,6 @@ const HELP = {
   shared_state_ready: "1 while the state shared with other replicas (Redis) is reachable, else 0.",
 };
 const OUTCOMES = new Set<string>(["ok", "task", "cancelled", ...ERROR_CODES]);
-/** The service's routes, as templates. */
 const ROUTES = ["POST /generate", "POST /generate-image", "POST /upload"];
 ROUTES.push("GET /videos", "GET /videos/:id", "GET /credits");
 const STATUSES = [200, 201, 202, 400, 401, 402, 403, 404, 405, 408, 409, 413, 422, 429, 500, 502, 503, 504];

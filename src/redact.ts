@@ -41,7 +41,6 @@ function view(text: string): { folded: string; origin: Uint32Array } {
   return { folded: fold(parts.join("")), origin };
 }
 
-/** Every run of max(8, ceil(length / 3)) consecutive characters of the secret's view. */
 function piecesOf(secret: string): string[] {
   const { folded } = view(secret);
   const size = Math.min(folded.length, Math.max(8, Math.ceil(folded.length / 3)));

@@ -14,11 +14,10 @@ import { digestOf } from "./auth/caller.js";
 export interface PooledRuntime {
   /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
   busy(): boolean;
-  /** Resolves once the calls running now have settled. */
   callsSettled(): Promise<void>;
   /**
    * What the service has said of the key: a caller's key not accepted yet holds nothing worth keeping (its
-   * runtime goes when its last call ends), and one it refused is remembered as refused.
+   * runtime, cheap to make again, goes when its last call ends), and one it refused is remembered as refused.
    */
   keyState(): KeyState;
   /**
@@ -126,10 +125,6 @@ export class RuntimePool<R extends PooledRuntime> {
     await Promise.allSettled(all.map(async (entry) => (await entry.runtime).close(graceMs)));
   }
 
-  /**
-   * A key the service has not accepted holds nothing worth keeping: its runtime goes with its last call
-   * (cheap to make again), and a refusal is remembered.
-   */
   private dropIfWorthless(digest: string, entry: Entry<R>): void {
     const runtime = entry.made;
     if (runtime === undefined || entry.calls > 0 || this.entries.get(digest) !== entry) return;

@@ -151,7 +151,6 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
-  // MCP task records and their background waits, kept beside the journal.
   const tasks = await TaskRecords.open(dir, config.pollIntervalMs, logger, shared.tasks);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   // The tools (their schemas are much of the start-up work) load only when there is a task to take up.
@@ -176,7 +175,6 @@ export async function createRuntime(
     logger,
     client,
     tasks,
-    // The `requestState`s of this key's cost confirmations (mcp/confirm.ts).
     confirmStates: confirmStatesFor(target.baseUrl, target.apiKey),
     busy: () => running.size > 0 || tasks.running > 0,
     callsSettled: async () => {

@@ -163,7 +163,6 @@ export class GenerationClient implements GenerationApi {
     return isObject(data) ? data : { credits: data };
   }
 
-  /** What the service has said of the key so far. */
   get keyState(): KeyState {
     return this.state;
   }

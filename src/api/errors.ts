@@ -58,7 +58,6 @@ export class GenerationError extends Error {
   }
 }
 
-/** The class of one code, with its usual status and defaults. */
 function errorClass(name: string, code: string, defaults: GenerationErrorInit = {}) {
   return class extends GenerationError {
     override name = name;
@@ -154,7 +153,6 @@ const BY_STATUS: Record<number, ErrorClass> = {
   401: UnauthorizedError,
   404: NotFoundError,
   408: TimeoutError,
-  413: ValidationError,
   422: ValidationError,
   429: RateLimitError,
   502: UpstreamError,

@@ -94,7 +94,6 @@ const TLS_CODE =
 
 export class HttpTransport {
   private readonly base: URL;
-  /** Made on the first request: undici is loaded only once something is sent (a faster cold start). */
   private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {

@@ -109,7 +109,6 @@ function find<T>(data: unknown, take: (node: WalkNode) => T | undefined, { outsi
   return found;
 }
 
-/** The first field named `name` whose value `accept` takes. */
 const named = <T>(data: unknown, name: string, accept: (value: unknown) => T | undefined) =>
   find(data, (node) => (node.key === name ? accept(node.value) : undefined))?.value;
 /** Whether a field named `name` holds anything (to say that a value was there but unusable). */

@@ -16,11 +16,6 @@ export type Allowance = {
   resets_at: string;
 } & ({ used_today: number; remaining_today: number } | { known: false; reason: string; next_step: string });
 
-/** A reservation that the service may still refuse: `release` gives it back. */
-export interface Reservation {
-  release(): Promise<void>;
-}
-
 /** `YYYY-MM-DD` of the UTC day of `now`. */
 export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
@@ -43,9 +38,10 @@ export class DailySpend {
 
   /**
    * Reserves `amount` of the caller's day, or throws budget_exceeded naming what remains and when it resets
-   * (or the store's error, when it cannot be recorded or agreed).
+   * (or the store's error, when it cannot be recorded or agreed). The service may still refuse the start:
+   * `release` then gives the reservation back.
    */
-  async reserve(callerId: string, amount: number, what: string): Promise<Reservation> {
+  async reserve(callerId: string, amount: number, what: string) {
     const now = this.now();
     const [caller, day, cents] = [spendCaller(callerId), utcDay(now), hundredths(amount)];
     const { reserved, used } = await this.store.reserve(caller, day, cents, hundredths(this.limit));

@@ -17,7 +17,6 @@ import {
 
 export interface CallEstimate {
   credits: number;
-  /** The request in words: "a 10 s 1080p video on vendor-video-2-0". */
   what: string;
 }
 

@@ -157,7 +157,6 @@ export class StartSender {
     });
   }
 
-  /** A settling entry: logged, never thrown, when it cannot be written. */
   private async record(entry: JournalEntry): Promise<void> {
     try {
       await this.parts.journal.append(entry);
@@ -172,7 +171,7 @@ export class StartSender {
     }
   }
 
-  /** Sent again once after a 429 (the service refused it before acting), when its reset fits the call. */
+  /** The one retry after a 429, when its reset fits the call. */
   private async withOneRetry<T>(options: SendOptions, attempt: () => Promise<T>): Promise<T> {
     if (options.signal?.aborted) throw new AbortedError();
     try {

@@ -25,13 +25,11 @@ const BACKGROUND_FIRST_PAUSE_MS = 5_000;
 const BACKGROUND_MAX_PAUSE_MS = 60_000;
 
 export class Settlement {
-  /** Whether the intents an earlier run left behind have been looked up. */
   private leftoversSettled = false;
   /** Lost starts being looked for in the background, by Idempotency-Key. */
   private readonly searching = new Set<string>();
 
   constructor(
-    /** The starter's: its `stopping` ends the background searches (the runtime is closing). */
     private readonly parts: SenderParts & {
       api: Pick<GenerationApi, "listVideos">;
       stopping?: AbortSignal | undefined;
@@ -39,11 +37,7 @@ export class Settlement {
     private readonly sender: StartSender,
   ) {}
 
-  /**
-   * Intents an earlier run left without an outcome (it crashed or was killed around a start) are looked up
-   * once, before this process starts anything: a found task is journaled; one not found is looked for in the
-   * background while inside the duplicate window, and settled as never processed once outside.
-   */
+  /** Looks up, once and before this process starts anything, the intents an earlier run left open. */
   async settleLeftovers(deadline: number | undefined): Promise<void> {
     if (this.leftoversSettled) return;
     const { sender } = this;
@@ -77,11 +71,7 @@ export class Settlement {
     this.leftoversSettled = true;
   }
 
-  /**
-   * Keeps looking for a lost video start in the history, in the background and at background priority, until
-   * it appears (it is then journaled, so an identical request gets it as reused) or the duplicate window ends
-   * (it is then settled as never processed, and an identical request may start again).
-   */
+  /** At background priority; once found and journaled, an identical request gets the task as reused. */
   private settleLater(intent: JournalEntry): void {
     const { key } = intent;
     if (key === undefined || intent.kind !== "video" || this.searching.has(key)) return;
@@ -112,9 +102,8 @@ export class Settlement {
   }
 
   /**
-   * Looks for a start whose answer was lost in the newest page of the history, twice a moment apart (the
-   * service may list a new task a moment after creating it), within the deadline. Found, it is journaled as
-   * started; not found (yet), it is looked for again in the background.
+   * Looks twice, a moment apart (the service may list a new task a moment after creating it), within the
+   * deadline; not found yet, the start is looked for again in the background.
    */
   async settle(intent: JournalEntry, deadline: number | undefined) {
     let found = await this.findOnce(intent, "foreground", deadline);
@@ -186,7 +175,7 @@ function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string
     if (!sameWhenBothPresent(requestField(item, "aspect_ratio"), body.aspect_ratio)) continue;
     const createdAt = readTime(findCreatedAt(item));
     if (createdAt !== undefined && createdAt < notBefore) continue;
-    // The newest candidate wins; without times, the service's order (newest first, usually) decides.
+    // Without times, the service's order (newest first, usually) decides.
     if (!best || (createdAt !== undefined && (best.createdAt === undefined || createdAt > best.createdAt))) {
       best = { item, id, createdAt };
     }

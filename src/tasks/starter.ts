@@ -1,11 +1,9 @@
 /**
- * Starts paid tasks without ever paying twice by accident, even across a crash. Each start writes its intent
- * (fingerprint, Idempotency-Key, time) to the journal and syncs it BEFORE the POST leaves; the outcome follows.
- * A start is sent once, again only after a 429 (which the service answers before doing anything) under the
- * same key, and an ambiguous failure is settled from the history before anyone is told to try again. An intent
- * left without an outcome (a crash, a timeout that said "a charge is possible") may still turn into a task: in
- * the duplicate window an identical request never sends it again by itself; it answers with what is known
- * while the history is searched in the background (settlement.ts). `allow_duplicate: true` starts another.
+ * Starts paid tasks without ever paying twice by accident, even across a crash: each start's intent is
+ * journaled and synced BEFORE the POST leaves (sender.ts), and an ambiguous failure is settled from the
+ * history before anyone is told to try again (settlement.ts). In the duplicate window an identical request
+ * never sends a start whose outcome is unknown again by itself: it answers with what is known while the
+ * history is searched in the background. `allow_duplicate: true` starts another.
  *
  * Across replicas (Redis) the replica that claims a request's fingerprint starts (or settles) it; one that
  * finds it claimed waits for the started task the claimant mirrors, copied into its own journal so the usual
@@ -81,7 +79,6 @@ export interface TaskStarterOptions
 type Outcome = StartOutcome | ImageStartOutcome;
 
 export class TaskStarter {
-  /** The options with their defaults, shared with the sender and the settlement. */
   private readonly parts: TaskStarterOptions & SenderParts;
   private readonly sender: StartSender;
   private readonly settlement: Settlement;
