@@ -1,8 +1,9 @@
 /**
  * Advice that fits how the server runs. A next step that asks the user to change a setting must name what
- * that user can actually change: a variable in the MCP client's configuration (stdio), a field of Claude
- * Desktop's extension form (the MCPB bundle), the `Authorization` header their client sends (HTTP, each
- * caller's own key), or nothing at all (a shared server: the operator's settings).
+ * that user can actually change, by mode: `stdio`, a variable in the MCP client's configuration; `mcpb`, a
+ * field of Claude Desktop's extension form (the MCPB bundle); `http-key`, the `Authorization` header their
+ * client sends (each caller's own key); `shared`, nothing at all (one key and every setting are the server
+ * operator's: gateway tokens, OAuth subjects).
  *
  * The layers that find a problem do not know the mode: they write a token for the setting (`fix("api_key")`
  * completes "Ask the user to ..."), and the edge renders it once, for the mode of the call (`renderAdvice`).
@@ -13,11 +14,6 @@ import path from "node:path";
 export type Setting =
   "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews" | "spend_limits" | "state_dir";
 
-/**
- * stdio: variables in the client's configuration; mcpb: Claude Desktop's form; http-key: each caller's own
- * key in its Authorization header; shared: one key and every setting held by the server's operator (gateway
- * tokens, OAuth subjects).
- */
 export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared";
 
 const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews|spend_limits|state_dir)\}\}/g;
@@ -43,7 +39,6 @@ const HTTP_KEY: Record<Setting, string> = {
   state_dir: `${OPERATOR}: its state folder (GENERATION_STATE_DIR) must be writable and have free space`,
 };
 
-/** Each phrase completes "Ask the user to ...". */
 const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
   stdio: {
     api_key:

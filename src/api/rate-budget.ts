@@ -1,7 +1,6 @@
 /**
- * The key's request budget, shared by every call of the process. The HTTP layer calls `acquire` before
- * every request and `observe` after every answer; background polls only spend what lies above a reserve
- * kept for the user's own calls, so waiting on many tasks never starves generate or credits.
+ * The key's request budget, shared by every call of the process: background polls only spend what lies above
+ * a reserve kept for the user's own calls, so waiting on many tasks never starves generate or credits.
  */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { RateLimitError, type GenerationError } from "./errors.js";
@@ -33,14 +32,6 @@ export interface RateBudget {
   retryDelayMs(headers?: HeaderBag): number;
   /** How long a request of this priority asked for now would wait, as far as the budget knows. */
   expectedWaitMs?(priority: RequestPriority): number;
-}
-
-export class UnlimitedBudget implements RateBudget {
-  async acquire(): Promise<void> {}
-  observe(): void {}
-  retryDelayMs(): number {
-    return 1000;
-  }
 }
 
 /** Longest any wait derived from the service's headers may last: a minute's window plus slack. */

@@ -73,9 +73,8 @@ export class StartSender {
     options: SendOptions,
     attempt: (idempotencyKey: string) => Promise<T>,
   ): Promise<{ task: T; intent: JournalEntry } | { error: GenerationError; intent: JournalEntry }> {
-    const { daily } = this.parts;
-    const spend = options.spend;
-    const reservation = spend && (await daily?.reserve(spend.callerId, spend.credits, spend.what));
+    const { spend } = options;
+    const reservation = spend && (await this.parts.daily?.reserve(spend.callerId, spend.credits, spend.what));
     const key = randomUUID();
     const intent: JournalEntry = {
       kind,

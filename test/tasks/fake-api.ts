@@ -5,7 +5,6 @@
 import { AbortedError, GenerationError, RateLimitError } from "../../src/api/errors.js";
 import type { HeaderBag } from "../../src/api/rate-budget.js";
 import type { RateBudget } from "../../src/api/rate-budget.js";
-import { UnlimitedBudget } from "../../src/api/rate-budget.js";
 import type {
   GenerateImageBody,
   GenerateVideoBody,
@@ -17,6 +16,15 @@ import type {
   VideoPage,
   VideoStatus,
 } from "../../src/api/types.js";
+
+/** A budget that never makes anyone wait. */
+export class UnlimitedBudget implements RateBudget {
+  async acquire(): Promise<void> {}
+  observe(): void {}
+  retryDelayMs(): number {
+    return 1000;
+  }
+}
 
 export interface FakeVideo {
   id: string;
