@@ -145,7 +145,6 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     logger,
     serviceKey: target.apiKey,
     mediaOrigin,
-    // A caller's own key: nothing is kept for it before the service accepts it.
     makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }),
     sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
   }).catch(async (error: unknown) => {

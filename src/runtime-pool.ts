@@ -28,7 +28,7 @@ export interface PooledRuntime {
 }
 
 export interface PoolOptions<R> {
-  /** Makes the runtime of one service key (nothing is written for a caller's key until the service accepts it). */
+  /** Makes the runtime of one service key (runtime.ts). */
   create(serviceKey: string): Promise<R>;
   /** A runtime with no call for this long is closed. Default 10 minutes. */
   idleMs?: number;
@@ -44,7 +44,6 @@ interface Entry<R> {
   made?: R;
   calls: number;
   lastUsed: number;
-  /** Waiting for its calls to settle, to see whether it is worth keeping then. */
   rechecking?: boolean;
 }
 

@@ -72,7 +72,6 @@ export interface CallOptions extends RequestOptions {
   json?: unknown;
   /** A streamed body with its headers (an upload), made afresh for every attempt. */
   stream?: () => { body: Readable; headers: Record<string, string> };
-  /** Reads and uploads may be retried; a charging POST never is. */
   retry: boolean;
   timeoutMs?: number;
   /** The path names one task (GET /videos/:id): only there does an enveloped 404 mean "no such id". */

@@ -77,7 +77,6 @@ interface Waiter {
 interface Loop {
   videoId: string;
   waiters: Set<Waiter>;
-  /** Aborts the in-flight request and the sleep once no waiter is left. */
   controller: AbortController;
   last?: VideoStatus | undefined;
   lastAt: number;

@@ -137,10 +137,7 @@ export class Settlement {
     }
   }
 
-  /**
-   * Which of these history items are tasks this server already knows: in the journal, or started by some
-   * caller of this key (on any replica). Settlement must never hand one of them over as a lost start.
-   */
+  /** Items this server already knows: journaled, or started by a caller of this key on any replica. */
   private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
     const owned = new Set<string>();
     const { ownership } = this.parts;

@@ -82,7 +82,6 @@ export class TaskStarter {
   private readonly parts: TaskStarterOptions & SenderParts;
   private readonly sender: StartSender;
   private readonly settlement: Settlement;
-  /** Starts under way, by kind and fingerprint: an identical call arriving meanwhile joins instead of paying. */
   private readonly pending = new Map<string, Promise<Outcome>>();
 
   constructor(options: TaskStarterOptions) {
