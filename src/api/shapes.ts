@@ -61,9 +61,8 @@ export const WALK_LIMITS = { maxDepth: 8, maxNodes: 10_000, maxChildren: 1_000 }
 export type WalkNode = { value: unknown; key: string | undefined; depth: number; parent?: WalkNode };
 
 /**
- * Visits `root` and what it holds, breadth-first (or in document order with `inOrder`), iteratively: at most
- * 8 levels below the root, 10,000 values in all and 1,000 per array or object (so one huge array cannot
- * spend the whole budget). `"skip"` leaves a node's contents unseen, `"stop"` ends the walk.
+ * Visits `root` and its contents iteratively, breadth-first (or in document order with `inOrder`), within
+ * WALK_LIMITS (one huge array cannot spend it all); `"skip"` leaves a node's contents unseen, `"stop"` ends.
  */
 export function walk(root: unknown, visit: (node: WalkNode) => "skip" | "stop" | undefined, inOrder = false) {
   const queue: WalkNode[] = [{ value: root, key: undefined, depth: 0 }];
