@@ -1,7 +1,6 @@
 /**
- * One error class per failure class. Each carries the code the tool result starts with, the HTTP status
- * when there was one, the service's request id, a next step written for the assistant, and whether the
- * request may have been processed by the service (and so may have charged credits).
+ * One error class per failure class, each carrying the code a tool result starts with, the HTTP status (when
+ * there was one), the service's request id, a next step for the assistant, and whether it may have charged.
  */
 import { fix } from "../advice.js";
 import { PRICE_LIST, isUsable } from "../models.js";
