@@ -32,17 +32,14 @@ export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<strin
     ).map((entry) => expandHome(entry, input.home)),
     ...input.roots.map((root) => (/^file:/i.test(root) ? fileUrlPath(root) : undefined) ?? root),
   ];
-  const allowed: string[] = [];
-  for (const candidate of candidates) {
-    // A relative entry would depend on the working directory the MCP client happened to start us in.
-    const real = await realDirectory(candidate);
-    if (real !== undefined && !allowed.includes(real)) allowed.push(real);
-    else if (real === undefined) {
-      const why = path.isAbsolute(candidate) ? "does not exist or is not a folder" : "not an absolute path";
-      input.onSkipped?.(candidate, why);
-    }
-  }
-  return allowed;
+  // A relative entry would depend on the working directory the MCP client happened to start us in.
+  const reals = await Promise.all(candidates.map(realDirectory));
+  candidates.forEach((candidate, index) => {
+    if (reals[index] !== undefined) return;
+    const why = path.isAbsolute(candidate) ? "does not exist or is not a folder" : "not an absolute path";
+    input.onSkipped?.(candidate, why);
+  });
+  return [...new Set(reals.filter((real) => real !== undefined))];
 }
 
 /** The configured entries that are not folders now: resolveAllowedDirs drops them, refusals name them. */
