@@ -22,14 +22,6 @@ export interface OpenInsideOptions {
   home: string;
 }
 
-interface OpenedFile {
-  handle: FileHandle;
-  /** The path as asked for (absolute, `~` expanded), and as quoted in messages. */
-  requested: string;
-  shown: string;
-  size: number;
-}
-
 // O_NOFOLLOW refuses a last component swapped for a symlink after the checks; O_NONBLOCK keeps a FIFO
 // swapped in from blocking the open. Both are absent on Windows, where the checks before still hold.
 const OPEN_FLAGS =
@@ -43,8 +35,9 @@ const MAX_PATH_CHARS = 4096;
  * `~name` and `file://` refused, `%xx` never decoded); its real path inside an allowed folder; a regular
  * file (refused before opening: opening some devices has side effects) with a single link (a hard link's
  * other names may lie outside), opened by its real path with O_NOFOLLOW and checked again on the handle.
+ * `requested` is the path as asked for (absolute, `~` expanded), `shown` as quoted in messages.
  */
-export async function openInside(input: unknown, opts: OpenInsideOptions): Promise<OpenedFile> {
+export async function openInside(input: unknown, opts: OpenInsideOptions) {
   const { param } = opts;
   const allowedDirs = (await Promise.all(opts.allowedDirs.map(realDirectory))).filter(
     (dir) => dir !== undefined,
