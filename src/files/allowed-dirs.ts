@@ -3,7 +3,6 @@ import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** Folders under the home directory allowed when GENERATION_ALLOWED_DIRS is unset (if they exist). */
 const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
 interface AllowedDirsInput {
@@ -57,14 +56,12 @@ export function isInsideAny(child: string, parents: readonly string[]): boolean 
   return parents.some((parent) => isInside(child, parent));
 }
 
-/** `~` and a leading `~/` name the home folder; anything else is left as it is. */
 export function expandHome(entry: string, home: string): string {
   if (entry === "~") return home;
   const homeRelative = entry.startsWith("~/") || (path.sep === "\\" && entry.startsWith("~\\"));
   return homeRelative ? path.join(home, entry.slice(2)) : entry;
 }
 
-/** The real path of an absolute `candidate` when it is a folder. */
 export async function realDirectory(candidate: string): Promise<string | undefined> {
   if (!path.isAbsolute(candidate)) return undefined;
   const real = await realpath(candidate).catch(() => undefined);

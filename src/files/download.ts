@@ -115,7 +115,6 @@ export function sanitizeBaseName(baseName: string): string {
   return cleaned.length > 0 ? cleaned : "media";
 }
 
-/** The URL checked, one deadline, a private agent, bounded redirects, a 2xx whose declared size fits. */
 async function fetchMedia<T>(
   opts: FetchMediaOptions,
   read: (response: Response, shown: string) => Promise<T>,

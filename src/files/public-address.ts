@@ -95,7 +95,6 @@ export function nonPublicReason(address: string): string | undefined {
   return reason === undefined ? undefined : `${embedding.reason} IPv6 form of ${ipv4}, ${reason}`;
 }
 
-// Names are judged at connect time, on what DNS answers for that connection.
 function literalRefusal(host: string, allowed: ReadonlySet<string>): string | undefined {
   return isIP(host) !== 0 && !allowed.has(host) ? nonPublicReason(host) : undefined;
 }
@@ -124,9 +123,8 @@ export function checkPublicUrl(url: URL | string, allowHosts: readonly string[] 
 }
 
 /**
- * An undici Agent that connects only to public addresses, except for `allowHosts`: IP-literal hosts are
- * refused before the socket is created, names after DNS and before the connect, on every address returned.
- * Refusals surface from `agent.request` as `NonPublicAddressError`. The caller destroys the agent.
+ * An undici Agent that connects only to public addresses or `allowHosts`, checked as the header says;
+ * refusals surface from `agent.request` as `NonPublicAddressError`. The caller destroys the agent.
  */
 export async function createPublicAgent(
   options: { allowHosts?: readonly string[]; resolveHost?: ResolveHost } = {},

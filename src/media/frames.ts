@@ -246,7 +246,6 @@ function lastLine({ stderr }: Run): string {
   return (lines.at(-1) ?? "no output").replace(/^\[[^\]]*\] /, "").slice(0, 200);
 }
 
-/** Width and height from the JPEG's frame header. */
 function jpegSize(jpeg: Buffer): { width: number; height: number } {
   for (let at = 2; at + 9 < jpeg.length && jpeg[at] === 0xff; at += 2 + jpeg.readUInt16BE(at + 2)) {
     const marker = jpeg[at + 1] ?? 0;

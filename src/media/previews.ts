@@ -39,7 +39,6 @@ export const PREVIEW_DEADLINE_MS = 10_000;
 const WORKER_IDLE_MS = 30_000;
 const PREVIEWABLE = new Set(["png", "jpg", "webp", "gif"]);
 
-/** An image to preview. */
 export interface PreviewSource {
   url: string;
   /** How the note names it: "image 2", "the video's still". */
