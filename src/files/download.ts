@@ -167,12 +167,7 @@ async function fetchMedia<T>(
   }
 }
 
-async function follow(
-  start: URL,
-  agent: Agent,
-  allowHosts: readonly string[],
-  signal: AbortSignal,
-): Promise<{ url: URL; response: Response }> {
+async function follow(start: URL, agent: Agent, allowHosts: readonly string[], signal: AbortSignal) {
   let url = start;
   let hop: string | undefined;
   for (let hops = 0; hops <= MAX_REDIRECTS; hops++) {
@@ -221,12 +216,7 @@ function mediaUrl(raw: string, context: string, base?: URL): URL {
  * Links `temp` under `file` or the first free numbered name, unless one of them already holds the same bytes.
  * Every numbered name is looked at first: the user may have deleted some, and a copy may sit after a gap.
  */
-async function place(
-  temp: string,
-  dir: string,
-  file: string,
-  expected: { bytes: number; sha256: string },
-): Promise<{ path: string; reused: boolean }> {
+async function place(temp: string, dir: string, file: string, expected: { bytes: number; sha256: string }) {
   const present = new Set(await readdir(dir));
   const names = Array.from({ length: MAX_NAME_SUFFIX + 1 }, (_, n) =>
     n === 0 ? file : file.replace(/(\.\w+)$/, `-${n}$1`),

@@ -251,11 +251,7 @@ function notRegularFile(param: string, shown: string, stats: Stats): ValidationE
 
 // O_NOFOLLOW guards only the last component; a folder on the way swapped for a symlink between the checks
 // and the open would slip through. On Linux the kernel tells where the descriptor really points.
-async function openedInside(
-  handle: FileHandle,
-  real: string,
-  allowedDirs: readonly string[],
-): Promise<boolean> {
+async function openedInside(handle: FileHandle, real: string, allowedDirs: readonly string[]) {
   const target = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
   if (target !== undefined) return isInsideAny(target, allowedDirs);
   // No /proc (other systems, some containers): the portable, weaker re-check.
