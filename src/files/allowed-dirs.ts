@@ -3,7 +3,6 @@ import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** Folders under the home directory allowed when GENERATION_ALLOWED_DIRS is unset (if they exist). */
 const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
 interface AllowedDirsInput {
@@ -32,17 +31,14 @@ export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<strin
     ).map((entry) => expandHome(entry, input.home)),
     ...input.roots.map((root) => (/^file:/i.test(root) ? fileUrlPath(root) : undefined) ?? root),
   ];
-  const allowed: string[] = [];
-  for (const candidate of candidates) {
-    // A relative entry would depend on the working directory the MCP client happened to start us in.
-    const real = await realDirectory(candidate);
-    if (real !== undefined && !allowed.includes(real)) allowed.push(real);
-    else if (real === undefined) {
-      const why = path.isAbsolute(candidate) ? "does not exist or is not a folder" : "not an absolute path";
-      input.onSkipped?.(candidate, why);
-    }
-  }
-  return allowed;
+  // A relative entry would depend on the working directory the MCP client happened to start us in.
+  const reals = await Promise.all(candidates.map(realDirectory));
+  candidates.forEach((candidate, index) => {
+    if (reals[index] !== undefined) return;
+    const why = path.isAbsolute(candidate) ? "does not exist or is not a folder" : "not an absolute path";
+    input.onSkipped?.(candidate, why);
+  });
+  return [...new Set(reals.filter((real) => real !== undefined))];
 }
 
 /** The configured entries that are not folders now: resolveAllowedDirs drops them, refusals name them. */
@@ -60,14 +56,12 @@ export function isInsideAny(child: string, parents: readonly string[]): boolean 
   return parents.some((parent) => isInside(child, parent));
 }
 
-/** `~` and a leading `~/` name the home folder; anything else is left as it is. */
 export function expandHome(entry: string, home: string): string {
   if (entry === "~") return home;
   const homeRelative = entry.startsWith("~/") || (path.sep === "\\" && entry.startsWith("~\\"));
   return homeRelative ? path.join(home, entry.slice(2)) : entry;
 }
 
-/** The real path of an absolute `candidate` when it is a folder. */
 export async function realDirectory(candidate: string): Promise<string | undefined> {
   if (!path.isAbsolute(candidate)) return undefined;
   const real = await realpath(candidate).catch(() => undefined);

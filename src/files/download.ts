@@ -38,17 +38,6 @@ export interface DownloadMediaOptions extends FetchMediaOptions {
   expected?: "video" | "image" | undefined;
 }
 
-export interface DownloadedMedia {
-  /** Absolute path of the file holding the media: a new file, or an identical earlier one (`reused`). */
-  path: string;
-  bytes: number;
-  /** SHA-256 of the bytes, lowercase hex. */
-  sha256: string;
-  reused: boolean;
-  /** The Content-Type header as received (informational; the extension comes from the bytes). */
-  contentType: string | undefined;
-}
-
 type Response = Dispatcher.ResponseData;
 
 const MAX_REDIRECTS = 3;
@@ -61,10 +50,11 @@ const RETRY_DOWNLOAD =
  * Downloads media to `dir`, named `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes. It
  * is written to a private temporary file, then linked into place without ever replacing a file (`name-1.ext`,
  * `name-2.ext` ... on collision); when a numbered name already holds the same bytes that path is returned,
- * `reused: true`. A failure leaves no file. Errors: `AbortedError`, `TimeoutError`, `NetworkError`,
+ * `reused: true`. Returns the absolute path, the size, the SHA-256 (hex) and the Content-Type as received
+ * (informational). A failure leaves no file. Errors: `AbortedError`, `TimeoutError`, `NetworkError`,
  * `NonPublicAddressError`, or `GenerationError` (`internal_error`, with `status` for a non-2xx answer).
  */
-export async function downloadMedia(opts: DownloadMediaOptions): Promise<DownloadedMedia> {
+export async function downloadMedia(opts: DownloadMediaOptions) {
   const name = sanitizeBaseName(opts.baseName);
   return fetchMedia(opts, async (response, shown) => {
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
@@ -125,7 +115,6 @@ export function sanitizeBaseName(baseName: string): string {
   return cleaned.length > 0 ? cleaned : "media";
 }
 
-/** The URL checked, one deadline, a private agent, bounded redirects, a 2xx whose declared size fits. */
 async function fetchMedia<T>(
   opts: FetchMediaOptions,
   read: (response: Response, shown: string) => Promise<T>,
@@ -178,12 +167,7 @@ async function fetchMedia<T>(
   }
 }
 
-async function follow(
-  start: URL,
-  agent: Agent,
-  allowHosts: readonly string[],
-  signal: AbortSignal,
-): Promise<{ url: URL; response: Response }> {
+async function follow(start: URL, agent: Agent, allowHosts: readonly string[], signal: AbortSignal) {
   let url = start;
   let hop: string | undefined;
   for (let hops = 0; hops <= MAX_REDIRECTS; hops++) {
@@ -232,12 +216,7 @@ function mediaUrl(raw: string, context: string, base?: URL): URL {
  * Links `temp` under `file` or the first free numbered name, unless one of them already holds the same bytes.
  * Every numbered name is looked at first: the user may have deleted some, and a copy may sit after a gap.
  */
-async function place(
-  temp: string,
-  dir: string,
-  file: string,
-  expected: { bytes: number; sha256: string },
-): Promise<{ path: string; reused: boolean }> {
+async function place(temp: string, dir: string, file: string, expected: { bytes: number; sha256: string }) {
   const present = new Set(await readdir(dir));
   const names = Array.from({ length: MAX_NAME_SUFFIX + 1 }, (_, n) =>
     n === 0 ? file : file.replace(/(\.\w+)$/, `-${n}$1`),

@@ -167,10 +167,7 @@ function inspect(bytes: Buffer, param: string, shown: string, name: string) {
  * `open` and `close` over one file handle: `close` destroys the streams still open and waits until each has
  * closed (a Readable.from stream closes once its generator returned, so no read of the handle is pending).
  */
-function streams(
-  handle: FileHandle,
-  generate: () => AsyncGenerator<Buffer>,
-): Pick<LocalImage, "open" | "close"> {
+function streams(handle: FileHandle, generate: () => AsyncGenerator<Buffer>) {
   const live = new Set<Readable>();
   let closing: Promise<void> | undefined;
   return {

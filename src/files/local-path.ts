@@ -22,14 +22,6 @@ export interface OpenInsideOptions {
   home: string;
 }
 
-interface OpenedFile {
-  handle: FileHandle;
-  /** The path as asked for (absolute, `~` expanded), and as quoted in messages. */
-  requested: string;
-  shown: string;
-  size: number;
-}
-
 // O_NOFOLLOW refuses a last component swapped for a symlink after the checks; O_NONBLOCK keeps a FIFO
 // swapped in from blocking the open. Both are absent on Windows, where the checks before still hold.
 const OPEN_FLAGS =
@@ -43,8 +35,9 @@ const MAX_PATH_CHARS = 4096;
  * `~name` and `file://` refused, `%xx` never decoded); its real path inside an allowed folder; a regular
  * file (refused before opening: opening some devices has side effects) with a single link (a hard link's
  * other names may lie outside), opened by its real path with O_NOFOLLOW and checked again on the handle.
+ * `requested` is the path as asked for (absolute, `~` expanded), `shown` as quoted in messages.
  */
-export async function openInside(input: unknown, opts: OpenInsideOptions): Promise<OpenedFile> {
+export async function openInside(input: unknown, opts: OpenInsideOptions) {
   const { param } = opts;
   const allowedDirs = (await Promise.all(opts.allowedDirs.map(realDirectory))).filter(
     (dir) => dir !== undefined,
@@ -258,11 +251,7 @@ function notRegularFile(param: string, shown: string, stats: Stats): ValidationE
 
 // O_NOFOLLOW guards only the last component; a folder on the way swapped for a symlink between the checks
 // and the open would slip through. On Linux the kernel tells where the descriptor really points.
-async function openedInside(
-  handle: FileHandle,
-  real: string,
-  allowedDirs: readonly string[],
-): Promise<boolean> {
+async function openedInside(handle: FileHandle, real: string, allowedDirs: readonly string[]) {
   const target = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
   if (target !== undefined) return isInsideAny(target, allowedDirs);
   // No /proc (other systems, some containers): the portable, weaker re-check.

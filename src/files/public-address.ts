@@ -35,20 +35,14 @@ export class NonPublicAddressError extends GenerationError {
   }
 }
 
-interface Range {
-  family: "ipv4" | "ipv6";
-  list: BlockList;
-  reason: string;
-}
-
-function range(network: string, bits: number, reason: string): Range {
+function range(network: string, bits: number, reason: string) {
   const family = isIPv6(network) ? "ipv6" : "ipv4";
   const list = new BlockList();
   list.addSubnet(network, bits, family);
   return { family, list, reason };
 }
 
-const RANGES: readonly Range[] = [
+const RANGES = [
   range("0.0.0.0", 8, "a 'this network' address (0.0.0.0/8)"),
   range("10.0.0.0", 8, "a private address (10.0.0.0/8)"),
   range("100.64.0.0", 10, "a carrier-grade NAT address (100.64.0.0/10)"),
@@ -68,13 +62,13 @@ const RANGES: readonly Range[] = [
 ];
 
 // IPv6 forms carrying an IPv4 address (from this 16-bit group on): the network may deliver them to it.
-const EMBEDDINGS: readonly [Range, number][] = [
+const EMBEDDINGS = [
   [range("::ffff:0:0", 96, "an IPv4-mapped"), 6],
   [range("::ffff:0:0:0", 96, "an IPv4-translated"), 6],
   [range("64:ff9b::", 96, "a NAT64 (64:ff9b::/96)"), 6],
   [range("::", 96, "an IPv4-compatible"), 6],
   [range("2002::", 16, "a 6to4 (2002::/16)"), 1],
-];
+] as const;
 
 /**
  * Why an IP address is not public, as a phrase ("a loopback address (127.0.0.0/8)"), or undefined when it
@@ -95,7 +89,6 @@ export function nonPublicReason(address: string): string | undefined {
   return reason === undefined ? undefined : `${embedding.reason} IPv6 form of ${ipv4}, ${reason}`;
 }
 
-// Names are judged at connect time, on what DNS answers for that connection.
 function literalRefusal(host: string, allowed: ReadonlySet<string>): string | undefined {
   return isIP(host) !== 0 && !allowed.has(host) ? nonPublicReason(host) : undefined;
 }
@@ -124,9 +117,8 @@ export function checkPublicUrl(url: URL | string, allowHosts: readonly string[] 
 }
 
 /**
- * An undici Agent that connects only to public addresses, except for `allowHosts`: IP-literal hosts are
- * refused before the socket is created, names after DNS and before the connect, on every address returned.
- * Refusals surface from `agent.request` as `NonPublicAddressError`. The caller destroys the agent.
+ * An undici Agent that connects only to public addresses or `allowHosts`, checked as the header says;
+ * refusals surface from `agent.request` as `NonPublicAddressError`. The caller destroys the agent.
  */
 export async function createPublicAgent(
   options: { allowHosts?: readonly string[]; resolveHost?: ResolveHost } = {},

@@ -19,7 +19,6 @@ export function sniffImageType(bytes: Uint8Array): UploadMimeType | undefined {
   return undefined;
 }
 
-/** The file extension (without dot) that names an upload type. */
 export const extensionFor = (mime: UploadMimeType) => EXTENSIONS[mime];
 
 /** The extension for downloaded media: mp4 / mov (an ISO-BMFF video), png, jpg, webp, gif, webm. */

@@ -10,6 +10,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
 import { isObject } from "../api/shapes.js";
+import type { Config } from "../config/index.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
 import { FRAMES_DEADLINE_MS, contactSheet, type FramesInfo, type SheetOptions } from "./frames.js";
@@ -18,14 +19,9 @@ import { PREVIEW_DEADLINE_MS, makePreviews, type PreviewSource } from "./preview
 /** Claude Desktop refuses a tool result above 1 MB; the previews' budget keeps far below: a backstop. */
 export const MAX_RESULT_BYTES = 1_000_000;
 
-export interface MediaSettings {
-  previews: boolean;
-  previewMaxSide: number;
-  resourceLinks: boolean;
-  /** GENERATION_FFMPEG_PATH; undefined: `ffmpeg` on PATH. */
-  ffmpegPath?: string | undefined;
+type MediaSettings = Pick<Config, "previews" | "previewMaxSide" | "resourceLinks" | "ffmpegPath"> & {
   allowHosts: readonly string[];
-}
+};
 
 const MIME_TYPES: Readonly<Record<string, string>> = {
   mp4: "video/mp4",
@@ -88,11 +84,10 @@ export async function withMedia(
 }
 
 /**
- * One image per video: the sheet of its frames, else a preview of its still. Started only once the sheet
- * failed, the still would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
- * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
- * sheet's time at most. A sheet that comes first (made in seconds, or at once from the cache) spares the
- * still (no worker, no fetch), or aborts and drops it.
+ * The still, started only once the sheet failed, would add its 10 s to the sheet's 30 s; it starts beside
+ * the sheet instead, as soon as the sheet fails or at the latest when just its 10 s of the sheet's time are
+ * left, so the call waits the sheet's time at most. A sheet that comes first (made in seconds, or at once
+ * from the cache) spares the still (no worker, no fetch), or aborts and drops it.
  */
 async function sheetOrStill(
   url: string,

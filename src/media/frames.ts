@@ -13,6 +13,7 @@ import path from "node:path";
 import type { ImageContent } from "@modelcontextprotocol/server";
 
 import { abortable } from "../api/sleep.js";
+import type { Config } from "../config/index.js";
 import { downloadMedia } from "../files/download.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf, type PreviewOptions } from "./previews.js";
@@ -41,9 +42,7 @@ export interface FramesInfo {
 export type Sheet = { image: ImageContent; frames: FramesInfo; text: string } | { note: string };
 
 /** The `signal` is the caller's: it stops waiting, while the decode goes on for the video's next result. */
-export interface SheetOptions extends Omit<PreviewOptions, "loadSharp"> {
-  /** GENERATION_FFMPEG_PATH, else `ffmpeg` on PATH. */
-  ffmpegPath?: string | undefined;
+export interface SheetOptions extends Omit<PreviewOptions, "loadSharp">, Pick<Config, "ffmpegPath"> {
   /** FRAMES_DEADLINE_MS unless given (tests). */
   deadlineMs?: number;
 }
@@ -247,7 +246,6 @@ function lastLine({ stderr }: Run): string {
   return (lines.at(-1) ?? "no output").replace(/^\[[^\]]*\] /, "").slice(0, 200);
 }
 
-/** Width and height from the JPEG's frame header. */
 function jpegSize(jpeg: Buffer): { width: number; height: number } {
   for (let at = 2; at + 9 < jpeg.length && jpeg[at] === 0xff; at += 2 + jpeg.readUInt16BE(at + 2)) {
     const marker = jpeg[at + 1] ?? 0;

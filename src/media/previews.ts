@@ -35,11 +35,9 @@ export const PREVIEW_BUDGET_CHARS = 160_000;
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
 /** All previews of one result together: they come on top of the call's own wait. */
 export const PREVIEW_DEADLINE_MS = 10_000;
-/** A worker without a preview to make for this long is stopped, and its memory with it. */
 const WORKER_IDLE_MS = 30_000;
 const PREVIEWABLE = new Set(["png", "jpg", "webp", "gif"]);
 
-/** An image to preview. */
 export interface PreviewSource {
   url: string;
   /** How the note names it: "image 2", "the video's still". */

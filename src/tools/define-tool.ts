@@ -106,7 +106,6 @@ export function defineTool<Input extends z.ZodType, Output extends z.ZodType>(
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Schema pieces several tools share. */
 export const fields = {
   prompt: (what: string) =>
     z

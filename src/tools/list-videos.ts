@@ -94,7 +94,6 @@ async function ownVideos(deps: ServerDeps, scope: string, { page, limit }: { pag
   return { items: listed, page, limit, total, total_pages: Math.ceil(total / limit) };
 }
 
-/** The page with its next step: the next page to ask for, when there may be one. */
 function withPagingStep<T extends Page>(result: T): T & { next_step?: string } {
   if (result.items.length === 0 || isLastPage(result) === true) return result;
   const next = `call list_videos with page ${result.page + 1}`;
@@ -113,7 +112,6 @@ function isLastPage(result: Page): boolean | undefined {
   return result.items.length < result.limit ? true : undefined;
 }
 
-/** How many pages the history has, from whatever totals the service gave. */
 function pagesOf(result: { limit: number } & Record<string, unknown>): number | undefined {
   const total = count(result["total"]);
   return count(result["total_pages"]) ?? (total !== undefined ? Math.ceil(total / result.limit) : undefined);

@@ -17,7 +17,6 @@ const ENVELOPE_BYTES = 16 * 1024;
 export const MAX_DATA_BASE64_CHARS = MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
 /** Largest image data_base64 can carry (about 7.5 MB); a larger one (up to MAX_UPLOAD_BYTES) goes by path. */
 export const MAX_DATA_BASE64_BYTES = Math.floor(MAX_DATA_BASE64_CHARS / 4) * 3;
-/** Megabytes, to one decimal, rounded down. */
 const megabytes = (bytes: number) => (Math.floor((bytes / MIB) * 10) / 10).toFixed(1);
 const DATA_MB = megabytes(MAX_DATA_BASE64_BYTES);
 /** Over Streamable HTTP the body limit (4 MiB by default) is lower: about 3 MB of image. */
