@@ -53,7 +53,6 @@ export async function authFor(config: HttpConfig, serviceKey: string, logger: Lo
   };
 }
 
-/** Each caller's bearer is its own service key. */
 function passthroughAuth(header: string | undefined): Caller | Refusal {
   const token = bearerToken(header, MAX_TOKEN_CHARS);
   if (token === undefined)
@@ -61,7 +60,6 @@ function passthroughAuth(header: string | undefined): Caller | Refusal {
   return { id: digestOf(token), kind: "key", serviceKey: token, scope: undefined };
 }
 
-/** Callers present tokens of this server (their SHA-256 hashes listed); the server's key serves them all. */
 function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
   const hashes = tokenHashes.map((hash) => Buffer.from(hash, "hex"));
   return (header: string | undefined): Caller | Refusal => {

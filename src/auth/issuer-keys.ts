@@ -110,7 +110,7 @@ async function discoverJwksUri(issuer: string): Promise<string> {
       last = error;
     }
   }
-  throw last instanceof Error ? last : new Error(String(last));
+  throw last;
 }
 
 /** A JSON document of the issuer: within the timeout, no redirect followed, at most MAX_DOCUMENT_BYTES. */
