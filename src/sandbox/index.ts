@@ -81,7 +81,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     baseUrl: `${ctx.origin}/api/v1`,
     origin: ctx.origin,
     keys: { paid: keyOf("paid", 0), free: keyOf("free", 1), poor: keyOf("poor", 2) },
-    // A live account: reading its balance settles finished tasks first, so a refund shows at once.
     accounts: list.map(
       (account) =>
         new Proxy(account, {

@@ -82,7 +82,7 @@ export interface RequestRecord {
 /** The knobs; `take` and `latencyFor` are the server's side of them. */
 export type FaultControl = Omit<Faults, "take" | "latencyFor">;
 
-/** A live account: reading `credits` settles finished tasks first; assigning it sets the balance. */
+/** A live account: reading `credits` settles finished tasks first, so refunds show; assigning sets it. */
 export type SandboxAccountView = Readonly<Pick<SandboxAccount, "key" | "name">> &
   Omit<SandboxAccount, "key" | "name">;
 
