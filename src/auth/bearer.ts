@@ -18,11 +18,9 @@ const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
 /**
- * The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it).
- * `authenticate` turns a request's Authorization header into a caller or a refusal (OAuth: after checking the
- * token, with `oauth` the resource server's metadata, challenges and readiness); `callerKeys`: each caller's
- * bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when this server has
- * no OAuth; `mode`: a few words for the start-up line.
+ * The mode `config` names. `oauth`: the resource server's metadata, challenges and readiness; `callerKeys`:
+ * each caller's bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when
+ * this server has no OAuth; `mode`: a few words for the start-up line.
  */
 export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger) {
   if (config.oauth !== undefined) {
