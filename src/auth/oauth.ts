@@ -27,7 +27,6 @@ const CLOCK_LEEWAY_S = 5;
 /** A readiness probe finding the last fetch older than this fetches the keys again (a removed key goes sooner). */
 const READY_FRESH_MS = 10_000;
 
-/** `serviceKey`: the one key the server holds, used for every signed-in caller. */
 export async function createOAuthGate(config: OAuthConfig, serviceKey: string, logger: Logger) {
   const keys = await keepIssuerKeys(config.issuer, logger);
 
@@ -40,7 +39,6 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
     return `Bearer realm="generation-mcp", ${parts.join(", ")}`;
   };
 
-  /** The one answer to every token that does not pass: the same whatever the reason, which stays here. */
   const invalid = (): Refusal => ({
     status: 401,
     challenge: challenge({
