@@ -12,8 +12,7 @@ import type { SandboxContext } from "./context.js";
 import { Faults } from "./faults.js";
 import { createSandboxServer } from "./server.js";
 import { ImageCache, Store } from "./store.js";
-import type { IdKind, SandboxHandle, SandboxOptions } from "./types.js";
-import type { SandboxShapes, SandboxTimings } from "./types.js";
+import type { IdKind, SandboxHandle, SandboxOptions, SandboxShapes, SandboxTimings } from "./types.js";
 
 export type * from "./types.js";
 export { DEFAULT_ACCOUNTS } from "./auth.js";
