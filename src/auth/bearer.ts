@@ -18,11 +18,9 @@ const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
 /**
- * The mode `config` names; `serviceKey` is the key the server holds (gateway and OAuth callers use it).
- * `authenticate` turns a request's Authorization header into a caller or a refusal (OAuth: after checking the
- * token, with `oauth` the resource server's metadata, challenges and readiness); `callerKeys`: each caller's
- * bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when this server has
- * no OAuth; `mode`: a few words for the start-up line.
+ * The mode `config` names. `oauth`: the resource server's metadata, challenges and readiness; `callerKeys`:
+ * each caller's bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when
+ * this server has no OAuth; `mode`: a few words for the start-up line.
  */
 export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger) {
   if (config.oauth !== undefined) {
@@ -53,7 +51,6 @@ export async function authFor(config: HttpConfig, serviceKey: string, logger: Lo
   };
 }
 
-/** Each caller's bearer is its own service key. */
 function passthroughAuth(header: string | undefined): Caller | Refusal {
   const token = bearerToken(header, MAX_TOKEN_CHARS);
   if (token === undefined)
@@ -61,7 +58,6 @@ function passthroughAuth(header: string | undefined): Caller | Refusal {
   return { id: digestOf(token), kind: "key", serviceKey: token, scope: undefined };
 }
 
-/** Callers present tokens of this server (their SHA-256 hashes listed); the server's key serves them all. */
 function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
   const hashes = tokenHashes.map((hash) => Buffer.from(hash, "hex"));
   return (header: string | undefined): Caller | Refusal => {

@@ -19,7 +19,6 @@ const MAX_DOCUMENT_BYTES = 256 * 1024;
 const REFRESH_INTERVAL_MS = 60_000;
 const RETRY_INTERVAL_MS = 5000;
 const COOL_DOWN_MS = 5000;
-/** Longest the last good key set is used without a good fetch since (then /readyz says not ready). */
 const MAX_KEY_AGE_MS = 24 * 60 * 60_000;
 
 /** Fetches the key set once before resolving, whether or not the issuer answers. */
@@ -110,7 +109,7 @@ async function discoverJwksUri(issuer: string): Promise<string> {
       last = error;
     }
   }
-  throw last instanceof Error ? last : new Error(String(last));
+  throw last;
 }
 
 /** A JSON document of the issuer: within the timeout, no redirect followed, at most MAX_DOCUMENT_BYTES. */

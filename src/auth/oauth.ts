@@ -27,12 +27,6 @@ const CLOCK_LEEWAY_S = 5;
 /** A readiness probe finding the last fetch older than this fetches the keys again (a removed key goes sooner). */
 const READY_FRESH_MS = 10_000;
 
-/** The issuer's keys cannot be had: the request is answered 503, never let through. */
-interface Unavailable {
-  unavailable: string;
-}
-
-/** `serviceKey`: the one key the server holds, used for every signed-in caller. */
 export async function createOAuthGate(config: OAuthConfig, serviceKey: string, logger: Logger) {
   const keys = await keepIssuerKeys(config.issuer, logger);
 
@@ -45,7 +39,6 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
     return `Bearer realm="generation-mcp", ${parts.join(", ")}`;
   };
 
-  /** The one answer to every token that does not pass: the same whatever the reason, which stays here. */
   const invalid = (): Refusal => ({
     status: 401,
     challenge: challenge({
@@ -83,7 +76,7 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
       resource_name: "generation-mcp: video and image generation",
     }),
     close: () => keys.close(),
-    async authenticate(header: string | undefined): Promise<Caller | Refusal | Unavailable> {
+    async authenticate(header: string | undefined): Promise<Caller | Refusal | { unavailable: string }> {
       const token = bearerToken(header, MAX_ACCESS_TOKEN_CHARS);
       // A bearer too long or malformed is a token that does not pass, not a missing one.
       if (token === undefined && header !== undefined && /^Bearer[ \t]+\S/i.test(header)) return invalid();

@@ -10,7 +10,7 @@ export type HttpConfig = ReturnType<typeof httpConfig>;
 
 export type OAuthConfig = NonNullable<ReturnType<typeof oauthConfig>>;
 
-export const isLoopbackHost = (host: string): boolean =>
+const isLoopbackHost = (host: string): boolean =>
   ["127.0.0.1", "localhost", "::1", "[::1]"].includes(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
 
 /** Whether a switch or on/off value (read, or straight from the environment) says on. */
@@ -23,8 +23,6 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
   const host = values.GENERATION_HTTP_HOST ?? DEFAULTS.httpHost;
   const oauth = oauthConfig(values);
   const allowedHosts = list(values.GENERATION_HTTP_ALLOWED_HOSTS).map((entry) => entry.toLowerCase());
-  // Behind its public address, that address's host is one the server answers to.
-  if (oauth !== undefined && allowedHosts.length > 0) allowedHosts.push(new URL(oauth.publicUrl).host);
   if (!isLoopbackHost(host) && allowedHosts.length === 0) {
     throw new ConfigError(
       `GENERATION_HTTP_HOST (or --host): ${JSON.stringify(host)} is not a loopback address, so GENERATION_HTTP_ALLOWED_HOSTS ` +
@@ -100,10 +98,7 @@ function publicBase(issuer: string, publicUrl: string | undefined): URL {
       `GENERATION_OAUTH_ISSUER: ${JSON.stringify(issuer)} is not a URL (e.g. https://id.example.com/realms/team).`,
     );
   }
-  if (
-    url.protocol !== "https:" &&
-    !(url.protocol === "http:" && isLoopbackHost(url.hostname.replace(/^\[|\]$/g, "")))
-  ) {
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname))) {
     throw new ConfigError(
       `GENERATION_OAUTH_ISSUER: ${JSON.stringify(issuer)} must be an https:// address (http:// only on a loopback address, for a local identity provider).`,
     );

@@ -8,7 +8,7 @@ import path from "node:path";
 import { checkHttpKeys, httpConfig, isOn, type HttpConfig } from "./http.js";
 import { ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
 
-export { isLoopbackHost, isOn, type HttpConfig, type OAuthConfig } from "./http.js";
+export { isOn, type HttpConfig, type OAuthConfig } from "./http.js";
 export { ConfigError, FLAG_OPTIONS, FLAG_TO_ENV, describeOptions, isUnfilledPlaceholder } from "./schema.js";
 export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;
 

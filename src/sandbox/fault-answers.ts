@@ -70,7 +70,6 @@ export function earlyResponse(
     return errorResponse(plan.status, plan.code, plan.message ?? message);
   }
   if (!account) return undefined;
-  // What the route would answer for a request the service never saw whole: ids that were never stored.
   if (route === "upload") {
     // The type cannot be judged from bytes never read; PNG is as good a guess as any.
     const upload = { id: ctx.newId("upload"), extension: "png", contentType: "image/png", size: bodyBytes };

@@ -12,8 +12,7 @@ import type { SandboxContext } from "./context.js";
 import { Faults } from "./faults.js";
 import { createSandboxServer } from "./server.js";
 import { ImageCache, Store } from "./store.js";
-import type { IdKind, SandboxHandle, SandboxOptions } from "./types.js";
-import type { SandboxShapes, SandboxTimings } from "./types.js";
+import type { IdKind, SandboxHandle, SandboxOptions, SandboxShapes, SandboxTimings } from "./types.js";
 
 export type * from "./types.js";
 export { DEFAULT_ACCOUNTS } from "./auth.js";
@@ -81,7 +80,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     baseUrl: `${ctx.origin}/api/v1`,
     origin: ctx.origin,
     keys: { paid: keyOf("paid", 0), free: keyOf("free", 1), poor: keyOf("poor", 2) },
-    // A live account: reading its balance settles finished tasks first, so a refund shows at once.
     accounts: list.map(
       (account) =>
         new Proxy(account, {

@@ -79,10 +79,7 @@ export interface RequestRecord {
   bodyBytes?: number;
 }
 
-/** The knobs; `take` and `latencyFor` are the server's side of them. */
-export type FaultControl = Omit<Faults, "take" | "latencyFor">;
-
-/** A live account: reading `credits` settles finished tasks first; assigning it sets the balance. */
+/** A live account: reading `credits` settles finished tasks first, so refunds show; assigning sets it. */
 export type SandboxAccountView = Readonly<Pick<SandboxAccount, "key" | "name">> &
   Omit<SandboxAccount, "key" | "name">;
 
@@ -93,7 +90,8 @@ export interface SandboxHandle {
   origin: string;
   keys: { paid: string; free: string; poor: string };
   accounts: readonly SandboxAccountView[];
-  faults: FaultControl;
+  /** The knobs; `take` and `latencyFor` are the server's side of them. */
+  faults: Omit<Faults, "take" | "latencyFor">;
   /** Mutable: changes apply to the next answer. */
   shapes: SandboxShapes;
   /** Every request received, API and media alike, in arrival order. */

@@ -30,7 +30,6 @@ export function validateVideoRequest(body: Body) {
     throw validationError("image_url", "required when generation_type is image_to_video");
   const aspectRatio = aspectRatioField(body, models.DEFAULT_ASPECT_RATIO_VIDEO);
   const duration = durationField(body);
-  // Set only for the standard model, defaulted when absent.
   let resolution = optionalEnum(body, "resolution", models.VIDEO_RESOLUTIONS);
   if (resolution !== undefined && model !== models.RESOLUTION_MODEL)
     throw validationError("resolution", `only accepted for ${models.RESOLUTION_MODEL}, not for ${model}`);

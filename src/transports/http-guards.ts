@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { isLoopbackHost, type HttpConfig } from "../config/index.js";
+import type { HttpConfig } from "../config/index.js";
 import type { MetricsEndpoint } from "../metrics.js";
 
 /** How many of something each caller may hold at once: `take` gets all `count` slots or none. */
@@ -29,17 +29,16 @@ export function callerSlots(max: number) {
 }
 
 /**
- * The Host values served: those configured, else (loopback only) the loopback names with the port and the
- * public address (GENERATION_PUBLIC_URL) when there is one. A Host header a DNS-rebinding page would send
- * (its own name) is then refused.
+ * The Host values served: those configured, else the loopback names with the port (the configuration allows
+ * no other bound host without a list); and the public address (GENERATION_PUBLIC_URL) when there is one. A
+ * Host header a DNS-rebinding page would send (its own name) is then refused.
  */
 export function effectiveHosts(config: HttpConfig, port: number): Set<string> {
-  if (config.allowedHosts.length > 0) return new Set(config.allowedHosts);
-  const names = new Set(["localhost", "127.0.0.1", "[::1]"]);
-  if (isLoopbackHost(config.host)) names.add(config.host.includes(":") ? `[${config.host}]` : config.host);
-  const served = new Set([...names].map((name) => `${name}:${port}`));
+  const bound = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const loopback = ["localhost", "127.0.0.1", "[::1]", bound].map((name) => `${name}:${port}`);
+  const served = new Set(config.allowedHosts.length > 0 ? config.allowedHosts : loopback);
   // Behind a reverse proxy that passes the public Host on: the public address is this server's too.
-  if (config.oauth !== undefined) served.add(new URL(config.oauth.publicUrl).host.toLowerCase());
+  if (config.oauth !== undefined) served.add(new URL(config.oauth.publicUrl).host);
   return served;
 }
 

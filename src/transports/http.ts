@@ -89,7 +89,6 @@ export async function serveHttp(options: HttpServing) {
     create: (apiKey) => options.makeRuntime(apiKey, auth.callerKeys),
   });
   const open = new Set<ServerResponse>();
-  /** Calls running on this replica, by caller, session and request id: what a cancel notification ends. */
   const running = new Map<string, Set<() => void>>();
   const calls = callerSlots(config.maxConcurrentPerKey);
   const bodies = callerSlots(BODIES_PER_CALLER);

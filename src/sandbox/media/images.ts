@@ -23,7 +23,6 @@ export function imageSize(
     : { width: short(width, height), height: long };
 }
 
-/** The encoder of each output format: (width, height, seed) to the file's bytes. */
 export const ENCODERS = { png: encodePng, jpg: encodeJpeg, webp: encodeWebp };
 
 /** A small stable hash so an image's colours follow its prompt. */
@@ -84,7 +83,6 @@ function* pngRows(width: number, height: number, blue: number): Generator<Buffer
   }
 }
 
-/** The colour of a flat image, from the prompt's seed. */
 function flatColour(seed: number): [number, number, number] {
   return [64 + (seed & 0x7f), 96 + ((seed >> 7) & 0x7f), 128 + ((seed >> 14) & 0x7f)];
 }
