@@ -93,6 +93,7 @@ const TLS_CODE =
 
 export class HttpTransport {
   private readonly base: URL;
+  /** Made on the first request: undici is loaded only once something is sent (a faster cold start). */
   private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {
