@@ -41,7 +41,6 @@ interface RunHooks {
 
 export class TaskRuns {
   private readonly runners = new Map<string, AbortController>();
-  /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
   private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
