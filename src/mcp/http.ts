@@ -50,7 +50,7 @@ export function createMcpHttp(options: { version: string; logger: Logger }) {
     ),
   );
   return {
-    /** Serves one parsed JSON-RPC message (or a 2025-03-26 batch); resolves once the answer is handed over. */
+    /** Serves one parsed JSON-RPC message or 2025-03-26 batch; resolves once the answer is handed over. */
     async serve(
       req: IncomingMessage,
       res: ServerResponse,

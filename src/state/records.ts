@@ -156,8 +156,8 @@ export const readList =
     Array.isArray(value) ? value.flatMap((item) => read(item) ?? []) : [];
 
 /**
- * A line of the journal of paid starts (local/journal.ts): an intent, a started task or a void. Optional parts
- * that do not read are dropped, not the line: it may be all that tells a paid start.
+ * A line of the journal of paid starts (local/journal.ts): an intent, a started task or a void. Optional
+ * parts that do not read are dropped, not the line: it may be all that tells a paid start.
  */
 // Each schema is built at its first use (z.lazy), not at import: this module is on the stdio cold start.
 const JOURNAL_ENTRY = z.lazy(() =>
