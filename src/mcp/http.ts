@@ -51,12 +51,7 @@ export function createMcpHttp(options: { version: string; logger: Logger }) {
   );
   return {
     /** Serves one parsed JSON-RPC message or 2025-03-26 batch; resolves once the answer is handed over. */
-    async serve(
-      req: IncomingMessage,
-      res: ServerResponse,
-      message: unknown,
-      session: Session,
-    ): Promise<Served> {
+    async serve(req: IncomingMessage, res: ServerResponse, message: unknown, session: Session) {
       const headers: Record<string, string> = {};
       for (const [field, name] of HEADER_FIELDS) {
         const value = req.headers[name];
