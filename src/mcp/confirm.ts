@@ -48,7 +48,6 @@ const REQUESTED_SCHEMA = {
   required: ["confirm"],
 };
 
-/** What one confirmation answers: this caller's call of this tool with these arguments at this estimate. */
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
 /** The states of one service key: made once per runtime (runtime.ts). */
@@ -80,7 +79,6 @@ type SpendGate =
   | { go: true }
   /** Answer this instead: a confirmation request (2026-07-28). */
   | { answer: Result }
-  /** The user said no: nothing was sent, and not an error. */
   | { declined: CallToolResult }
   /** Refused before anything was sent: budget_exceeded. */
   | { refused: CallToolResult };

@@ -54,7 +54,6 @@ export function guarded<P, R>(
 
 export type Register = ReturnType<typeof handlerOn>;
 
-/** Registers request handlers on `server`, each `guarded`. */
 export function handlerOn(server: Server, logger: Logger) {
   return <P extends StandardSchemaV1>(
     method: string,

@@ -22,11 +22,6 @@ import {
 import { createMcpServer } from "./server.js";
 import type { Session } from "./session.js";
 
-export interface McpHttp {
-  /** Serves one parsed JSON-RPC message (or a 2025-03-26 batch); resolves once the answer is handed over. */
-  serve(req: IncomingMessage, res: ServerResponse, message: unknown, session: Session): Promise<Served>;
-}
-
 export interface Served {
   /** Stops what still runs for this request (its calls are cancelled; their tasks go on). */
   close(): Promise<void>;
@@ -41,7 +36,7 @@ const HEADER_FIELDS = [
 
 const NOTHING_TO_CLOSE: Served = { close: async () => undefined };
 
-export function createMcpHttp(options: { version: string; logger: Logger }): McpHttp {
+export function createMcpHttp(options: { version: string; logger: Logger }) {
   const { version, logger } = options;
   const modern = toNodeHandler(
     createMcpHandler(
@@ -55,7 +50,8 @@ export function createMcpHttp(options: { version: string; logger: Logger }): Mcp
     ),
   );
   return {
-    async serve(req, res, message, session) {
+    /** Serves one parsed JSON-RPC message or 2025-03-26 batch; resolves once the answer is handed over. */
+    async serve(req: IncomingMessage, res: ServerResponse, message: unknown, session: Session) {
       const headers: Record<string, string> = {};
       for (const [field, name] of HEADER_FIELDS) {
         const value = req.headers[name];

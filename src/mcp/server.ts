@@ -48,7 +48,6 @@ async function toolList(withTasks: boolean): Promise<Tool[]> {
   return withTasks ? listed.withTasks : listed.withoutTasks;
 }
 
-/** tools/call and the tools it runs, loaded on the first call. */
 let toolsCall: Promise<typeof ToolsCallModule> | undefined;
 
 const INSTRUCTIONS =

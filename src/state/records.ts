@@ -156,9 +156,8 @@ export const readList =
     Array.isArray(value) ? value.flatMap((item) => read(item) ?? []) : [];
 
 /**
- * A line of the journal of paid starts: the intent (with its Idempotency-Key) written before the POST
- * leaves, then the task that was started or "void" when nothing was. Optional parts that do not read are
- * dropped, not the line: it may be all that tells a paid start.
+ * A line of the journal of paid starts (local/journal.ts): an intent, a started task or a void. Optional
+ * parts that do not read are dropped, not the line: it may be all that tells a paid start.
  */
 // Each schema is built at its first use (z.lazy), not at import: this module is on the stdio cold start.
 const JOURNAL_ENTRY = z.lazy(() =>
@@ -194,7 +193,6 @@ const SCOPE = /^[A-Za-z0-9:_-]{1,80}$/;
 const OWNED_TASK = z.lazy(() =>
   z.object({
     video_id: z.string().refine((id) => safeId(id) === id),
-    /** The caller's scope (Caller.scope). */
     scope: z.string().regex(SCOPE),
     /** Epoch ms of the start. */
     started_at: z.number(),
@@ -222,7 +220,6 @@ export function boundTtl(requested: number | null | undefined): number {
   return Math.max(MIN_TASK_TTL_MS, Math.min(Math.round(requested), MAX_TASK_TTL_MS));
 }
 
-/** A result whose only content is `text`, marked as an error. */
 export function errorText(text: string): StoredResult {
   return { content: [{ type: "text", text }], isError: true };
 }

@@ -9,10 +9,7 @@ import type { Logger } from "../../logger.js";
 import type { ResumeInfo } from "../../tools/define-tool.js";
 import { errorText, expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 
-/**
- * A task failed when its call answered an error, or when the generation itself failed: a blocking call
- * reports that as a normal answer with `status: "failed"`, which the task's result keeps as it is.
- */
+/** Failed: an error answer, or a failed generation (a plain call answers that with status "failed"). */
 function failed(result: StoredResult): boolean {
   const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
   return result.isError === true || status === "failed";
@@ -21,7 +18,6 @@ function failed(result: StoredResult): boolean {
 /** A progress message that names the started task: "video_id <id>: started". */
 const ANNOUNCEMENT = /^video_id (\S+?):/;
 
-/** What runs a tool in the background for a task: the same handler a plain call runs. */
 export interface TaskRun {
   signal: AbortSignal;
   /** Progress from the tool: becomes the task's statusMessage. */
@@ -41,7 +37,6 @@ interface RunHooks {
 
 export class TaskRuns {
   private readonly runners = new Map<string, AbortController>();
-  /** How a task is taken up from its video_id (after a restart, or from a replica that died). */
   private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
@@ -79,7 +74,6 @@ export class TaskRuns {
       videoId === undefined ? undefined : (run: TaskRun) => resumer.resume({ ...info, videoId }, run);
     const launched = resume !== undefined && this.launch(record, resumer.stopping, resume) !== undefined;
     if (!launched) {
-      // Nothing to follow (the process stopped before the service named a task): say how to go on.
       void this.hooks.finish(
         record,
         "failed",
@@ -104,7 +98,6 @@ export class TaskRuns {
       const videoId = ANNOUNCEMENT.exec(message)?.[1];
       if (videoId !== undefined && record.videoId === undefined) {
         record.videoId = videoId;
-        // The generation exists: the task can be handed out, and taken up again after a restart.
         announced();
       }
       this.hooks.progress(record, message);
@@ -115,7 +108,6 @@ export class TaskRuns {
     running
       .then(
         (result) => {
-          // A stop leaves the task working (it is taken up at the next start); a cancel has its answer already.
           if (stopping.aborted || record.task.status !== "working") return;
           // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
           // worth keeping on disk or sharing, and a flood of such calls must cost nothing.

@@ -89,10 +89,7 @@ export class TaskRecords {
     return tasks;
   }
 
-  /**
-   * Starts `options.run` in the background and answers with the task once the run has named its video_id
-   * (or has ended, e.g. a refusal before anything started, or an image that came back at once).
-   */
+  /** Answers once the background run named its video_id, or ended (refused, or an image came at once). */
   async start(options: StartTaskOptions): Promise<TaskState> {
     const ttlMs = boundTtl(options.requestedTtl);
     const now = new Date().toISOString();

@@ -1,7 +1,7 @@
 /**
  * MCP tasks in the 2025-11-25 form (SEP-1686), offered only to clients that negotiated it: a task-augmented
- * `tools/call` answers `{ task }`; tasks/get, tasks/result (waits for the end), tasks/list, tasks/cancel
- * (-32602 once ended). A task the caller cannot see, a cancel too late or a bad cursor is -32602.
+ * `tools/call` answers `{ task }`; tasks/get, tasks/result (waits for the end), tasks/list, tasks/cancel. A
+ * task the caller cannot see, a cancel too late or a bad cursor is -32602.
  */
 import { RELATED_TASK_META_KEY, type Result } from "@modelcontextprotocol/server";
 import * as z from "zod";

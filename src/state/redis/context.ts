@@ -55,5 +55,4 @@ export interface KeyContext {
   forget(key: string): void;
 }
 
-/** A TTL for PX: whole milliseconds, at least one. */
 export const px = (ms: number) => Math.max(1, Math.round(ms));

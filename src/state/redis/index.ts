@@ -46,18 +46,14 @@ const EPOCH_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Entries of the rebuild log kept at most; past it the oldest go (the newest matter most). */
 const REBUILD_MAX = 50_000;
 
-/** The address without its password, for logs. */
-function describeRedisUrl(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.protocol}//${parsed.host}${parsed.pathname === "/" ? "" : parsed.pathname}`;
-}
-
 /**
  * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
  * fatal: the hub reports not ready, logs one clear line, and keeps reconnecting in the background.
  */
 export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
-  const shown = describeRedisUrl(config.url);
+  // The address without its password, for logs.
+  const { protocol, host, pathname } = new URL(config.url);
+  const shown = `${protocol}//${host}${pathname === "/" ? "" : pathname}`;
   const common = {
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
@@ -117,8 +113,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   const heartbeat = setInterval(() => void probe(), PROBE_INTERVAL_MS);
   heartbeat.unref();
 
-  // The store's epoch: written by the first replica to find none, renewed by every heartbeat. One gone or
-  // changed means Redis lost its data: this replica's rebuild log is written again.
+  // The store's epoch: written by the first replica to find none, renewed by every heartbeat.
   const rebuild = new Map<string, { until: number; write: (ttlMs: number) => Promise<unknown> }>();
   const epochKey = `${config.prefix}epoch`;
   let epoch: { id: string; at: number } | undefined;
@@ -187,7 +182,6 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         markDown(error);
         return fallback;
       }),
-    // Before anything replicas must agree on: the epoch is ours, and old enough that every replica rebuilt.
     agreed: (fallback, run) =>
       checkEpoch()
         .then(({ at }) => {

@@ -10,27 +10,24 @@ import { PROCESS_REDACTOR } from "../../redact.js";
 
 const MAC_CHARS = 43;
 
-export interface Sealer {
-  seal(value: unknown): string;
-  /** The parsed value when the seal holds; undefined for anything else (planted, torn, not JSON). */
-  open(text: string): unknown;
-}
-
 /** Values longer than this are not even checked: nothing this server writes comes near it. */
 const MAX_SEALED_CHARS = 1024 * 1024;
 
-export function sealerFor(baseUrl: string, serviceKey: string): Sealer {
+export type Sealer = ReturnType<typeof sealerFor>;
+
+export function sealerFor(baseUrl: string, serviceKey: string) {
   const key = Buffer.from(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp shared state v1", 32) as ArrayBuffer,
   );
   const mac = (text: string) => createHmac("sha256", key).update(text).digest("base64url");
   const redactor = PROCESS_REDACTOR.with(serviceKey);
   return {
-    seal(value) {
+    seal(value: unknown): string {
       const text = redactor.text(JSON.stringify(value));
       return `${mac(text)}.${text}`;
     },
-    open(sealed) {
+    /** The parsed value when the seal holds; undefined for anything else (planted, torn, not JSON). */
+    open(sealed: string): unknown {
       if (sealed.length > MAX_SEALED_CHARS || sealed.charCodeAt(MAC_CHARS) !== 0x2e) return undefined;
       const text = sealed.slice(MAC_CHARS + 1);
       const given = Buffer.from(sealed.slice(0, MAC_CHARS));
