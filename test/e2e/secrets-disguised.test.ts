@@ -136,7 +136,10 @@ describe("the key echoed in disguise never leaves the server", () => {
     });
     seen.push(textOf(await call("get_credits", {})));
 
-    // The key cut across two fields of the service's answer: a prompt and an image URL in the history.
+    // The key cut across two fields of the service's answer: a prompt and an image URL in the history. The
+    // task fails with a reason that carries the key with a zero-width space and a colour (armed before the
+    // start: a task that completed first could not fail any more).
+    faults.failNextTask(`render failed for ${A}\u200b\u001b[1m${B.toUpperCase()}`);
     const started = await call("generate_video", {
       prompt: `about ${A}`,
       image_url: `https://images.example/${B}.png`,
@@ -149,8 +152,6 @@ describe("the key echoed in disguise never leaves the server", () => {
     expect(JSON.stringify(list.structuredContent)).toContain("[redacted]");
     seen.push(textOf(list));
 
-    // A task whose failure reason carries the key with a zero-width space and a colour.
-    faults.failTask(id, `render failed for ${A}\u200b\u001b[1m${B.toUpperCase()}`);
     const failed = await call("get_status", { video_id: id, wait: true });
     expect(failed.structuredContent?.["status"]).toBe("failed");
     seen.push(textOf(failed));
