@@ -9,7 +9,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
-import { isObject } from "../api/shapes.js";
+import { isObject, safeUrl } from "../api/shapes.js";
 import type { Config } from "../config/index.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
@@ -125,11 +125,10 @@ function link(kind: "video" | "image", url: string, name: string): ResourceLink 
   };
 }
 
-// An http(s) address as the service gave it, without credentials; anything else is no media.
+// The same rule the service's answers were read with: anything else is no media.
 function mediaUrl(value: unknown): string[] {
-  const url = typeof value === "string" ? URL.parse(value) : null;
-  const usable = url !== null && /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
-  return usable ? [url.href] : [];
+  const url = safeUrl(value);
+  return url === undefined ? [] : [url];
 }
 
 function stem(id: unknown): string {
