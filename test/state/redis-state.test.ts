@@ -4,6 +4,7 @@
  * a hash of the service key, never the key, and all expire; with Redis gone every part falls back on local
  * state instead of failing, and the hub reports ready again once Redis is back.
  */
+import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AbortedError } from "../../src/api/errors.js";
@@ -239,6 +240,37 @@ describe("without Redis", () => {
     } finally {
       await late.stop();
     }
+  });
+
+  it("names a connection reset while it looked ready as Redis being unreachable", async () => {
+    // A loopback proxy in front of Redis that resets every connection at once: the client hears ECONNRESET
+    // while its status still says ready, and no later connect succeeds.
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(new URL(redis.url).port), "127.0.0.1");
+      sockets.push(client, upstream);
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const lines: string[] = [];
+    const hub = await connectRedis(
+      {
+        url: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        prefix: PREFIX,
+        whenDown: "refuse",
+      },
+      new Logger("debug", (line) => lines.push(line)),
+    );
+    hubs.push(hub);
+    expect(hub.ready()).toBe(true);
+    proxy.close();
+    for (const socket of sockets) socket.resetAndDestroy();
+    await vi.waitFor(() => expect(hub.ready()).toBe(false));
+    const outage = lines.filter((line) => /warning: Redis at /.test(line));
+    expect(outage).toHaveLength(1);
+    expect(outage[0]).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable: /);
   });
 
   it("goes on with local state, reports not ready, and rejoins when Redis is back", async () => {
