@@ -9,18 +9,12 @@ import { BudgetExceededError, GenerationError } from "../api/errors.js";
 import { StateFileError } from "../state/local/store.js";
 import type { SpendStore } from "../state/records.js";
 
-/** What get_credits reports of a caller's day: the count, or why it cannot be told now and what to do. */
-export type Allowance = {
-  daily_limit: number;
-  /** ISO time of the next UTC midnight, when the day's count starts again. */
-  resets_at: string;
-} & ({ used_today: number; remaining_today: number } | { known: false; reason: string; next_step: string });
-
 /** `YYYY-MM-DD` of the UTC day of `now`. */
 export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
+/** ISO time of the next UTC midnight, when the day's count starts again. */
 function nextUtcMidnight(now: number): string {
   return new Date(Date.parse(utcDay(now)) + 24 * 60 * 60 * 1000).toISOString();
 }
@@ -64,7 +58,8 @@ export class DailySpend {
     };
   }
 
-  async allowance(callerId: string): Promise<Allowance> {
+  /** What get_credits reports of a caller's day: the count, or why it cannot be told now and what to do. */
+  async allowance(callerId: string) {
     const now = this.now();
     const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
     try {
@@ -75,7 +70,7 @@ export class DailySpend {
       const why = error instanceof StateFileError ? `today's spend record ${error.problem}` : error.message;
       return {
         ...day,
-        known: false,
+        known: false as const,
         reason: `This server cannot tell how much of today's limit is left, and sends no start until it can: ${why}.`,
         next_step: error.nextStep,
       };

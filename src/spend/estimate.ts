@@ -39,14 +39,11 @@ export function estimateImage(model: string = DEFAULT_IMAGE_MODEL): CallEstimate
 export function estimateCall(tool: string, args: unknown): CallEstimate | undefined {
   const data = isObject(args) ? args : {};
   if (data["dry_run"] === true) return undefined;
+  const text = (name: string) => (typeof data[name] === "string" ? data[name] : undefined);
   if (tool === "generate_video") {
-    const model = (typeof data["model"] === "string" ? data["model"] : DEFAULT_VIDEO_MODEL) as VideoModel;
     const duration = typeof data["duration"] === "number" ? data["duration"] : DEFAULT_DURATION_S;
-    const resolution = typeof data["resolution"] === "string" ? data["resolution"] : undefined;
-    return estimateVideo(model, duration, resolution);
+    return estimateVideo((text("model") ?? DEFAULT_VIDEO_MODEL) as VideoModel, duration, text("resolution"));
   }
-  if (tool === "generate_image") {
-    return estimateImage(typeof data["model"] === "string" ? data["model"] : undefined);
-  }
+  if (tool === "generate_image") return estimateImage(text("model"));
   return undefined;
 }
