@@ -66,7 +66,7 @@ export async function createRuntime(
   processLogger: Logger,
   version: string,
   /** Tests tighten timeouts and retries here; the CLI uses the defaults. */
-  clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries" | "uploadTimeoutMs">> = {},
+  clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries">> = {},
   /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
 ) {

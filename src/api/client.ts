@@ -20,12 +20,10 @@ import type {
   RequestOptions,
   StartedVideo,
   UploadSource,
-  VideoPage,
   VideoStatus,
 } from "./types.js";
 
 export interface ClientOptions extends Omit<HttpOptions, "onStatus"> {
-  uploadTimeoutMs?: number;
   /**
    * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
    * completed task without a usable URL). The text holds field paths only, never the service's values.
@@ -76,10 +74,7 @@ export class GenerationClient implements GenerationApi {
     return toImageResult(data, body.images ?? []);
   }
 
-  async listVideos(
-    { page = 1, limit = 20 }: { page?: number; limit?: number },
-    options: RequestOptions = {},
-  ): Promise<VideoPage> {
+  async listVideos({ page, limit }: { page: number; limit: number }, options: RequestOptions = {}) {
     const query = { page: String(page), limit: String(limit) };
     const data = await this.http.call("GET", "videos", { query, retry: true, ...options });
     return toVideoPage(data, page, limit);
@@ -148,7 +143,7 @@ export class GenerationClient implements GenerationApi {
       const data = await this.http.call("POST", "upload", {
         stream: attempt,
         retry: true,
-        timeoutMs: this.options.uploadTimeoutMs ?? 120_000,
+        timeoutMs: 120_000,
         ...options,
       });
       return toUploadResult(data);

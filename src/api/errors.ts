@@ -100,8 +100,6 @@ export class AbortedError extends Error {
 
 /** Said when only the user can fix it: the assistant cannot edit the server's configuration or restart it. */
 export const ASK_USER = "Ask the user to";
-/** Only the user (or the operator) can fix the base URL: its rule, and who must act. */
-export const FIX_BASE_URL = `${fix("base_url")}.`;
 
 // A paid_access_required refusal says the account has no paid access: the usable models follow from that.
 const WITHOUT_PAID_ACCESS = PRICE_LIST.filter((model) => isUsable(model, false))
@@ -130,11 +128,6 @@ const NEXT_STEPS: Record<string, string> = {
 
 /** Every code a tool's error result may start with: each has its next step. */
 export const ERROR_CODES = Object.keys(NEXT_STEPS);
-
-/** A route the service does not have: the base URL is wrong, not the id. */
-export function unknownRouteStep(origin: string): string {
-  return `${origin} answered, but not as the generation service's API (no such route). ${ASK_USER} ${FIX_BASE_URL}`;
-}
 
 type ErrorClass = new (message: string, init?: GenerationErrorInit) => GenerationError;
 const BY_CODE: Record<string, ErrorClass> = {

@@ -15,7 +15,6 @@ import { cleanText } from "../redact.js";
 import {
   ASK_USER,
   AbortedError,
-  FIX_BASE_URL,
   GenerationError,
   InternalServiceError,
   NetworkError,
@@ -23,7 +22,6 @@ import {
   RateLimitError,
   TimeoutError,
   errorFromResponse,
-  unknownRouteStep,
 } from "./errors.js";
 import {
   DEFAULT_MAX_WAIT_MS,
@@ -219,8 +217,9 @@ export class HttpTransport {
           status === 404 && idRoute
             ? "No task with that video_id was found, or the base URL is wrong (the answer was not the service's " +
               "JSON). If the other tools work, the id is wrong: call list_videos to find the right one. If they " +
-              `fail the same way, ${ASK_USER.toLowerCase()} ${FIX_BASE_URL}`
-            : unknownRouteStep(this.base.origin),
+              `fail the same way, ${ASK_USER.toLowerCase()} ${fix("base_url")}.`
+            : `${this.base.origin} answered, but not as the generation service's API (no such route). ` +
+              `${ASK_USER} ${fix("base_url")}.`,
       });
     }
     const code = typeof error?.["code"] === "string" ? error["code"] : undefined;

@@ -46,31 +46,26 @@ const SANE_EPOCH_DISTANCE_MS = 24 * 60 * 60 * 1000;
 /** A request that never reported back (no `observe`) stops counting as in flight after this long. */
 const IN_FLIGHT_TTL_MS = 60_000;
 
+/** Share of the window kept for foreground calls (at least one request). */
+const RESERVE_FRACTION = 0.2;
+
 export interface TokenBucketOptions {
   /** Epoch milliseconds; defaults to Date.now (faked by vi.useFakeTimers). */
   now?: () => number;
-  /** Assumed before any header arrives; defaults to the spec's 60 per minute. */
-  limitPerMinute?: number;
-  /** Share of the window kept for foreground calls (at least one request). Default 0.2. */
-  reserveFraction?: number;
-  /** Ceiling of every wait read from headers. Default 65 s. */
-  maxWaitMs?: number;
   random?: () => number;
 }
 
 /**
  * Window-seeded token bucket. Until the first answer it knows nothing about the key, so it spaces requests
- * evenly at `limitPerMinute` (the first one goes at once). Once the service has sent `X-RateLimit-*`, the
+ * evenly at the spec's 60 per minute (the first one goes at once). Once the service has sent `X-RateLimit-*`, the
  * tokens are the window's remaining requests (minus our own requests still in flight), refilled to the
  * limit when the window resets. Foreground requests may spend every token; background requests only the
  * tokens above the reserve, served first-in first-out and spread evenly over what is left of the window.
  */
 export class TokenBucketBudget implements RateBudget {
   private readonly now: () => number;
-  private readonly reserveFraction: number;
-  private readonly maxWaitMs: number;
   private readonly random: () => number;
-  private limit: number;
+  private limit = DEFAULT_RATE_LIMIT_PER_MINUTE;
   /** False until a usable X-RateLimit-Remaining header arrives. */
   private seeded = false;
   private remaining = 0;
@@ -89,9 +84,6 @@ export class TokenBucketBudget implements RateBudget {
 
   constructor(options: TokenBucketOptions = {}) {
     this.now = options.now ?? Date.now;
-    this.limit = clampLimit(options.limitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE);
-    this.reserveFraction = Math.min(0.9, Math.max(0, options.reserveFraction ?? 0.2));
-    this.maxWaitMs = Math.max(MIN_RETRY_DELAY_MS, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
     this.random = options.random ?? Math.random;
   }
 
@@ -117,9 +109,9 @@ export class TokenBucketBudget implements RateBudget {
     if (status === 0) return this.pump();
     if (status !== 429) this.hintless429s = 0;
     const limit = parseCount(headerValue(headers, "x-ratelimit-limit"));
-    if (limit !== undefined && limit > 0) this.limit = clampLimit(limit);
+    if (limit !== undefined && limit > 0) this.limit = Math.min(100_000, limit);
     const headerRemaining = parseCount(headerValue(headers, "x-ratelimit-remaining"));
-    const headerReset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now, this.maxWaitMs);
+    const headerReset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
 
     if (status === 429) {
       const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
@@ -127,11 +119,11 @@ export class TokenBucketBudget implements RateBudget {
       // back off briefly instead, doubling while such 429s keep coming.
       const until =
         retryAfter !== undefined
-          ? now + Math.min(retryAfter, this.maxWaitMs)
+          ? now + Math.min(retryAfter, DEFAULT_MAX_WAIT_MS)
           : (headerReset ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++));
       this.seeded = true;
       this.remaining = 0;
-      this.resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + this.maxWaitMs);
+      this.resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
       return this.pump();
     }
     if (headerRemaining === undefined) return this.pump();
@@ -161,12 +153,12 @@ export class TokenBucketBudget implements RateBudget {
     const now = this.now();
     let delay = headers && parseRetryAfter(headerValue(headers, "retry-after"), now);
     if (headers && delay === undefined) {
-      const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now, this.maxWaitMs);
+      const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
       if (reset !== undefined) delay = reset - now;
     }
     if (delay === undefined && this.seeded && this.remaining <= 0) delay = this.resetAt - now;
     const jitter = this.random() * 250;
-    return Math.round(Math.min(this.maxWaitMs, Math.max(MIN_RETRY_DELAY_MS, delay ?? 1000) + jitter));
+    return Math.round(Math.min(DEFAULT_MAX_WAIT_MS, Math.max(MIN_RETRY_DELAY_MS, delay ?? 1000) + jitter));
   }
 
   expectedWaitMs(priority: RequestPriority): number {
@@ -184,7 +176,7 @@ export class TokenBucketBudget implements RateBudget {
   }
 
   private reserve(): number {
-    return Math.min(this.limit - 1, Math.max(1, Math.ceil(this.limit * this.reserveFraction)));
+    return Math.min(this.limit - 1, Math.max(1, Math.ceil(this.limit * RESERVE_FRACTION)));
   }
 
   private refresh(now: number): void {
@@ -228,7 +220,7 @@ export class TokenBucketBudget implements RateBudget {
         this.timer = undefined;
         this.pump();
       },
-      Math.min(this.maxWaitMs, Math.max(1, Math.ceil(wakeAt - now))),
+      Math.min(DEFAULT_MAX_WAIT_MS, Math.max(1, Math.ceil(wakeAt - now))),
     );
     // An idle queue must not keep the process alive.
     this.timer.unref?.();
@@ -299,12 +291,6 @@ function parseNumber(value: HeaderInput): number | undefined {
 function parseCount(value: HeaderInput): number | undefined {
   const n = parseNumber(value);
   return n === undefined || n < 0 ? undefined : Math.floor(n);
-}
-
-function clampLimit(limit: number): number {
-  return Number.isFinite(limit)
-    ? Math.min(100_000, Math.max(1, Math.floor(limit)))
-    : DEFAULT_RATE_LIMIT_PER_MINUTE;
 }
 
 /** The 429 to give the user when waiting out the window would outlast a tool call; nothing was processed. */

@@ -85,7 +85,7 @@ export function isFinalStatus(status: string): boolean {
 export interface GenerationApi {
   generateVideo(body: GenerateVideoBody, options?: RequestOptions): Promise<StartedVideo>;
   generateImage(body: GenerateImageBody, options?: RequestOptions): Promise<ImageResult>;
-  listVideos(query: { page?: number; limit?: number }, options?: RequestOptions): Promise<VideoPage>;
+  listVideos(query: { page: number; limit: number }, options?: RequestOptions): Promise<VideoPage>;
   getVideo(videoId: string, options?: RequestOptions): Promise<VideoStatus>;
   upload(source: UploadSource, options?: RequestOptions): Promise<{ url: string }>;
   getCredits(options?: RequestOptions): Promise<JsonObject>;

@@ -33,13 +33,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value)) ?? "null";
 }
 
+/** JSON.stringify itself drops undefined members and writes an undefined array item as null. */
 function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : sortKeys(item)));
+  if (Array.isArray(value)) return value.map((item) => sortKeys(item));
   if (value === null || typeof value !== "object") return value;
   const out: JsonObject = {};
-  for (const key of Object.keys(value).sort()) {
-    const member = (value as JsonObject)[key];
-    if (member !== undefined) out[key] = sortKeys(member);
-  }
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as JsonObject)[key]);
   return out;
 }

@@ -41,8 +41,7 @@ export class Settlement {
   async settleLeftovers(deadline: number | undefined): Promise<void> {
     if (this.leftoversSettled) return;
     const { sender } = this;
-    const { now } = this.parts;
-    const at = now();
+    const at = this.parts.now();
     const leftovers = this.parts.journal
       .pendingIntents()
       .filter((entry) => !sender.isOwnIntent(entry.key ?? ""));

@@ -11,13 +11,7 @@
  */
 import { GenerationError } from "../api/errors.js";
 import { sleep as wait } from "../api/sleep.js";
-import type {
-  GenerateImageBody,
-  GenerateVideoBody,
-  GenerationApi,
-  ImageResult,
-  JsonObject,
-} from "../api/types.js";
+import type { GenerateImageBody, GenerateVideoBody, GenerationApi, ImageResult } from "../api/types.js";
 import { silentLogger, type JournalEntry, type StartClaims } from "../state/records.js";
 import {
   DUPLICATE_WINDOW_MS,
@@ -57,13 +51,8 @@ export interface StartOutcome {
   reconciled: boolean;
 }
 
-export interface ImageStartOutcome {
-  /** Undefined when reused: the journal keeps only the URLs. */
-  result: ImageResult | undefined;
-  image_urls: string[];
-  reused: boolean;
-  raw: JsonObject;
-}
+/** Reused, its `raw` is what the journal kept: the URLs only. */
+export type ImageStartOutcome = ImageResult & { reused: boolean };
 
 export interface TaskStarterOptions
   extends
@@ -227,12 +216,7 @@ export class TaskStarter {
     this.parts.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
     const raw = earlier.result ?? {};
     const urls = Array.isArray(raw["image_urls"]) ? raw["image_urls"] : [];
-    return {
-      result: undefined,
-      image_urls: urls.filter((url) => typeof url === "string"),
-      reused: true,
-      raw,
-    };
+    return { image_urls: urls.filter((url) => typeof url === "string"), reused: true, raw };
   }
 
   /** The identical task of the duplicate window, checked to still exist on this service. */
@@ -303,7 +287,7 @@ export class TaskStarter {
     // The service keeps no image history to look in: say plainly what may have happened.
     if (!("task" in sent)) throw chargePossible(sent.error, IMAGE_CHARGE_POSSIBLE);
     await this.sender.recordImage(sent.task, sent.intent);
-    return { result: sent.task, image_urls: sent.task.image_urls, reused: false, raw: sent.task.raw };
+    return { image_urls: sent.task.image_urls, reused: false, raw: sent.task.raw };
   }
 }
 

@@ -119,7 +119,7 @@ describe("TokenBucketBudget", () => {
   }
 
   it("before any header, spaces requests evenly at the assumed limit, the first at once", async () => {
-    const budget = new TokenBucketBudget({ limitPerMinute: 60 });
+    const budget = new TokenBucketBudget();
     const { granted } = track(budget, ["background", "background", "background"]);
     await vi.advanceTimersByTimeAsync(0);
     expect(granted).toEqual([0, undefined, undefined]);
@@ -128,14 +128,14 @@ describe("TokenBucketBudget", () => {
   });
 
   it("serves foreground before queued background while unseeded", async () => {
-    const budget = new TokenBucketBudget({ limitPerMinute: 60 });
+    const budget = new TokenBucketBudget();
     const { order } = track(budget, ["background", "background", "foreground"]);
     await vi.advanceTimersByTimeAsync(2000);
     expect(order).toEqual([0, 2, 1]);
   });
 
   it("once seeded, lets foreground spend the whole window and then waits for the reset", async () => {
-    const budget = new TokenBucketBudget({ limitPerMinute: 60 });
+    const budget = new TokenBucketBudget();
     await budget.acquire("foreground");
     budget.observe(200, seeded(5, 4, 30));
     const { granted } = track(budget, ["foreground", "foreground", "foreground", "foreground", "foreground"]);
@@ -148,7 +148,7 @@ describe("TokenBucketBudget", () => {
   });
 
   it("keeps the reserve for foreground: background stops above it, foreground still goes at once", async () => {
-    const budget = new TokenBucketBudget({ reserveFraction: 0.2 });
+    const budget = new TokenBucketBudget();
     await budget.acquire("foreground");
     budget.observe(200, seeded(10, 10, 60)); // reserve = 2, so 8 for background
     const background = track(budget, Array<RequestPriority>(10).fill("background"), true);
@@ -169,7 +169,7 @@ describe("TokenBucketBudget", () => {
   });
 
   it("spreads background over the window and serves it first in, first out", async () => {
-    const budget = new TokenBucketBudget({ reserveFraction: 0.2 });
+    const budget = new TokenBucketBudget();
     await budget.acquire("foreground");
     budget.observe(200, seeded(60, 60, 60)); // 48 for background over 60 s
     const { granted, order } = track(budget, Array<RequestPriority>(6).fill("background"));
@@ -224,7 +224,7 @@ describe("TokenBucketBudget", () => {
     ["garbage", { "X-RateLimit-Reset": "abc", "Retry-After": "soon" }],
     ["nothing", {}],
   ] as const)("never waits past the clamp after a 429 with %s", async (_name, headers) => {
-    const budget = new TokenBucketBudget({ maxWaitMs: 65_000 });
+    const budget = new TokenBucketBudget();
     await budget.acquire("foreground");
     budget.observe(429, headers);
     const { granted } = track(budget, ["foreground"]);
@@ -234,7 +234,7 @@ describe("TokenBucketBudget", () => {
   });
 
   it("ignores malformed limit and remaining headers", async () => {
-    const budget = new TokenBucketBudget({ limitPerMinute: 60 });
+    const budget = new TokenBucketBudget();
     await budget.acquire("foreground");
     budget.observe(200, { "x-ratelimit-limit": "lots", "x-ratelimit-remaining": "-3" });
     expect(budget.snapshot()).toMatchObject({ seeded: false, limit: 60 });

@@ -299,7 +299,7 @@ describe("PollEngine", () => {
   });
 
   it("keeps 50 concurrent waits inside 60 requests a minute with no 429, and leaves room for the user", async () => {
-    const budget = new TokenBucketBudget({ limitPerMinute: 60, reserveFraction: 0.2 });
+    const budget = new TokenBucketBudget();
     const api = new FakeApi({ budget, limit: 60, latencyMs: 200, renderMs: 10 * 60_000 });
     const engine = engineFor(api);
     const waits = [];

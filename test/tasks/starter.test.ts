@@ -345,7 +345,7 @@ describe("TaskStarter", () => {
       const outcome = await starter.startImage(imageBody, { fingerprint: imagePrint, allowDuplicate: false });
       expect(outcome.reused).toBe(false);
       expect(outcome.image_urls).toEqual(["https://cdn.example/img_1.png"]);
-      expect(outcome.result?.raw).toMatchObject({ image_id: "img_1" });
+      expect(outcome.raw).toMatchObject({ image_id: "img_1" });
       expect(await journalOnDisk()).toMatchObject([
         { kind: "image", phase: "intent" },
         {
