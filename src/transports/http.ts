@@ -328,8 +328,6 @@ export async function serveHttp(options: HttpServing) {
   }
 
   return {
-    url,
-    port,
     /**
      * Stops accepting requests, lets every running call answer with what it has (a started task with its
      * video_id), then closes every connection; bounded by `graceMs` plus a little.
