@@ -335,7 +335,6 @@ export async function serveHttp(options: HttpServing) {
     async close(graceMs = 3000) {
       phase = "stopping";
       server.close();
-      server.closeIdleConnections();
       // Running calls answer now (waits end with their video_id); then the last answers are written.
       await pool.close(graceMs);
       const deadline = Date.now() + 2000;
