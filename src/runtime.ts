@@ -171,9 +171,7 @@ export async function createRuntime(
   }, stopping.signal);
   return {
     depsFactory,
-    redactor,
     logger,
-    client,
     tasks,
     confirmStates: confirmStatesFor(target.baseUrl, target.apiKey),
     busy: () => running.size > 0 || tasks.running > 0,

@@ -55,7 +55,7 @@ function passthroughAuth(header: string | undefined): Caller | Refusal {
   const token = bearerToken(header, MAX_TOKEN_CHARS);
   if (token === undefined)
     return missing("send your generation service API key as 'Authorization: Bearer <key>'.");
-  return { id: digestOf(token), kind: "key", serviceKey: token, scope: undefined };
+  return { id: digestOf(token), serviceKey: token, scope: undefined };
 }
 
 function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
@@ -76,7 +76,7 @@ function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
       };
     }
     // One service key serves every admitted caller; what each sees and reuses stays its own.
-    return { id: digest, kind: "gateway", serviceKey, scope: digest.slice(0, 16) };
+    return { id: digest, serviceKey, scope: digest.slice(0, 16) };
   };
 }
 

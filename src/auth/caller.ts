@@ -10,7 +10,6 @@ export interface Caller {
    * Caps, cancellations and spend are counted per id. Never the credential itself.
    */
   id: string;
-  kind: "local" | "key" | "gateway" | "oauth";
   /** The service key this caller's calls use: its own (stdio, passthrough) or the one the server holds. */
   serviceKey: string;
   /**
@@ -55,7 +54,6 @@ export function localCaller(serviceKey: string): Caller {
     get id() {
       return (id ??= digestOf(serviceKey));
     },
-    kind: "local",
     serviceKey,
     scope: undefined,
   };

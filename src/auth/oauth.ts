@@ -104,7 +104,7 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
       // One subject, one caller: a token naming none (or "") would make everyone without one a single caller.
       if (typeof payload?.sub !== "string" || payload.sub === "") return invalid();
       const id = digestOf(`${config.issuer}\n${payload.sub}`);
-      return { id, kind: "oauth", serviceKey, scope: `o:${id.slice(0, 32)}`, grants: grantsOf(payload) };
+      return { id, serviceKey, scope: `o:${id.slice(0, 32)}`, grants: grantsOf(payload) };
     },
   };
 }

@@ -328,8 +328,6 @@ export async function serveHttp(options: HttpServing) {
   }
 
   return {
-    url,
-    port,
     /**
      * Stops accepting requests, lets every running call answer with what it has (a started task with its
      * video_id), then closes every connection; bounded by `graceMs` plus a little.
@@ -337,7 +335,6 @@ export async function serveHttp(options: HttpServing) {
     async close(graceMs = 3000) {
       phase = "stopping";
       server.close();
-      server.closeIdleConnections();
       // Running calls answer now (waits end with their video_id); then the last answers are written.
       await pool.close(graceMs);
       const deadline = Date.now() + 2000;

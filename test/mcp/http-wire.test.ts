@@ -105,7 +105,7 @@ beforeAll(async () => {
     new Logger("error", () => {}),
     "test",
   );
-  const caller: Caller = { id: digestOf(key), kind: "key", serviceKey: key, scope: undefined };
+  const caller: Caller = { id: digestOf(key), serviceKey: key, scope: undefined };
   const session: Session = {
     caller,
     advice: "http-key",

@@ -36,7 +36,8 @@ interface RunHooks {
 }
 
 export class TaskRuns {
-  private readonly runners = new Map<string, AbortController>();
+  /** The waits running here, by task id. */
+  readonly waits = new Map<string, AbortController>();
   private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
@@ -44,20 +45,8 @@ export class TaskRuns {
     private readonly logger: Logger,
   ) {}
 
-  get size(): number {
-    return this.runners.size;
-  }
-
-  has(taskId: string): boolean {
-    return this.runners.has(taskId);
-  }
-
   abort(taskId: string): void {
-    this.runners.get(taskId)?.abort();
-  }
-
-  abortAll(): void {
-    for (const runner of this.runners.values()) runner.abort();
+    this.waits.get(taskId)?.abort();
   }
 
   resumeWith(resume: Resumer, stopping: AbortSignal): void {
@@ -67,12 +56,12 @@ export class TaskRuns {
   /** Follows a working task from its video_id; one that never named a task fails with advice. */
   takeUp(record: TaskRecord): void {
     const resumer = this.resumer;
-    if (resumer === undefined || this.runners.has(record.task.taskId)) return;
+    if (resumer === undefined || this.waits.has(record.task.taskId)) return;
     const { tool, scope, videoId, saved = {} } = record;
     const info = { tool, scope, saved, windowMs: expiresAt(record.task) - Date.now() };
-    const resume =
-      videoId === undefined ? undefined : (run: TaskRun) => resumer.resume({ ...info, videoId }, run);
-    const launched = resume !== undefined && this.launch(record, resumer.stopping, resume) !== undefined;
+    const launched =
+      videoId !== undefined &&
+      this.launch(record, resumer.stopping, (run) => resumer.resume({ ...info, videoId }, run)) !== undefined;
     if (!launched) {
       void this.hooks.finish(
         record,
@@ -104,7 +93,7 @@ export class TaskRuns {
     };
     const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
     if (running === undefined) return undefined;
-    this.runners.set(record.task.taskId, controller);
+    this.waits.set(record.task.taskId, controller);
     running
       .then(
         (result) => {
@@ -124,7 +113,7 @@ export class TaskRuns {
         },
       )
       .finally(() => {
-        this.runners.delete(record.task.taskId);
+        this.waits.delete(record.task.taskId);
         announced();
       });
     return started;

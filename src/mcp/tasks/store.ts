@@ -200,7 +200,7 @@ export class TaskRecords {
   }
 
   get running(): number {
-    return this.runs.size;
+    return this.runs.waits.size;
   }
 
   /** An empty set leaves no file behind. */
@@ -211,7 +211,7 @@ export class TaskRecords {
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
-    this.runs.abortAll();
+    for (const wait of this.runs.waits.values()) wait.abort();
     this.persist();
     await this.file?.written();
   }
@@ -232,7 +232,7 @@ export class TaskRecords {
       this.adopt(local, record);
       return local;
     }
-    if (local !== undefined && this.runs.has(taskId)) return local;
+    if (local !== undefined && this.runs.waits.has(taskId)) return local;
     if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
       this.records.set(taskId, record);
       this.runs.takeUp(record);
@@ -255,7 +255,7 @@ export class TaskRecords {
     if (statusOf(record) !== "cancelled") return;
     this.runs.abort(record.task.taskId);
     // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runs.has(record.task.taskId)) {
+    if (this.shared !== undefined && !this.runs.waits.has(record.task.taskId)) {
       await this.shared.requestCancel(record);
     }
   }
