@@ -46,8 +46,8 @@ const SANE_EPOCH_DISTANCE_MS = 24 * 60 * 60 * 1000;
 /** A request that never reported back (no `observe`) stops counting as in flight after this long. */
 const IN_FLIGHT_TTL_MS = 60_000;
 
-/** Share of the window kept for foreground calls (at least one request). */
-const RESERVE_FRACTION = 0.2;
+/** Share of the window kept for foreground calls (at least one request), here and in the shared budget. */
+export const RESERVE_FRACTION = 0.2;
 
 export interface TokenBucketOptions {
   /** Epoch milliseconds; defaults to Date.now (faked by vi.useFakeTimers). */
@@ -57,10 +57,11 @@ export interface TokenBucketOptions {
 
 /**
  * Window-seeded token bucket. Until the first answer it knows nothing about the key, so it spaces requests
- * evenly at the spec's 60 per minute (the first one goes at once). Once the service has sent `X-RateLimit-*`, the
- * tokens are the window's remaining requests (minus our own requests still in flight), refilled to the
- * limit when the window resets. Foreground requests may spend every token; background requests only the
- * tokens above the reserve, served first-in first-out and spread evenly over what is left of the window.
+ * evenly at the spec's 60 per minute (the first one goes at once). Once the service has sent
+ * `X-RateLimit-*`, the tokens are the window's remaining requests (minus our own requests still in flight),
+ * refilled to the limit when the window resets. Foreground requests may spend every token; background
+ * requests only the tokens above the reserve, served first-in first-out and spread evenly over what is left
+ * of the window.
  */
 export class TokenBucketBudget implements RateBudget {
   private readonly now: () => number;

@@ -84,10 +84,11 @@ export async function withMedia(
 }
 
 /**
- * The still, started only once the sheet failed, would add its 10 s to the sheet's 30 s; it starts beside
- * the sheet instead, as soon as the sheet fails or at the latest when just its 10 s of the sheet's time are
- * left, so the call waits the sheet's time at most. A sheet that comes first (made in seconds, or at once
- * from the cache) spares the still (no worker, no fetch), or aborts and drops it.
+ * One image per video: the sheet of its frames, else a preview of its still. The still, started only once
+ * the sheet failed, would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
+ * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
+ * sheet's time at most. A sheet that comes first (made in seconds, or at once from the cache) spares the
+ * still (no worker, no fetch), or aborts and drops it.
  */
 async function sheetOrStill(
   url: string,

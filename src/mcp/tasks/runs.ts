@@ -36,8 +36,7 @@ interface RunHooks {
 }
 
 export class TaskRuns {
-  /** The waits running here, by task id. */
-  readonly waits = new Map<string, AbortController>();
+  private readonly controllers = new Map<string, AbortController>();
   private resumer: { resume: Resumer; stopping: AbortSignal } | undefined;
 
   constructor(
@@ -45,8 +44,13 @@ export class TaskRuns {
     private readonly logger: Logger,
   ) {}
 
+  /** The waits running here, by task id (only this class starts and ends them). */
+  get waits(): ReadonlyMap<string, AbortController> {
+    return this.controllers;
+  }
+
   abort(taskId: string): void {
-    this.waits.get(taskId)?.abort();
+    this.controllers.get(taskId)?.abort();
   }
 
   resumeWith(resume: Resumer, stopping: AbortSignal): void {
@@ -56,7 +60,7 @@ export class TaskRuns {
   /** Follows a working task from its video_id; one that never named a task fails with advice. */
   takeUp(record: TaskRecord): void {
     const resumer = this.resumer;
-    if (resumer === undefined || this.waits.has(record.task.taskId)) return;
+    if (resumer === undefined || this.controllers.has(record.task.taskId)) return;
     const { tool, scope, videoId, saved = {} } = record;
     const info = { tool, scope, saved, windowMs: expiresAt(record.task) - Date.now() };
     const launched =
@@ -93,7 +97,7 @@ export class TaskRuns {
     };
     const running = run({ signal: AbortSignal.any([controller.signal, stopping]), progress });
     if (running === undefined) return undefined;
-    this.waits.set(record.task.taskId, controller);
+    this.controllers.set(record.task.taskId, controller);
     running
       .then(
         (result) => {
@@ -113,7 +117,7 @@ export class TaskRuns {
         },
       )
       .finally(() => {
-        this.waits.delete(record.task.taskId);
+        this.controllers.delete(record.task.taskId);
         announced();
       });
     return started;

@@ -8,6 +8,7 @@ import { AbortedError } from "../../api/errors.js";
 import {
   DEFAULT_MAX_WAIT_MS,
   MIN_RETRY_DELAY_MS,
+  RESERVE_FRACTION,
   headerValue,
   parseResetHeader,
   parseRetryAfter,
@@ -25,8 +26,6 @@ const MAX_STEP_MS = 1000;
 const HINTLESS_BACKOFF_MS = 1000;
 /** The budget's keys outlive a window by far, and go once the key has been idle that long. */
 const BUDGET_TTL_MS = 10 * 60 * 1000;
-/** The share of the window kept for foreground calls, as the local budget's default. */
-const RESERVE_FRACTION = 0.2;
 
 export class RedisBudget implements RateBudget {
   /** Grant ids in the order they were given; undefined for a grant of the local fallback. */

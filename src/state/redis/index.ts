@@ -246,7 +246,7 @@ function describeFailure(error: unknown, status: string): string {
   if (/^(READONLY|MISCONF)\b/.test(message)) return `refuses writes (${message.split(" ")[0]})`;
   if (/timed? ?out/i.test(message))
     return `did not answer within ${COMMAND_TIMEOUT_MS} ms (paused or overloaded)`;
-  // A reset or refused connection (ECONNRESET, ECONNREFUSED ...) can be reported while the status still says ready.
+  // A reset or refused connection (ECONNRESET ...) can be reported while the status still says ready.
   const code: unknown = (error as NodeJS.ErrnoException | undefined)?.code;
   if (status !== "ready" || (typeof code === "string" && code.startsWith("E"))) return "is unreachable";
   return "failed a command";
