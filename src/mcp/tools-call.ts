@@ -163,11 +163,24 @@ function accept(
   // Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`) are accepted and
   // ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
   const { wait_for_previous: _added, ...kept } = isObject(args) ? args : {};
-  const parsed = tool.input.safeParse(isObject(args) ? kept : (args ?? {}));
+  const parsed = tool.input.safeParse(isObject(args) ? withoutUnset(tool.input, kept) : (args ?? {}));
   if (!parsed.success) {
     return { refused: errorResult(new ValidationError(validationMessage(tool.name, parsed.error))) };
   }
   return { tool, data: parsed.data };
+}
+
+/**
+ * An optional input given as "", [] or null counts as not given (CONTRACT): form-based clients (MCPJam
+ * Inspector, MCP Inspector) send every field they show. A required input keeps its own rules.
+ */
+function withoutUnset(input: z.ZodType, args: Record<string, unknown>): Record<string, unknown> {
+  const shape: Record<string, z.ZodType> = input instanceof z.ZodObject ? input.shape : {};
+  const unset = ([key, value]: [string, unknown]) =>
+    (value === null || value === "" || (Array.isArray(value) && value.length === 0)) &&
+    Object.hasOwn(shape, key) &&
+    shape[key]?.safeParse(undefined).success === true;
+  return Object.fromEntries(Object.entries(args).filter((entry) => !unset(entry)));
 }
 
 /**

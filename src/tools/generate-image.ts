@@ -34,7 +34,6 @@ const input = z
       .optional(),
     image_paths: z
       .array(fields.localPath("An absolute local path."))
-      .min(1, "must not be empty")
       .max(MAX_REFERENCE_IMAGES, `must hold at most ${MAX_REFERENCE_IMAGES} paths`)
       .describe(
         "Reference images as absolute local paths (JPG, PNG or WebP, at most 10 MB each, inside an allowed folder); uploaded first.",

@@ -65,7 +65,10 @@ const input = z
     const refuse = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
     const hasImage = args.image_url !== undefined || args.image_path !== undefined;
     if (args.resolution !== undefined && (args.model ?? DEFAULT_VIDEO_MODEL) !== RESOLUTION_MODEL) {
-      refuse("resolution", `is only accepted with model ${RESOLUTION_MODEL}`);
+      refuse(
+        "resolution",
+        `is only accepted with model ${RESOLUTION_MODEL} (set it, or leave resolution out)`,
+      );
     }
     if (args.image_url !== undefined && args.image_path !== undefined) {
       refuse("image_path", "give image_url or image_path, not both");
@@ -79,6 +82,11 @@ const input = z
         "is text_to_video but an image was given; use image_to_video or drop the image",
       );
     }
+  })
+  // The resolution rule as JSON Schema too, for clients that render or check forms.
+  .meta({
+    if: { properties: { resolution: { enum: VIDEO_RESOLUTIONS } }, required: ["resolution"] },
+    then: { properties: { model: { const: RESOLUTION_MODEL } }, required: ["model"] },
   });
 
 const output = z.object({

@@ -50,8 +50,9 @@ const root = document.getElementById("view") as HTMLElement;
 const pending = new Map<number, { resolve(result: Json): void; reject(error: Error): void }>();
 let nextId = 1;
 let canCallTools = false;
-/** When this call started, as the viewer knows it: for the elapsed time shown while processing. */
+/** When this call started, as the viewer knows it: for the elapsed time shown while starting and waiting. */
 let startedAt: number | undefined;
+let prompt: string | undefined;
 let ticker: ReturnType<typeof setInterval> | undefined;
 let refresher: ReturnType<typeof setTimeout> | undefined;
 
@@ -93,19 +94,19 @@ window.addEventListener("message", (event: MessageEvent) => {
 
 /** One host message; the result for a request, undefined for a method the viewer does not offer. */
 function handle(message: Heard): Json | undefined {
-  let prompt: unknown;
   switch (message.method) {
-    case "ui/notifications/tool-input":
-      startedAt ??= Date.now();
-      prompt = message.params.arguments?.["prompt"];
-      if (typeof prompt === "string") show(element("p", "note", "Starting…"), element("p", "prompt", prompt));
+    case "ui/notifications/tool-input": {
+      const given = message.params.arguments?.["prompt"];
+      prompt = typeof given === "string" ? given : undefined;
+      show(elapsed("Starting"));
       return {};
+    }
     case "ui/notifications/tool-result":
       showResult(message.params);
       return {};
     case "ui/notifications/tool-cancelled":
       stopTimers();
-      show(element("p", "note", "The call was cancelled."));
+      show(state("cancelled", message.params.reason ?? "The call was cancelled."));
       return {};
     case "ui/notifications/host-context-changed":
       applyContext(message.params);
@@ -139,29 +140,62 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, className?: stri
   return node;
 }
 
-const show = (...nodes: Node[]) => root.replaceChildren(...nodes);
+/** The view's content, with the call's prompt under it once known. */
+const show = (...nodes: Node[]) =>
+  root.replaceChildren(...nodes, ...(prompt === undefined ? [] : [element("p", "prompt", prompt)]));
+/** A paragraph of the parts given, between dots. */
+function line(className: string, ...parts: (string | Node | undefined)[]): HTMLElement {
+  const node = element("p", className);
+  parts
+    .filter((part) => part !== undefined)
+    .forEach((part, index) => node.append(index > 0 ? " · " : "", part));
+  return node;
+}
+const clock = (seconds: number) =>
+  `${Math.floor(seconds / 60)}:${String(Math.floor(seconds) % 60).padStart(2, "0")}`;
+
+/** A line whose time since the call started counts up every second. */
+function elapsed(label: string): HTMLElement {
+  startedAt ??= Date.now();
+  const node = element("p", "status");
+  const tick = () =>
+    (node.textContent = `${label} · ${clock(Math.max(0, (Date.now() - (startedAt ?? 0)) / 1000))} elapsed`);
+  tick();
+  clearInterval(ticker);
+  ticker = setInterval(tick, 1000);
+  return node;
+}
+
+function state(kind: "failed" | "cancelled", detail: string, ...more: Node[]): HTMLElement {
+  const box = element("div", `state ${kind}`);
+  box.append(
+    element("p", "title", kind === "failed" ? "Failed" : "Cancelled"),
+    element("p", "detail", detail),
+    ...more,
+  );
+  return box;
+}
 
 function showResult(result: CallToolResult): void {
   stopTimers();
   const data = result.structuredContent;
   const text = result.content.find((item) => item.type === "text");
-  const fallback = element("p", "note", text?.type === "text" ? text.text : "Nothing to show.");
-  if (result.isError === true || !isObject(data)) return show(fallback);
+  const message = text?.type === "text" ? text.text : "Nothing to show.";
+  if (result.isError === true)
+    return show(state(message.startsWith("cancelled:") ? "cancelled" : "failed", message));
+  if (!isObject(data)) return show(line("note", message));
   const string = (key: string) => (typeof data[key] === "string" ? (data[key] as string) : undefined);
   const [status, videoId, videoUrl] = [string("status"), string("video_id"), string("video_url")];
-  if (Array.isArray(data["image_urls"])) {
-    const images = data["image_urls"].filter((url): url is string => typeof url === "string");
-    const gallery = element("div", "gallery");
-    images.forEach((url, index) =>
-      gallery.append(Object.assign(element("img"), { alt: `Generated image ${index + 1}`, src: url })),
-    );
-    return show(images.length > 0 ? gallery : fallback);
-  }
-  if (videoUrl !== undefined) return showVideo(videoUrl, [videoId, status]);
-  if (status === "failed") return show(element("p", "error", `Failed: ${describeError(data["error"])}`));
+  const images = Array.isArray(data["image_urls"])
+    ? data["image_urls"].filter((url): url is string => typeof url === "string")
+    : [];
+  if (images.length > 0) return showImages(images, isObject(data["result"]) ? data["result"] : {});
+  if (videoUrl !== undefined) return showVideo(videoUrl, videoId, data["frames"], result.content);
+  if (status === "failed")
+    return show(state("failed", describeError(data["error"]), line("caption", videoId)));
   if (status !== undefined && videoId !== undefined)
     return showProgress(videoId, status, data["elapsed_seconds"]);
-  show(fallback);
+  show(line("note", message));
 }
 
 function describeError(error: unknown): string {
@@ -170,36 +204,94 @@ function describeError(error: unknown): string {
   return "the service gave no reason";
 }
 
-function showVideo(url: string, caption: (string | undefined)[]): void {
-  const video = Object.assign(element("video"), { controls: true, preload: "metadata", playsInline: true });
-  video.addEventListener("error", () => showLink(url), { once: true });
-  video.src = url;
-  show(video, element("p", "caption", caption.filter((part) => part !== undefined).join(" · ")));
-}
-
-/** The host's policy may block a media origin other than the service's: offer the link instead. */
-function showLink(url: string): void {
-  const link = Object.assign(element("a", undefined, url), { href: url });
-  link.addEventListener("click", (event) => {
+/** A link the host opens (`ui/open-link`): a sandboxed frame cannot open one itself. */
+function link(url: string, text = url): HTMLAnchorElement {
+  const anchor = Object.assign(element("a", undefined, text), { href: url });
+  anchor.addEventListener("click", (event) => {
     event.preventDefault();
     request("ui/open-link", { url }).catch(() => undefined);
   });
-  const note = element("p", "note", "The video cannot play here. Open it: ");
-  note.append(link);
-  show(note);
+  return anchor;
+}
+
+/**
+ * A picture or a video at most at its natural size, captioned with what is known of it and a link to it.
+ * When it cannot load (a host whose policy leaves out our media origin, or has no media-src), the link.
+ */
+function media(node: HTMLImageElement | HTMLVideoElement, url: string, facts: () => (string | undefined)[]) {
+  const kind = node instanceof HTMLVideoElement ? "video" : "image";
+  const figure = element("figure");
+  const caption = () => line("caption", ...facts(), link(url, `Open the ${kind}`));
+  const failed = () => {
+    const note = element(
+      "p",
+      "note",
+      `The ${kind} cannot ${kind === "video" ? "play" : "load"} here. Open it: `,
+    );
+    figure.replaceChildren(note, line("caption", ...facts()));
+    note.append(link(url));
+  };
+  const loaded = () => figure.lastChild?.replaceWith(caption());
+  node.addEventListener("error", failed, { once: true });
+  node.addEventListener(kind === "video" ? "loadedmetadata" : "load", loaded, { once: true });
+  node.src = url;
+  figure.append(node, caption());
+  return figure;
+}
+
+const sizeOf = (width: unknown, height: unknown) =>
+  typeof width === "number" && typeof height === "number" && width > 0 ? `${width}×${height}` : undefined;
+
+function showImages(urls: string[], service: Json): void {
+  const gallery = element("div", urls.length > 1 ? "gallery" : undefined);
+  urls.forEach((url, index) => {
+    const image = Object.assign(element("img"), { alt: `Generated image ${index + 1}` });
+    const format = /\.(\w{3,4})(?:[?#]|$)/.exec(url)?.[1]?.toUpperCase();
+    const known = urls.length === 1 ? sizeOf(service["width"], service["height"]) : undefined;
+    gallery.append(
+      media(image, url, () => [sizeOf(image.naturalWidth, image.naturalHeight) ?? known, format]),
+    );
+  });
+  show(gallery);
+}
+
+function showVideo(
+  url: string,
+  videoId: string | undefined,
+  frames: unknown,
+  content: CallToolResult["content"],
+): void {
+  const video = Object.assign(element("video"), { controls: true, preload: "metadata", playsInline: true });
+  const facts = () => [
+    Number.isFinite(video.duration) ? clock(video.duration) : undefined,
+    sizeOf(video.videoWidth, video.videoHeight),
+    videoId,
+  ];
+  const parts: Node[] = [media(video, url, facts)];
+  // A completed video's frame sheet (media/content.ts): what it shows is in structuredContent.frames.
+  const sheet = content.find((item) => item.type === "image");
+  if (sheet?.type === "image" && isObject(frames) && Array.isArray(frames["times_s"])) {
+    const times = frames["times_s"]
+      .map((time) => (typeof time === "number" ? `${time.toFixed(1)} s` : ""))
+      .join(", ");
+    const image = Object.assign(element("img", "sheet"), {
+      alt: "Frames of the video",
+      src: `data:${sheet.mimeType};base64,${sheet.data}`,
+    });
+    const figure = element("figure");
+    image.addEventListener("error", () => figure.remove(), { once: true });
+    figure.append(image, line("caption", `Frames at ${times}`));
+    parts.push(figure);
+  }
+  show(...parts);
 }
 
 function showProgress(videoId: string, status: string, elapsedSeconds: unknown): void {
   const waited = typeof elapsedSeconds === "number" ? elapsedSeconds * 1000 : 0;
   startedAt = Math.min(startedAt ?? Date.now(), Date.now() - waited);
-  const line = element("p", "status");
-  const tick = () => {
-    const seconds = Math.max(0, Math.floor((Date.now() - (startedAt ?? Date.now())) / 1000));
-    line.textContent = `${status} · ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")} elapsed`;
-  };
-  tick();
-  show(line, element("p", "caption", videoId));
-  ticker = setInterval(tick, 1000);
+  // A host that does not forward tool calls leaves this view as it is: say how to see the end.
+  const later = canCallTools ? undefined : "ask for get_status later to see the video";
+  show(elapsed(status.charAt(0).toUpperCase() + status.slice(1)), line("caption", videoId, later));
   scheduleRefresh(videoId);
 }
 

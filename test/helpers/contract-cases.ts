@@ -92,7 +92,13 @@ export const VALIDATION_CASES: Case[] = [
     /images\.0: must be an http\(s\) URL/,
   ],
   ["generate_image", "images not an array", { prompt: "a", images: "https://x.test/a.png" }, /images/],
-  ["generate_image", "empty image_paths", { prompt: "a", image_paths: [] }, /image_paths: must not be empty/],
+  // An empty image_paths counts as not given (test/mcp/form-defaults.test.ts); an empty path in it does not.
+  [
+    "generate_image",
+    "empty path in image_paths",
+    { prompt: "a", image_paths: [""] },
+    /image_paths\.0: must not be empty/,
+  ],
   [
     "generate_image",
     "too many references",
