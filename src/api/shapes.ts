@@ -116,10 +116,40 @@ const present = (data: unknown, name: string) =>
 
 export const findVideoId = (data: unknown) => named(data, "video_id", safeId);
 export const findVideoUrl = (data: unknown) => named(data, "video_url", safeUrl);
-export const findPrompt = (item: unknown) => named(item, "prompt", (v) => asText(v, 20_000) || undefined);
-export const findModel = (item: unknown) => named(item, "model", (v) => asText(v, 256) || undefined);
-export const findCreatedAt = (item: unknown) =>
-  named(item, "created_at", (v) => (typeof v === "number" ? v : asText(v, MAX_FIELD_CHARS) || undefined));
+
+/**
+ * A history item (GET /videos), as a lost start is matched against it (tasks/settlement.ts): its id, prompt,
+ * model and status at any depth; duration and aspect ratio as the item echoes the request (at its top level,
+ * or under request/input/params); `created_at` as epoch ms when it reads as ISO text, seconds or milliseconds.
+ */
+export function toHistoryItem(item: JsonObject) {
+  const echoed = (key: string): unknown => {
+    for (const holder of [item, ...["request", "input", "params", "parameters"].map((name) => item[name])]) {
+      if (isObject(holder) && holder[key] !== undefined && holder[key] !== null) return holder[key];
+    }
+    return undefined;
+  };
+  return {
+    video_id: findVideoId(item),
+    prompt: named(item, "prompt", (v) => asText(v, 20_000) || undefined),
+    model: named(item, "model", (v) => asText(v, 256) || undefined),
+    status: findStatus(item),
+    duration: echoed("duration"),
+    aspect_ratio: echoed("aspect_ratio"),
+    created_at: readTime(
+      named(item, "created_at", (v) => (typeof v === "number" ? v : asText(v, MAX_FIELD_CHARS))),
+    ),
+  };
+}
+
+/** ISO text, epoch seconds or epoch milliseconds; undefined when unreadable. */
+function readTime(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value;
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return readTime(Number(value));
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? undefined : parsed;
+}
 
 /**
  * GET /credits (field names "not shown"): the first boolean, outside arrays (an account's access is not a list
@@ -278,7 +308,15 @@ export function toImageResult(data: unknown, sentReferences: readonly string[] =
     return urls.size >= 50 ? "stop" : undefined;
   };
   walk(data, take, true);
-  return { image_urls: [...urls], raw: asRaw(data) };
+  const raw = asRaw(data);
+  const id = findImageId(raw);
+  return { image_urls: [...urls], ...(id !== undefined && { image_id: id }), raw };
+}
+
+/** An image answer's own id (or its task's), at its top level under the names services use for it. */
+export function findImageId(data: unknown): string | undefined {
+  if (!isObject(data)) return undefined;
+  return [data["image_id"], data["id"], data["task_id"]].map(safeId).find((id) => id !== undefined);
 }
 
 // ---- what an answer held, without its values (for messages about an answer that lacked something)

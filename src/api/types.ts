@@ -57,6 +57,8 @@ export interface VideoStatus {
 
 export interface ImageResult {
   image_urls: string[];
+  /** The service's id of the image (or of its task), when its answer gave one. */
+  image_id?: string;
   raw: JsonObject;
 }
 

@@ -9,7 +9,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
 
-import { isObject, safeUrl } from "../api/shapes.js";
+import { findImageId, isObject, safeId, safeUrl } from "../api/shapes.js";
 import type { Config } from "../config/index.js";
 import { sanitizeBaseName } from "../files/download.js";
 import { redact } from "../redact.js";
@@ -68,10 +68,9 @@ export async function withMedia(
     if (structuredContent && shown.frames) structuredContent = { ...structuredContent, frames: shown.frames };
   }
   if (settings.resourceLinks) {
-    const result = fields["result"] as Record<string, unknown> | undefined;
-    const imageId = stem(result?.["image_id"] ?? result?.["id"] ?? result?.["task_id"]);
+    const imageId = findImageId(fields["result"]) ?? "result";
     extra.push(
-      ...video.map((url) => link("video", url, `video-${stem(fields["video_id"])}`)),
+      ...video.map((url) => link("video", url, `video-${safeId(fields["video_id"]) ?? "result"}`)),
       ...images.map((url, index) =>
         link("image", url, `image-${imageId}${images.length > 1 ? `-${index + 1}` : ""}`),
       ),
@@ -130,11 +129,6 @@ function link(kind: "video" | "image", url: string, name: string): ResourceLink 
 function mediaUrl(value: unknown): string[] {
   const url = safeUrl(value);
   return url === undefined ? [] : [url];
-}
-
-function stem(id: unknown): string {
-  const text = typeof id === "number" && Number.isSafeInteger(id) ? String(id) : id;
-  return typeof text === "string" && text !== "" ? text : "result";
 }
 
 /**

@@ -15,7 +15,6 @@ import {
   tooLongToWait,
   type RateBudget,
 } from "../api/rate-budget.js";
-import { safeId } from "../api/shapes.js";
 import type { Sleep } from "../api/sleep.js";
 import type { GenerateImageBody, GenerateVideoBody, ImageResult, StartedVideo } from "../api/types.js";
 import { metrics } from "../metrics.js";
@@ -131,14 +130,10 @@ export class StartSender {
 
   /** Journals a started image task with its URLs (the service keeps no image history to find them in). */
   async recordImage(result: ImageResult, intent: JournalEntry): Promise<void> {
-    const id = [result.raw["image_id"], result.raw["id"], result.raw["task_id"]].find(
-      (value) =>
-        (typeof value === "string" && value !== "") || (typeof value === "number" && Number.isFinite(value)),
-    );
     await this.record({
       ...intent,
       phase: "started",
-      id: safeId(typeof id === "number" ? String(id) : id),
+      id: result.image_id,
       result: { image_urls: result.image_urls },
     });
   }

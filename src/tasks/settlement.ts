@@ -7,7 +7,7 @@
  * are looked up once, then the same way. Images have no history: their lost starts are left to the user.
  */
 import { GenerationError } from "../api/errors.js";
-import { findCreatedAt, findModel, findPrompt, findStatus, findVideoId, isObject } from "../api/shapes.js";
+import { findVideoId, toHistoryItem } from "../api/shapes.js";
 import type { GenerateVideoBody, GenerationApi, JsonObject, RequestPriority } from "../api/types.js";
 import { resolveVideoModel } from "../models.js";
 import type { JournalEntry } from "../state/records.js";
@@ -158,47 +158,25 @@ function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string
   const notBefore = intent.started_at - RECONCILE_SKEW_MS;
   const prompt = normalizePrompt(body.prompt);
   const model = resolveVideoModel(body.model) ?? body.model;
-  let best: { item: JsonObject; id: string; createdAt: number | undefined } | undefined;
-  for (const item of items) {
-    // Items may nest their fields (`task.id`, `request.prompt` ...): the same bounded finders as every answer.
-    const id = findVideoId(item);
+  let best: { id: string; status: string | undefined; createdAt: number | undefined } | undefined;
+  for (const read of items.map(toHistoryItem)) {
+    const id = read.video_id;
     if (id === undefined || known(id)) continue;
-    const itemPrompt = findPrompt(item);
-    if (itemPrompt === undefined || normalizePrompt(itemPrompt) !== prompt) continue;
-    const itemModel = findModel(item);
-    if (itemModel !== undefined && (resolveVideoModel(itemModel) ?? itemModel) !== model) continue;
-    if (!sameWhenBothPresent(requestField(item, "duration"), body.duration)) continue;
-    if (!sameWhenBothPresent(requestField(item, "aspect_ratio"), body.aspect_ratio)) continue;
-    const createdAt = readTime(findCreatedAt(item));
+    if (read.prompt === undefined || normalizePrompt(read.prompt) !== prompt) continue;
+    if (read.model !== undefined && (resolveVideoModel(read.model) ?? read.model) !== model) continue;
+    if (!sameWhenBothPresent(read.duration, body.duration)) continue;
+    if (!sameWhenBothPresent(read.aspect_ratio, body.aspect_ratio)) continue;
+    const createdAt = read.created_at;
     if (createdAt !== undefined && createdAt < notBefore) continue;
     // Without times, the service's order (newest first, usually) decides.
     if (!best || (createdAt !== undefined && (best.createdAt === undefined || createdAt > best.createdAt))) {
-      best = { item, id, createdAt };
+      best = { id, status: read.status, createdAt };
     }
   }
-  return best && { video_id: best.id, status: findStatus(best.item) };
-}
-
-/** A request parameter as a history item echoes it: at its top level, or under request/input/params. */
-function requestField(item: JsonObject, key: string): unknown {
-  if (item[key] !== undefined) return item[key];
-  for (const holder of ["request", "input", "params", "parameters"]) {
-    const nested = item[holder];
-    if (isObject(nested) && nested[key] !== undefined) return nested[key];
-  }
-  return undefined;
+  return best && { video_id: best.id, status: best.status };
 }
 
 function sameWhenBothPresent(itemValue: unknown, sent: string | number | undefined): boolean {
-  if (sent === undefined || itemValue === undefined || itemValue === null) return true;
+  if (sent === undefined || itemValue === undefined) return true;
   return typeof sent === "number" ? Number(itemValue) === sent : String(itemValue) === sent;
-}
-
-/** ISO text, epoch seconds or epoch milliseconds; undefined when unreadable. */
-function readTime(value: unknown): number | undefined {
-  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value;
-  if (typeof value !== "string" || value.trim() === "") return undefined;
-  if (/^\d+(\.\d+)?$/.test(value.trim())) return readTime(Number(value));
-  const parsed = Date.parse(value);
-  return Number.isNaN(parsed) ? undefined : parsed;
 }

@@ -216,7 +216,8 @@ export class TaskStarter {
     this.parts.logger("info", "Returning the identical image request made earlier.", { id: earlier.id });
     const raw = earlier.result ?? {};
     const urls = Array.isArray(raw["image_urls"]) ? raw["image_urls"] : [];
-    return { image_urls: urls.filter((url) => typeof url === "string"), reused: true, raw };
+    const image_urls = urls.filter((url) => typeof url === "string");
+    return { image_urls, ...(earlier.id !== undefined && { image_id: earlier.id }), reused: true, raw };
   }
 
   /** The identical task of the duplicate window, checked to still exist on this service. */

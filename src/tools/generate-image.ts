@@ -121,8 +121,7 @@ export const generateImage = defineTool({
     };
     if (!args.download || image_urls.length === 0) return result;
     // Named after the service's id when it gave one (sanitized again by downloadMedia).
-    const id = started.raw["image_id"] ?? started.raw["id"] ?? started.raw["task_id"];
-    const baseName = typeof id === "string" || typeof id === "number" ? `image-${id}` : `image-${Date.now()}`;
+    const baseName = `image-${started.image_id ?? Date.now()}`;
     const local_paths: string[] = [];
     for (const [index, url] of image_urls.entries()) {
       const name = image_urls.length > 1 ? `${baseName}-${index + 1}` : baseName;

@@ -7,12 +7,10 @@ import {
   MAX_HISTORY_ITEMS,
   WALK_LIMITS,
   describeFields,
-  findCreatedAt,
-  findModel,
-  findPrompt,
   findStatus,
   findVideoId,
   findVideoUrl,
+  toHistoryItem,
   toImageResult,
   toStartedVideo,
   toUploadResult,
@@ -286,33 +284,29 @@ describe("a list item's fields", () => {
       },
       result: { cover: { url: "https://x.test/c.jpg" }, video_url: "https://x.test/v9.mp4" },
     };
-    expect([
-      findVideoId(nested),
-      findStatus(nested),
-      findVideoUrl(nested),
-      findPrompt(nested),
-      findModel(nested),
-      findCreatedAt(nested),
-    ]).toEqual([
-      "v9",
-      "completed",
-      "https://x.test/v9.mp4",
-      "a red fox",
-      "vendor-video-2-0",
-      "2026-01-02T03:04:05Z",
-    ]);
+    expect(findVideoUrl(nested)).toBe("https://x.test/v9.mp4");
+    expect(toHistoryItem(nested)).toEqual({
+      video_id: "v9",
+      status: "completed",
+      prompt: "a red fox",
+      model: "vendor-video-2-0",
+      duration: undefined,
+      aspect_ratio: undefined,
+      created_at: Date.parse("2026-01-02T03:04:05Z"),
+    });
   });
 
   it("read a flat record", () => {
     const flat = { video_id: "v1", status: "queued", prompt: "p", model: "m", created_at: 1_700_000_000 };
-    expect([
-      findVideoId(flat),
-      findStatus(flat),
-      findPrompt(flat),
-      findModel(flat),
-      findCreatedAt(flat),
-    ]).toEqual(["v1", "queued", "p", "m", 1_700_000_000]);
-    expect(findPrompt({ prompt: "", request: { prompt: "sent" } })).toBe("sent");
+    expect(toHistoryItem({ ...flat, duration: 5, request: { aspect_ratio: "9:16" } })).toEqual({
+      ...flat,
+      created_at: 1_700_000_000_000,
+      duration: 5,
+      aspect_ratio: "9:16",
+    });
+    expect(toHistoryItem({ prompt: "", request: { prompt: "sent" } }).prompt).toBe("sent");
+    expect(toHistoryItem({ created_at: "1700000000123" }).created_at).toBe(1_700_000_000_123);
+    expect(toHistoryItem({ created_at: "not a time" }).created_at).toBeUndefined();
   });
 });
 

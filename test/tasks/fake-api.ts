@@ -3,6 +3,7 @@
  * status advances with the clock, scripted failures, and counters for every call.
  */
 import { AbortedError, GenerationError, RateLimitError } from "../../src/api/errors.js";
+import { toImageResult } from "../../src/api/shapes.js";
 import type { HeaderBag } from "../../src/api/rate-budget.js";
 import type { RateBudget } from "../../src/api/rate-budget.js";
 import type {
@@ -135,7 +136,7 @@ export class FakeApi implements Pick<
     if (failure) throw failure;
     const id = `img_${this.nextId++}`;
     const urls = [`https://cdn.example/${id}.png`];
-    return { image_urls: urls, raw: { image_id: id, image_urls: urls } };
+    return toImageResult({ image_id: id, image_urls: urls });
   }
 
   async listVideos(query: { page?: number; limit?: number }, options?: RequestOptions): Promise<VideoPage> {

@@ -363,6 +363,7 @@ describe("TaskStarter", () => {
       expect(again).toEqual({
         result: undefined,
         image_urls: ["https://cdn.example/img_1.png"],
+        image_id: "img_1",
         reused: true,
         raw: { image_urls: ["https://cdn.example/img_1.png"] },
       });
