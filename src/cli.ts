@@ -76,7 +76,11 @@ async function main(argv: string[]): Promise<void> {
   const command = argv[0] ?? "";
   if (Object.hasOwn(COMMANDS, command)) {
     const { runCommand } = await import("./cli/run.js");
-    const code = await runCommand(command as keyof typeof COMMANDS, argv.slice(1), VERSION);
+    // The runtime's waits (a retry's back-off) do not hold a server's process open; a command's must.
+    const alive = setInterval(() => undefined, 60_000);
+    const code = await runCommand(command as keyof typeof COMMANDS, argv.slice(1), VERSION).finally(() =>
+      clearInterval(alive),
+    );
     // Whatever a library left open (a keep-alive socket), a finished command ends.
     process.exitCode = code;
     return void setTimeout(() => process.exit(code), 1000).unref();
@@ -107,7 +111,12 @@ async function main(argv: string[]): Promise<void> {
     );
   }
   if (config.http === undefined && config.allowedDirs === undefined) {
-    const found = await resolveAllowedDirs({ configured: undefined, roots: [], outputDir: config.outputDir, home: homedir() });
+    const found = await resolveAllowedDirs({
+      configured: undefined,
+      roots: [],
+      outputDir: config.outputDir,
+      home: homedir(),
+    });
     if (found.length === 0) {
       logger.warning(
         "no upload folder exists (~/Pictures, ~/Downloads, ~/Desktop or the output folder), so local images can be " +

@@ -29,9 +29,11 @@ export interface OutTarget {
 
 export function outTarget(out: string): OutTarget {
   const resolved = path.resolve(out);
-  if (/[\\/]$/.test(out) || (existsSync(resolved) && statSync(resolved).isDirectory())) return { dir: resolved };
+  if (/[\\/]$/.test(out) || (existsSync(resolved) && statSync(resolved).isDirectory()))
+    return { dir: resolved };
   // Never overwritten: refused now, before anything is sent or spent.
-  if (existsSync(resolved)) throw new ConfigError(`--out ${out}: that file exists; give a new name or a folder.`);
+  if (existsSync(resolved))
+    throw new ConfigError(`--out ${out}: that file exists; give a new name or a folder.`);
   return { dir: path.dirname(resolved), file: resolved };
 }
 
@@ -46,23 +48,29 @@ export function toolArguments(command: Exclude<Command, "check">, values: Values
   }
   if (command === "video" || command === "image") args["prompt"] = positionals.join(" ");
   if (command === "upload" || command === "status") {
-    if (positionals.length > 1) throw new ConfigError(`${command} takes one ${takes}; quote it if it has spaces.`);
-    args[command === "upload" ? "path" : "video_id"] = command === "upload" ? path.resolve(positionals[0] ?? "") : positionals[0];
+    if (positionals.length > 1)
+      throw new ConfigError(`${command} takes one ${takes}; quote it if it has spaces.`);
+    args[command === "upload" ? "path" : "video_id"] =
+      command === "upload" ? path.resolve(positionals[0] ?? "") : positionals[0];
   }
   for (const [name, flag] of Object.entries(COMMAND_FLAGS)) {
     const value = values[name];
     if (value === undefined) continue;
-    if (!flag.commands.includes(command)) throw new ConfigError(`${command} takes no --${name}.${hint(command)}`);
+    if (!flag.commands.includes(command))
+      throw new ConfigError(`${command} takes no --${name}.${hint(command)}`);
     if (flag.input !== undefined) args[flag.input] = flag.number ? Number(value) : value;
   }
   const images = (values["image"] as string[] | undefined) ?? [];
   const urls = images.filter(isHttpUrl);
   const paths = images.filter((image) => !isHttpUrl(image)).map((image) => path.resolve(image));
   if (command === "video" && images.length > 1) throw new ConfigError("video takes one --image.");
-  if (command === "video") Object.assign(args, urls[0] && { image_url: urls[0] }, paths[0] && { image_path: paths[0] });
-  if (command === "image") Object.assign(args, urls.length && { images: urls }, paths.length && { image_paths: paths });
+  if (command === "video")
+    Object.assign(args, urls[0] && { image_url: urls[0] }, paths[0] && { image_path: paths[0] });
+  if (command === "image")
+    Object.assign(args, urls.length && { images: urls }, paths.length && { image_paths: paths });
   if (values["out"] !== undefined) args["download"] = true;
-  const waits = command === "video" ? args["wait"] !== false && args["dry_run"] !== true : args["wait"] === true;
+  const waits =
+    command === "video" ? args["wait"] !== false && args["dry_run"] !== true : args["wait"] === true;
   if (waits && command !== "image") args["timeout_seconds"] ??= COMMAND_WAIT_S;
   // The files named on the command line are the person's own choice: their folders count as the MCP roots a
   // client would offer (runtime.ts), so no upload folder needs configuring for them.

@@ -56,7 +56,8 @@ export async function askYesNo(question: string): Promise<boolean> {
 
 export const canAsk = () => process.stdin.isTTY === true && stderrIsTerminal();
 
-export const fieldsOf = (result: CallToolResult) => (isObject(result.structuredContent) ? result.structuredContent : {});
+export const fieldsOf = (result: CallToolResult) =>
+  isObject(result.structuredContent) ? result.structuredContent : {};
 const textOf = (result: CallToolResult) =>
   result.content.flatMap((item) => (item.type === "text" ? [item.text] : [])).join("\n");
 
@@ -69,7 +70,8 @@ export function exitCodeOf(result: CallToolResult): number {
   const fields = fieldsOf(result);
   if (fields["declined"] === true) return EXIT.refused;
   const status = fields["status"];
-  if (fields["dry_run"] === true || typeof status !== "string" || fields["video_id"] === undefined) return EXIT.done;
+  if (fields["dry_run"] === true || typeof status !== "string" || fields["video_id"] === undefined)
+    return EXIT.done;
   if (status === "failed") return EXIT.failed;
   return isFinalStatus(status) ? EXIT.done : EXIT.processing;
 }
@@ -103,7 +105,9 @@ export async function placeMedia(result: CallToolResult, out: OutTarget | undefi
     }
   }
   if (Array.isArray(fields["local_paths"])) {
-    fields["local_paths"] = await Promise.all(fields["local_paths"].map((file, index) => moved(String(file), index)));
+    fields["local_paths"] = await Promise.all(
+      fields["local_paths"].map((file, index) => moved(String(file), index)),
+    );
   }
   return notes;
 }

@@ -41,7 +41,9 @@ export async function runCommand(command: Command, argv: string[], version: stri
   }
   const settings = Object.fromEntries(
     Object.entries(values).flatMap(([name, value]) =>
-      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true) ? [[`--${name}`, value]] : [],
+      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true)
+        ? [[`--${name}`, value]]
+        : [],
     ),
   );
   if (command === "check") return (await import("./check.js")).runCheck(settings, version);
@@ -56,8 +58,7 @@ export async function runCommand(command: Command, argv: string[], version: stri
     const result = await session.call(call.tool, call.args, { yes: values["yes"] === true });
     if (result === "interrupted") return EXIT.interrupted;
     const lines = await placeMedia(result, out);
-    const sandboxClip = config.sandbox && fieldsOf(result)["status"] === "completed";
-    if (sandboxClip) lines.push(SANDBOX_CLIP);
+    if (config.sandbox && fieldsOf(result)["video_id"] !== undefined) lines.push(SANDBOX_CLIP);
     return printResult(result, { json: values["json"] === true, lines });
   } finally {
     await session.close();
@@ -65,7 +66,7 @@ export async function runCommand(command: Command, argv: string[], version: stri
 }
 
 const SANDBOX_CLIP =
-  "Sandbox: the clip is a 2 s test pattern (320x180) whatever the prompt and duration; nothing was charged.";
+  "Sandbox: every clip is the same 2 s test pattern (320x180), whatever the prompt and duration; no credits are real.";
 
 /** A runtime for one command, against the configured service (or the sandbox), closed when it is done. */
 export async function openSession(config: Config, version: string, roots: string[] = []) {

@@ -16,7 +16,8 @@ export function parseFlags<T extends Options>(args: string[], options: T, negati
     return parseArgs({ args, options, strict: true, allowPositionals: true, allowNegative: negatives });
   } catch (error) {
     const flag = /'(-[^']*)'/.exec(String((error as Error).message))?.[1];
-    if ((error as { code?: unknown }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || flag === undefined) throw error;
+    if ((error as { code?: unknown }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || flag === undefined)
+      throw error;
     const known = Object.keys(options).map((name) => `--${name}`);
     throw new ConfigError(`unknown flag ${flag}.${didYouMean(flag.replace(/=.*/, ""), known)}`);
   }
@@ -29,7 +30,9 @@ export function nearest(word: string, known: Iterable<string>): string | undefin
     const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
     if (best === undefined || distance < best.distance) best = { word: candidate, distance };
   }
-  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 4)) ? best.word : undefined;
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 4))
+    ? best.word
+    : undefined;
 }
 
 /** ` Did you mean X?`, or nothing when no known word is near. */

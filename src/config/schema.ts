@@ -221,14 +221,19 @@ export const COMMAND_OPTIONS: ParseArgsConfig["options"] = Object.fromEntries(
 /** The commands part of `--help`: one line per command, then every command flag and who takes it. */
 export function describeCommands(only?: Command): string {
   const commands = Object.entries(COMMANDS).filter(([name]) => only === undefined || name === only);
-  const flags = Object.values(COMMAND_FLAGS).filter((flag) => only === undefined || flag.commands.includes(only));
+  const flags = Object.values(COMMAND_FLAGS).filter(
+    (flag) => only === undefined || flag.commands.includes(only),
+  );
   return [
     "Commands (the tools' own checks, spend limits and journal; settings as below):",
     ...commands.map(([name, { argument, summary }]) => `  ${`${name} ${argument}`.padEnd(31)}${summary}`),
     "",
     "Command flags:",
     ...flags.map(({ flag, commands: takers, description }) =>
-      `  ${flag.padEnd(31)}${only === undefined ? `(${takers.join(", ")}) ` : ""}${description}`.replaceAll("`", ""),
+      `  ${flag.padEnd(31)}${only === undefined ? `(${takers.join(", ")}) ` : ""}${description}`.replaceAll(
+        "`",
+        "",
+      ),
     ),
     "",
     "Exit codes: 0 done; 1 the service or the tool failed; 2 usage (or a validation_error: nothing was sent);",
