@@ -218,6 +218,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     failure.name === "SandboxUsageError" ||
     String((failure as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
   const message = expected || failure !== error ? failure.message : (failure.stack ?? failure.message);
-  process.stderr.write(redact(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`));
+  const command = process.argv[2] ?? "";
+  const help = Object.hasOwn(COMMANDS, command)
+    ? `generation-mcp ${command} --help`
+    : "generation-mcp --help";
+  process.stderr.write(redact(`generation-mcp: ${message}\nRun ${help} for usage.\n`));
   process.exit(2);
 });

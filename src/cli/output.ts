@@ -47,8 +47,12 @@ export function progressLine() {
 /** A y/N question on stderr; anything but yes is no. Only asked where both ends are a terminal. */
 export async function askYesNo(question: string): Promise<boolean> {
   const reader = createInterface({ input: process.stdin, output: process.stderr });
+  // Ctrl-C at the question: nothing has started, so nothing is left to wait for.
+  reader.on("SIGINT", () => process.exit(EXIT.interrupted));
   try {
     return /^y(es)?$/i.test((await reader.question(`${question} [y/N] `)).trim());
+  } catch {
+    return false; // the terminal closed (Ctrl-D): no answer is no
   } finally {
     reader.close();
   }

@@ -65,7 +65,7 @@ describe("each command, for a person and with --json", () => {
     expect(result).toMatchObject({ status: "completed", estimated_credits: 10 });
     expect(result["local_path"]).toBe(path.join(root, "clips", `${String(result["video_id"])}.mp4`));
     expect(json.stdout.trim().split("\n")).toHaveLength(1);
-  });
+  }, 60_000);
 
   it("image, upload, status, list and credits answer with their tool's fields", async () => {
     await writeFile(path.join(root, "cat.png"), PNG_BYTES);
@@ -98,7 +98,7 @@ describe("each command, for a person and with --json", () => {
     );
     const creditsJson = JSON.parse((await run(["credits", "--json"])).stdout) as { models: unknown[] };
     expect(creditsJson.models).toHaveLength(4);
-  });
+  }, 60_000);
 });
 
 describe("exit codes", () => {

@@ -43,7 +43,7 @@ describe("the agent skill", () => {
       expect(Object.keys(COMMANDS), command).toContain(command);
     }
     for (const code of [EXIT.done, EXIT.failed, EXIT.usage, EXIT.processing, EXIT.refused]) {
-      expect(text).toMatch(new RegExp(`^\\| ${code} \\|`, "m"));
+      expect(text).toMatch(new RegExp(`^\\| ${code} +\\|`, "m"));
     }
   });
 
