@@ -154,7 +154,6 @@ export const COMMAND_FLAGS = {
   yes:               cmd("--yes", "video image", "accept a cost above the confirm threshold or the per-call cap without asking"),
   json:              cmd("--json", "video image upload status list credits", "print the tool's structuredContent as one JSON document on stdout, nothing else"),
 };
-export type CommandFlag = (typeof COMMAND_FLAGS)[keyof typeof COMMAND_FLAGS];
 
 type Settings = typeof SETTINGS;
 /** Each variable read; undefined when unset or blank. */
