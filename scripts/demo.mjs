@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // A newcomer's first minute: drives the built server through a real MCP client over stdio, in sandbox
-// mode (no account, no credits), and prints what an assistant would see: tools, credits, progress, the URL.
+// mode (no account, no credits), and prints what an assistant would see: tools, prompts, credits, progress,
+// the URL. The sandbox's clip is always the same 2 s test pattern, whatever the prompt: the end says so.
 // Usage: npm run demo            (or: node scripts/demo.mjs [a prompt])
 /* global fetch */
 import path from "node:path";
@@ -28,6 +29,8 @@ try {
     `Connected to ${client.getServerVersion()?.name} ${client.getServerVersion()?.version} (sandbox mode).`,
   );
   out(`Tools: ${tools.map((tool) => tool.name).join(", ")}`);
+  const { prompts } = await client.listPrompts();
+  out(`Prompts: ${prompts.map((entry) => entry.name).join(", ")}`);
   out();
   out(`> get_credits`);
   out(text(await client.callTool({ name: "get_credits", arguments: {} })));
@@ -56,7 +59,12 @@ try {
     out(
       `GET ${url} -> ${response.status} ${response.headers.get("content-type")}, ${bytes.length} bytes (MP4 box "${bytes.subarray(4, 8)}")`,
     );
+    out(
+      "(The sandbox's clip is the same 2 s, 320x180 test pattern whatever the prompt: a real service renders it.)",
+    );
   }
+  out();
+  out(`The same from the command line: node dist/bundle/cli.js video "${prompt}" --sandbox --out ./`);
 } finally {
   await client.close();
 }

@@ -21,7 +21,9 @@ export function renderToolTable(tools) {
     const params = Object.keys(tool.inputSchema.properties ?? {})
       .map((name) => (required.has(name) ? `**${name}**` : name))
       .join(", ");
-    const outputs = Object.keys(tool.outputSchema?.properties ?? {}).join(", ") || "(fields as received)";
+    // An open output schema (get_credits) passes the service's own fields on besides those it names.
+    const received = tool.outputSchema?.additionalProperties ? ["the service's fields as received"] : [];
+    const outputs = [...received, ...Object.keys(tool.outputSchema?.properties ?? {})].join(", ");
     return `| \`${tool.name}\` | ${tool.title} | ${hints} | ${params || "none"} | ${outputs} |`;
   });
   return [

@@ -3,7 +3,7 @@
  * that user can actually change, by mode: `stdio`, a variable in the MCP client's configuration; `mcpb`, a
  * field of Claude Desktop's extension form (the MCPB bundle); `http-key`, the `Authorization` header their
  * client sends (each caller's own key); `shared`, nothing at all (one key and every setting are the server
- * operator's: gateway tokens, OAuth subjects).
+ * operator's: gateway tokens, OAuth subjects); `cli`, the person at the command line (src/cli/): a variable or flag.
  *
  * The layers that find a problem do not know the mode: they write a token for the setting (`fix("api_key")`
  * completes "Ask the user to ..."), and the edge renders it once, for the mode of the call (`renderAdvice`).
@@ -14,7 +14,7 @@ import path from "node:path";
 export type Setting =
   "api_key" | "base_url" | "allowed_dirs" | "output_dir" | "previews" | "spend_limits" | "state_dir";
 
-export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared";
+export type AdviceMode = "stdio" | "mcpb" | "http-key" | "shared" | "cli";
 
 const TOKEN = /\{\{fix:(api_key|base_url|allowed_dirs|output_dir|previews|spend_limits|state_dir)\}\}/g;
 
@@ -63,6 +63,19 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
     spend_limits: `raise Max credits per call or Daily credit limit in ${FORM} (or Confirm cost above, for a client that cannot ask them to confirm; an empty field means no limit), if they want to allow it. You cannot change it yourself`,
     state_dir:
       "free space in that folder (its disk is full or it cannot be written; the extension keeps its state there). You cannot change it yourself",
+  },
+  cli: {
+    api_key:
+      "check GENERATION_API_KEY: the service refused it (missing, mistyped or revoked; a new key comes from the service's API keys page). `generation-mcp check` tests it",
+    base_url:
+      "fix GENERATION_BASE_URL (or --base-url): the service address up to and including /api/v1, e.g. https://<service>/api/v1. `generation-mcp check` tests it",
+    allowed_dirs: `add the image's folder to GENERATION_ALLOWED_DIRS (or --allowed-dirs; folders separated by "${path.delimiter}")`,
+    output_dir: "save into a writable folder with free space (--out, or GENERATION_OUTPUT_DIR)",
+    previews: "set GENERATION_PREVIEWS=on (or --previews on)",
+    spend_limits:
+      "accept the cost with --yes, or raise GENERATION_MAX_CREDITS_PER_CALL or GENERATION_DAILY_CREDITS (or their flags)",
+    state_dir:
+      "free space in that folder, or point GENERATION_STATE_DIR (or --state-dir) at a writable folder with free space",
   },
   "http-key": HTTP_KEY,
   shared: {

@@ -5,26 +5,29 @@
  * the protocol: nothing else is ever written there but what --help and --version ask for.
  */
 import { createRequire } from "node:module";
-import { parseArgs } from "node:util";
+import { homedir } from "node:os";
 import * as z from "zod";
 import {
+  COMMANDS,
   ConfigError,
   type Config,
   FLAG_OPTIONS,
+  describeCommands,
   describeOptions,
   isOn,
   isUnfilledPlaceholder,
   loadConfig,
 } from "./config/index.js";
+import { parseFlags, unknownVariables } from "./config/did-you-mean.js";
 import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
-import { missingFolders } from "./files/allowed-dirs.js";
-// The runtime (the API client, the journal, the task store) and the HTTP server load once something needs
-// them: only the stdio session's opening path is imported statically (one chunk of the bundle).
+import { missingFolders, resolveAllowedDirs } from "./files/allowed-dirs.js";
+import { openSharedState, serviceTarget } from "./cli/service.js";
+// The runtime (the API client, the journal, the task store), the commands and the HTTP server load once
+// something needs them: only the stdio session's opening path is imported statically (one chunk of the bundle).
 import type { ServiceTarget } from "./runtime.js";
-import type { StateHub } from "./state/records.js";
 import { serveStdio } from "./transports/stdio.js";
 
 // Every schema here is parsed a few times, not millions: compiling each parser on first use costs more.
@@ -50,6 +53,8 @@ Usage:
                                  only the sandbox REST service; prints its base URL and API keys on stderr
   generation-mcp [options] [--] DIR...
                                  DIRs: upload folders, as --allowed-dirs (how Claude Desktop bundles pass them)
+  generation-mcp <command> [flags]
+                                 the same tools as a command line (below; docs/cli.md)
   generation-mcp --help | --version
 
 Every option mirrors an environment variable (precedence: defaults < environment < flags); the API key
@@ -63,27 +68,38 @@ async function main(argv: string[]): Promise<void> {
     const { runSandboxCommand } = await import("./sandbox/cli.js");
     return runSandboxCommand(argv.slice(1));
   }
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      ...FLAG_OPTIONS,
-      help: { type: "boolean", short: "h" },
-      version: { type: "boolean", short: "v" },
-    },
-    strict: true,
-    allowPositionals: true,
+  // Registered before the configuration is checked: a refusal may quote a value the key was pasted into.
+  const rawKey = process.env["GENERATION_API_KEY"]?.trim();
+  if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
+  // A mistyped variable would be ignored without a word: named, with the one probably meant.
+  for (const warning of unknownVariables(process.env)) process.stderr.write(`generation-mcp: ${warning}\n`);
+  const command = argv[0] ?? "";
+  if (Object.hasOwn(COMMANDS, command)) {
+    const { runCommand } = await import("./cli/run.js");
+    // The runtime's waits (a retry's back-off) do not hold a server's process open; a command's must.
+    const alive = setInterval(() => undefined, 60_000);
+    const code = await runCommand(command as keyof typeof COMMANDS, argv.slice(1), VERSION).finally(() =>
+      clearInterval(alive),
+    );
+    // Whatever a library left open (a keep-alive socket), a finished command ends.
+    process.exitCode = code;
+    return void setTimeout(() => process.exit(code), 1000).unref();
+  }
+  const { values, positionals } = parseFlags(argv, {
+    ...FLAG_OPTIONS,
+    help: { type: "boolean", short: "h" },
+    version: { type: "boolean", short: "v" },
   });
   // Asked for, so they are the output: stdout (no server runs, so no protocol is on it).
-  if (values.help) return void process.stdout.write(`${USAGE}${describeOptions()}\n`);
+  if (values.help) {
+    return void process.stdout.write(`${USAGE}\n${describeCommands()}\n${describeOptions()}\n`);
+  }
   if (values.version) return void process.stdout.write(`${VERSION}\n`);
   const flags = Object.fromEntries(
     Object.entries(values).flatMap(([name, value]) =>
       typeof value === "string" || value === true ? [[`--${name}`, value]] : [],
     ),
   );
-  // Registered before the configuration is checked: a refusal may quote a value the key was pasted into.
-  const rawKey = process.env["GENERATION_API_KEY"]?.trim();
-  if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
   const config = loadConfig({ env: process.env, flags, directories: positionals });
   const logger = new Logger();
   // Dropped from the allowed folders without a word, a typo would only show as refused uploads later.
@@ -93,6 +109,20 @@ async function main(argv: string[]): Promise<void> {
       `upload folders that do not exist (--allowed-dirs / GENERATION_ALLOWED_DIRS): ${missing.map((dir) => JSON.stringify(dir)).join(", ")}; ` +
         "nothing can be uploaded from them until they are created (check the spelling).",
     );
+  }
+  if (config.http === undefined && config.allowedDirs === undefined) {
+    const found = await resolveAllowedDirs({
+      configured: undefined,
+      roots: [],
+      outputDir: config.outputDir,
+      home: homedir(),
+    });
+    if (found.length === 0) {
+      logger.warning(
+        "no upload folder exists (~/Pictures, ~/Downloads, ~/Desktop or the output folder), so local images can be " +
+          "uploaded only from the client's MCP roots: set GENERATION_ALLOWED_DIRS (or --allowed-dirs) to the folders to allow.",
+      );
+    }
   }
   if (config.http === undefined && isOn(process.env["GENERATION_METRICS"])) {
     logger.warning(
@@ -160,50 +190,6 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   });
 }
 
-/** The real service, or a sandbox of this process's own (`--sandbox`). */
-async function serviceTarget(config: Config, logger: Logger) {
-  if (!config.sandbox) {
-    const target: ServiceTarget = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
-    return { target, closeSandbox: async () => {} };
-  }
-  const [{ startSandbox }, { describeSandboxKeys }] = await Promise.all([
-    import("./sandbox/index.js"),
-    import("./sandbox/cli.js"),
-  ]);
-  const sandbox = await startSandbox({ port: 0 });
-  logger.info(
-    `sandbox mode: tools run against the built-in sandbox at ${sandbox.baseUrl} (no credits spent)`,
-  );
-  if (config.http) {
-    // Over HTTP each caller sends a key: the sandbox's are the ones that work here.
-    process.stderr.write(
-      `  The sandbox's API keys (send one as 'Authorization: Bearer <key>'):\n${describeSandboxKeys(sandbox).join("\n")}\n`,
-    );
-  }
-  if (config.redis !== undefined) {
-    logger.warning(
-      "--sandbox with GENERATION_REDIS_URL: every --sandbox process has a sandbox of its own, so its tasks are " +
-        "never shared. To try replicas on Redis, start one `generation-mcp sandbox` and point every replica's " +
-        "GENERATION_BASE_URL at it (without --sandbox).",
-    );
-  }
-  const target: ServiceTarget = { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid, ephemeral: true };
-  return { target, closeSandbox: () => sandbox.close() };
-}
-
-/**
- * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk). The
- * address may carry a password: that is registered with the redaction point (the rest of the address is not
- * a secret, and masking it would mask every loopback address in the logs).
- */
-async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
-  if (config.redis === undefined) return undefined;
-  const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
-  if (password !== "") registerSecret(decodeURIComponent(password));
-  const { connectRedis } = await import("./state/redis/index.js");
-  return connectRedis(config.redis, logger);
-}
-
 /** Ends the process once `close` is done, or after SHUTDOWN_LIMIT_MS whatever happens. */
 function onShutdown(close: () => Promise<unknown>): () => void {
   let closing = false;
@@ -232,6 +218,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     failure.name === "SandboxUsageError" ||
     String((failure as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
   const message = expected || failure !== error ? failure.message : (failure.stack ?? failure.message);
-  process.stderr.write(redact(`generation-mcp: ${message}\nRun generation-mcp --help for usage.\n`));
+  const command = process.argv[2] ?? "";
+  const help = Object.hasOwn(COMMANDS, command)
+    ? `generation-mcp ${command} --help`
+    : "generation-mcp --help";
+  process.stderr.write(redact(`generation-mcp: ${message}\nRun ${help} for usage.\n`));
   process.exit(2);
 });

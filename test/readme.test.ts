@@ -13,7 +13,9 @@ import * as configTable from "../scripts/config-table.mjs";
 import { PAGE, benchBlock } from "../scripts/readme-bench.mjs";
 import { describeTools } from "../src/mcp/tool-list.js";
 import { loadConfig } from "../src/config/index.js";
-import { SETTINGS } from "../src/config/schema.js";
+import { COMMAND_FLAGS, SETTINGS } from "../src/config/schema.js";
+// @ts-expect-error -- a plain ESM script (the viewer's build, as scripts/bundle.mjs runs it)
+import { buildViewerHtml } from "../scripts/viewer.mjs";
 import { DEMO_TIMINGS } from "../src/sandbox/index.js";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -57,6 +59,20 @@ describe("README", () => {
     for (const command of ["npm ci && npm run demo", "npm test", "npm run test:clients"]) {
       expect(readme).toContain(command);
     }
+  });
+
+  it("shows docs/cli.md's table of the commands' flags generated from src/config/schema.ts (run: node scripts/config-table.mjs --write)", () => {
+    const page = readFileSync(path.join(root, "docs/cli.md"), "utf8");
+    expect(block(page, configTable.CLI_START, configTable.CLI_END)).toBe(
+      configTable.renderCommandFlags(COMMAND_FLAGS),
+    );
+  });
+
+  it("opens with the way to try it, and names the quick bench", () => {
+    const opening = readme.slice(0, readme.indexOf("## Install"));
+    expect(opening).toContain("npm ci && npm run demo");
+    expect(opening).toMatch(/node dist\/bundle\/cli\.js video .* --sandbox/);
+    expect(readme).toContain("npm run bench:quick");
   });
 
   it("reads in ten minutes: at most 450 lines, linking every page of docs/", () => {
@@ -121,6 +137,15 @@ describe("README and docs/", () => {
       .filter(({ versions }) => versions.filter((version) => version !== lowest).join() !== matrixList)
       .map(({ list }) => list);
     expect(stale).toEqual([]);
+  });
+
+  it("show get_credits answers with the models the tool adds, and the viewer page's size as built", async () => {
+    // The answer of get_credits as the server writes it: the fields its schema names first.
+    const samples = prose.match(/"text":"Credits: .*?"structuredContent":\{"[a-z_]+"/g) ?? [];
+    expect(samples.length).toBeGreaterThan(1);
+    for (const sample of samples) expect(sample).toMatch(/"structuredContent":\{"models"$/);
+    const kilobytes = (Buffer.byteLength((await buildViewerHtml()) as string) / 1000).toFixed(1);
+    states(`One self-contained HTML page of about ${kilobytes} KB`);
   });
 
   it("state the sandbox's task time, and the time the server sees it at its default poll interval", () => {

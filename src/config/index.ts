@@ -6,10 +6,23 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { checkHttpKeys, httpConfig, isOn, type HttpConfig } from "./http.js";
-import { ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
+import { didYouMean } from "./did-you-mean.js";
+import { COMMANDS, ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
 
 export { isOn, type HttpConfig, type OAuthConfig } from "./http.js";
-export { ConfigError, FLAG_OPTIONS, FLAG_TO_ENV, describeOptions, isUnfilledPlaceholder } from "./schema.js";
+export {
+  COMMANDS,
+  COMMAND_FLAGS,
+  COMMAND_OPTIONS,
+  ConfigError,
+  FLAG_OPTIONS,
+  FLAG_TO_ENV,
+  SETTINGS,
+  describeCommands,
+  describeOptions,
+  isUnfilledPlaceholder,
+  type Command,
+} from "./schema.js";
 export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;
 
 /** The largest JSON-RPC message one transport message may carry: 10 MiB, like the MCP SDK's stdio default. */
@@ -162,7 +175,7 @@ function argumentFolders(directories: readonly string[], flagToo: boolean): stri
   if (relative !== undefined) {
     throw new ConfigError(
       `unexpected argument ${showValue(relative)}: arguments after the options are upload folders ` +
-        "(as --allowed-dirs) and must be absolute paths.",
+        `(as --allowed-dirs) and must be absolute paths.${didYouMean(relative, ["sandbox", ...Object.keys(COMMANDS)])}`,
     );
   }
   return given.map((entry) => path.resolve(entry));

@@ -113,6 +113,48 @@ export const SETTINGS = {
   GENERATION_REDIS_WHEN_DOWN:       set("Replicas (Redis)", "--redis-when-down refuse|alone", choice("text", ["refuse", "alone"], "must be refuse or alone"), "`refuse`", "while Redis takes no writes: send no start (`refuse`) or let each replica decide alone (`alone`)"),
 };
 
+/** The commands (`generation-mcp video ...`, src/cli/), each with its positional argument, if any. */
+export const COMMANDS = {
+  video: { argument: "<prompt>", summary: "start a video (generate_video) and wait for it" },
+  image: { argument: "<prompt>", summary: "make an image (generate_image)" },
+  upload: { argument: "<path>", summary: "upload a reference image (upload_image); prints its URL" },
+  status: { argument: "<video_id>", summary: "a video's status (get_status); --wait keeps waiting" },
+  list: { argument: "", summary: "your video history (list_videos)" },
+  credits: { argument: "", summary: "credits, and the models this account may use (get_credits)" },
+  check: { argument: "", summary: "checks the configuration and the key against the service" },
+} as const;
+export type Command = keyof typeof COMMANDS;
+
+/**
+ * One flag of the commands: its argument, the commands that take it, the tool input it fills (a number when
+ * `number`), and what it does. A switch has no argument; `--wait` also has `--no-wait`.
+ */
+const cmd = (flag: string, commands: string, description: string, input?: string, number = false) => ({
+  flag,
+  commands: commands.split(" ") as Command[],
+  description,
+  input,
+  number,
+});
+// prettier-ignore
+export const COMMAND_FLAGS = {
+  image:             cmd("--image PATH|URL", "video image", "a reference image: a local file (uploaded first) or an http(s) URL; repeatable for `image`"),
+  model:             cmd("--model ID", "video image", "the model (`credits` lists those this account may use)", "model"),
+  duration:          cmd("--duration S", "video", "seconds of video (default 5)", "duration", true),
+  "aspect-ratio":    cmd("--aspect-ratio W:H", "video image", "e.g. 16:9 (video default), 1:1 (image default)", "aspect_ratio"),
+  resolution:        cmd("--resolution R", "video image", "video: 480p, 720p, 1080p (vendor-video-2-0 only); image: 1k, 2k, 4k", "resolution"),
+  format:            cmd("--format F", "image", "png (default), jpg or webp", "output_format"),
+  page:              cmd("--page N", "list", "page of the history (from 1)", "page", true),
+  limit:             cmd("--limit N", "list", "videos per page (1-50, default 20)", "limit", true),
+  wait:              cmd("--wait, --no-wait", "video status", "wait for the finished video (video: on by default; status: off)", "wait"),
+  "timeout-seconds": cmd("--timeout-seconds S", "video status", "how long to wait before exit 3, still processing (0-3600, default 600)", "timeout_seconds", true),
+  out:               cmd("--out PATH", "video image status", "save the media: into a folder, or as a file name (the frame sheet goes beside a video as `<file>.frames.jpg`)"),
+  "dry-run":         cmd("--dry-run", "video image", "only show the estimated cost and the request; start nothing", "dry_run"),
+  "allow-duplicate": cmd("--allow-duplicate", "video image", "start a new task even when an identical one started in the last 10 minutes", "allow_duplicate"),
+  yes:               cmd("--yes", "video image", "accept a cost above the confirm threshold or the per-call cap without asking"),
+  json:              cmd("--json", "video image upload status list credits", "print the tool's structuredContent as one JSON document on stdout, nothing else"),
+};
+
 type Settings = typeof SETTINGS;
 /** Each variable read; undefined when unset or blank. */
 export type ConfigValues = { [K in keyof Settings]: ReturnType<Settings[K]["parse"]> | undefined };
@@ -163,4 +205,37 @@ export function describeOptions(): string {
     );
   }
   return lines.join("\n");
+}
+
+/** A command flag takes a value when its argument is named in capitals (`--out PATH`); else it is a switch. */
+export const COMMAND_OPTIONS: ParseArgsConfig["options"] = Object.fromEntries(
+  Object.entries(COMMAND_FLAGS).map(([name, { flag }]) => [
+    name,
+    / [A-Z]/.test(flag)
+      ? { type: "string" as const, ...(name === "image" && { multiple: true }) }
+      : { type: "boolean" as const },
+  ]),
+);
+
+/** The commands part of `--help`: one line per command, then every command flag and who takes it. */
+export function describeCommands(only?: Command): string {
+  const commands = Object.entries(COMMANDS).filter(([name]) => only === undefined || name === only);
+  const flags = Object.values(COMMAND_FLAGS).filter(
+    (flag) => only === undefined || flag.commands.includes(only),
+  );
+  return [
+    "Commands (the tools' own checks, spend limits and journal; settings as below):",
+    ...commands.map(([name, { argument, summary }]) => `  ${`${name} ${argument}`.padEnd(31)}${summary}`),
+    "",
+    "Command flags:",
+    ...flags.map(({ flag, commands: takers, description }) =>
+      `  ${flag.padEnd(31)}${only === undefined ? `(${takers.join(", ")}) ` : ""}${description}`.replaceAll(
+        "`",
+        "",
+      ),
+    ),
+    "",
+    "Exit codes: 0 done; 1 the service or the tool failed; 2 usage (or a validation_error: nothing was sent);",
+    "3 still processing when the wait ended (`status <video_id> --wait` goes on); 4 refused by a spend limit or declined.",
+  ].join("\n");
 }

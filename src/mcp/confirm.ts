@@ -94,16 +94,32 @@ interface GateInput {
   clientCapabilities: ClientCapabilities | undefined;
 }
 
+/**
+ * The question a checked call's cost raises under the spend limits, or undefined when it needs no answer; with
+ * the refusal (budget_exceeded) and the decline that close it. The MCP gate below and the command line (src/cli/)
+ * both ask it, so the rule is written once.
+ */
+export function costQuestion(tool: string, data: unknown, deps: ServerDeps) {
+  const limits = deps.config.spend;
+  const estimate = estimateCall(tool, data);
+  if (limits === undefined || estimate === undefined) return undefined;
+  const reason = confirmationReason(estimate, limits);
+  if (reason === undefined) return undefined;
+  return {
+    estimate,
+    message: `Start ${estimate.what} for about ${estimate.credits} credits?`,
+    refuse: (why?: string) => refuse(tool, deps, estimate, reason, why),
+    decline: () => declined(tool, estimate),
+  };
+}
+
 export async function checkSpend(input: GateInput): Promise<SpendGate> {
   const { deps, ctx } = input;
-  const limits = deps.config.spend;
-  const estimate = estimateCall(input.tool, input.data);
-  if (limits === undefined || estimate === undefined) return { go: true };
-  const reason = confirmationReason(estimate, limits);
-  if (reason === undefined) return { go: true };
-  const message = `Start ${estimate.what} for about ${estimate.credits} credits?`;
+  const cost = costQuestion(input.tool, input.data, deps);
+  if (cost === undefined) return { go: true };
+  const { estimate, message } = cost;
   const answer = (content: unknown, accepted: boolean): SpendGate =>
-    accepted && isObject(content) && content["confirm"] === true ? { go: true } : declined(input, estimate);
+    accepted && isObject(content) && content["confirm"] === true ? { go: true } : cost.decline();
   if (input.revision.era === "modern") {
     const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
     // An answer without our requestState for this very call answers nothing we asked: a client could
@@ -112,7 +128,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
       ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY)
       : undefined;
     if (view?.kind === "elicit") return answer(view.content, view.action === "accept");
-    if (!formElicitation(declaredCapabilities(ctx)?.elicitation)) return refuse(input, estimate, reason);
+    if (!formElicitation(declaredCapabilities(ctx)?.elicitation)) return cost.refuse();
     const asked = inputRequired({
       inputRequests: {
         [CONFIRM_KEY]: inputRequired.elicit({ mode: "form", message, requestedSchema: REQUESTED_SCHEMA }),
@@ -121,7 +137,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
     });
     return { answer: asked };
   }
-  if (!formElicitation(input.clientCapabilities?.elicitation)) return refuse(input, estimate, reason);
+  if (!formElicitation(input.clientCapabilities?.elicitation)) return cost.refuse();
   try {
     const reply = await ctx.mcpReq.send(
       {
@@ -139,7 +155,7 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
   } catch (error) {
     if (ctx.mcpReq.signal.aborted) throw error;
     deps.logger.warning("The cost confirmation could not be asked", { error: String(error) });
-    return refuse(input, estimate, reason, "the client did not complete the confirmation request");
+    return cost.refuse("the client did not complete the confirmation request");
   }
 }
 
@@ -158,19 +174,25 @@ function formElicitation(capability: unknown): boolean {
   return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
 }
 
-function refuse(input: GateInput, estimate: CallEstimate, limit: string, why?: string): SpendGate {
+function refuse(
+  tool: string,
+  deps: ServerDeps,
+  estimate: CallEstimate,
+  limit: string,
+  why?: string,
+): { refused: CallToolResult } {
   const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
   const error = new BudgetExceededError(
-    `${input.tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
+    `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
     {
       nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
     },
   );
-  return { refused: errorResult(error, input.deps.redactor, input.deps.advice) };
+  return { refused: errorResult(error, deps.redactor, deps.advice) };
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */
-function declined(input: GateInput, estimate: CallEstimate): SpendGate {
+function declined(tool: string, estimate: CallEstimate): { declined: CallToolResult } {
   const nextStep =
     "Do not start it again unless the user asks for it; offer a cheaper request instead if that helps (dry_run: true shows the cost).";
   const text = `Declined by the user: ${estimate.what} for about ${estimate.credits} credits was not started. Nothing was sent to the service and nothing was charged.\n${nextStep}`;
@@ -179,7 +201,7 @@ function declined(input: GateInput, estimate: CallEstimate): SpendGate {
     estimated_credits: estimate.credits,
     next_step: nextStep,
     notes: ["The user declined the cost; nothing was started and no credits were charged."],
-    ...(input.tool === "generate_image" && { image_urls: [] }),
+    ...(tool === "generate_image" && { image_urls: [] }),
   };
   return { declined: { content: [{ type: "text", text }], structuredContent } };
 }

@@ -50,6 +50,8 @@ export const MODERN_METHODS: ReadonlySet<string> = new Set([
   "resources/list",
   "resources/templates/list",
   "resources/read",
+  "prompts/list",
+  "prompts/get",
   "tasks/get",
   "tasks/update",
   "tasks/cancel",

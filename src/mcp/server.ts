@@ -21,6 +21,7 @@ import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
 import { guarded, handlerOn } from "./errors.js";
 import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
+import { getPrompt, listPrompts } from "./prompts.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
@@ -61,6 +62,9 @@ const STATIC = { ttlMs: 60 * 60 * 1000, cacheScope: "public" as const };
 
 const LIST = { params: z.looseObject({ cursor: z.string().optional() }) };
 const READ = { params: z.looseObject({ uri: z.string() }) };
+const PROMPT = {
+  params: z.looseObject({ name: z.string(), arguments: z.record(z.string(), z.string()).optional() }),
+};
 
 export interface McpServerOptions {
   version: string;
@@ -86,6 +90,7 @@ class GenerationServer extends Server {
         capabilities: {
           tools: {},
           resources: {},
+          prompts: {},
           logging: {},
           ...(planned.era === "modern"
             ? { extensions: { [TASKS_EXTENSION]: {} } }
@@ -99,6 +104,7 @@ class GenerationServer extends Server {
         cacheHints: {
           "server/discover": STATIC,
           "tools/list": STATIC,
+          "prompts/list": STATIC,
           "resources/list": STATIC,
           "resources/templates/list": STATIC,
           "resources/read": STATIC,
@@ -153,6 +159,8 @@ export function createMcpServer(options: McpServerOptions): Server {
   handle("tools/list", LIST, async () => ({ tools: await toolList(offersLegacyTasks(server.revision())) }));
   handle("resources/list", LIST, async () => ({ resources: listViewerResources(session.mediaOrigin) }));
   server.setRequestHandler("resources/templates/list", LIST, async () => ({ resourceTemplates: [] }));
+  handle("prompts/list", LIST, async () => listPrompts());
+  handle("prompts/get", PROMPT, async (params) => getPrompt(params.name, params.arguments));
   handle("resources/read", READ, async ({ uri }) => {
     const contents = readViewerResource(uri, session.mediaOrigin);
     if (contents !== undefined) return contents;

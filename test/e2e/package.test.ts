@@ -79,7 +79,7 @@ afterAll(() => {
 });
 
 describe.skipIf(process.platform === "win32")("the packed package", () => {
-  it("declares no dependencies and holds only the bundle, README and the example config", () => {
+  it("declares no dependencies and holds only the bundle, the agent skill, README and the example config", () => {
     expect(pkg.dependencies ?? {}).toEqual({});
     // The one optional one: sharp (native) for image previews, exact-pinned; without it previews say so.
     expect(pkg.optionalDependencies).toEqual({ sharp: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
@@ -89,10 +89,18 @@ describe.skipIf(process.platform === "win32")("the packed package", () => {
         `${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked`,
     );
     expect(files).toContain("dist/bundle/cli.js");
-    expect(files).toEqual(expect.arrayContaining(["README.md", "mcp.json.example", "package.json"]));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        "README.md",
+        "mcp.json.example",
+        "package.json",
+        "skills/generation-mcp/SKILL.md",
+      ]),
+    );
     const outside = files.filter(
       (file) =>
-        !file.startsWith("dist/bundle/") && !["README.md", "mcp.json.example", "package.json"].includes(file),
+        !/^(dist\/bundle|skills\/generation-mcp)\//.test(file) &&
+        !["README.md", "mcp.json.example", "package.json"].includes(file),
     );
     expect(outside).toEqual([]);
     expect(files.filter((file) => /^(src|test|bench|scripts)\//.test(file) || file.endsWith(".map"))).toEqual(

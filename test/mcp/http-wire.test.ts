@@ -311,7 +311,7 @@ describe("2026-07-28: ours answers as the SDK's entry does", () => {
   });
 
   it("a method this server does not serve: HTTP 404 with -32601", async () => {
-    const { mine } = await both({ method: "prompts/list", params: meta() });
+    const { mine } = await both({ method: "completion/complete", params: meta() });
     expect(mine.status).toBe(404);
     expect(JSON.parse(mine.body)).toMatchObject({ error: { code: -32601 } });
   });
@@ -321,7 +321,7 @@ describe("2025-11-25: ours answers as the SDK's transport does", () => {
   const cases: Array<[string, Exchange]> = [
     ["tools/list", { method: "tools/list" }],
     ["tools/call get_credits", { method: "tools/call", params: { name: "get_credits", arguments: {} } }],
-    ["an unknown method", { method: "prompts/list" }],
+    ["an unknown method", { method: "completion/complete" }],
     [
       "a request whose envelope names 2026-07-28 under a 2025 header",
       { method: "tools/list", params: meta() },

@@ -229,7 +229,7 @@ describe("2026-07-28 over HTTP", () => {
       "initialize",
       "ping",
       "logging/setLevel",
-      "prompts/list",
+      "completion/complete",
     ]) {
       const answer = await modernHttp(server.url, key, method, { taskId: "x" }, { tasks: true });
       expect(answer.status, method).toBe(404);

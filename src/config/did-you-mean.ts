@@ -1,0 +1,65 @@
+/**
+ * The first mistakes answered: an unknown flag or an unknown GENERATION_* variable is named with the nearest
+ * known one, the way git answers a mistyped command.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { ConfigError, SETTINGS } from "./schema.js";
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+/**
+ * node:util's parseArgs (strict, positionals allowed; `--no-<switch>` too when `negatives`), with an unknown
+ * flag refused as a ConfigError that names the nearest known one instead of the parser's own text.
+ */
+export function parseFlags<T extends Options>(args: string[], options: T, negatives = false) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: true, allowNegative: negatives });
+  } catch (error) {
+    const flag = /'(-[^']*)'/.exec(String((error as Error).message))?.[1];
+    if ((error as { code?: unknown }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION" || flag === undefined)
+      throw error;
+    const known = Object.keys(options).map((name) => `--${name}`);
+    throw new ConfigError(`unknown flag ${flag}.${didYouMean(flag.replace(/=.*/, ""), known)}`);
+  }
+}
+
+/** The known word nearest `word` by edit distance, when it is near enough to be the one meant. */
+export function nearest(word: string, known: Iterable<string>): string | undefined {
+  let best: { word: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (best === undefined || distance < best.distance) best = { word: candidate, distance };
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 4))
+    ? best.word
+    : undefined;
+}
+
+/** ` Did you mean X?`, or nothing when no known word is near. */
+export function didYouMean(word: string, known: Iterable<string>): string {
+  const meant = nearest(word, known);
+  return meant === undefined ? "" : ` Did you mean ${meant}?`;
+}
+
+/** A warning for each GENERATION_* variable that no setting reads: it would be ignored without a word. */
+export function unknownVariables(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith("GENERATION_") && !(name in SETTINGS))
+    .map(
+      (name) =>
+        `${name} is not a setting of generation-mcp, so it is ignored.${didYouMean(name, Object.keys(SETTINGS))}`,
+    );
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      next.push(Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + cost));
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
+}
