@@ -16,6 +16,8 @@ import type { LogLevel, Logger } from "../logger.js";
 import { createMcpServer } from "../mcp/server.js";
 import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
+import type { UploadDesk } from "../uploads/desk.js";
+import { loopbackLinks } from "../uploads/listener.js";
 
 /**
  * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
@@ -148,6 +150,8 @@ function describeLine(head: string, tail: string): { method?: string; id?: strin
 }
 
 export interface StdioRuntime extends KeyParts {
+  /** The upload links it makes: served by a loopback listener of this process while one is open. */
+  uploads: UploadDesk;
   close(): Promise<void>;
 }
 
@@ -164,11 +168,17 @@ export function serveStdio(options: {
   // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
   let runtime: Promise<StdioRuntime> | undefined;
   const runtimeOnce = (): Promise<StdioRuntime> => {
-    const making = (runtime ??= options.makeRuntime());
-    making.catch(() => {
-      if (runtime === making) runtime = undefined;
-    });
-    return making;
+    if (runtime === undefined) {
+      const making = options.makeRuntime();
+      making.then(
+        (made) => made.uploads.serveAt(loopbackLinks(made.uploads, logger)),
+        () => {
+          if (runtime === making) runtime = undefined;
+        },
+      );
+      runtime = making;
+    }
+    return runtime;
   };
   const early = setTimeout(() => {
     runtimeOnce().catch((error: unknown) =>
