@@ -91,8 +91,8 @@ export async function createRuntime(
   });
   // Files sent to an upload link of this key, received here, go to the service at once.
   const keyDigest = digestOf(target.apiKey);
-  const unregister = uploads.register(keyDigest, async (image, signal) => {
-    return (await client.upload(image, { signal, priority: "foreground" })).url;
+  const unregister = uploads.register(keyDigest, async (image) => {
+    return (await client.upload(image, { priority: "foreground", deadline: Date.now() + 60_000 })).url;
   });
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);

@@ -50,7 +50,8 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     /** Where clients reach this server (no trailing slash): the base of upload links; undefined: the listening address. */
     publicUrl:
       oauth?.publicUrl ??
-      (values.GENERATION_PUBLIC_URL && checkedPublicUrl(values.GENERATION_PUBLIC_URL).href.replace(/\/+$/, "")),
+      (values.GENERATION_PUBLIC_URL &&
+        checkedPublicUrl(values.GENERATION_PUBLIC_URL).href.replace(/\/+$/, "")),
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULTS.httpMaxBodyBytes,
     /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULTS.httpMaxConcurrent,

@@ -1,10 +1,9 @@
 /**
- * Asking the client to open a link for the person (URL elicitation), for a tool that never knows the era:
- * 2025-11-25, an `elicitation/create` request in `url` mode on a session whose client declared it (a
- * stateless 2025 HTTP request cannot be asked), and `notifications/elicitation/complete` once the call has
- * its answer; 2026-07-28, an `input_required` answer instead of the tool's own, whose `requestState` names
- * the link, so the client's next call (with the person's answer) waits on it. The state needs no seal: the
- * link it names is honoured only for the caller it is bound to (uploads/desk.ts).
+ * Asking the client to open a link for the person (URL elicitation), for tools that never know the era.
+ * 2025-11-25: `elicitation/create` in url mode, on a session whose client declared it (a stateless HTTP
+ * request cannot be asked), then `notifications/elicitation/complete` once the call has its url. 2026-07-28:
+ * an input_required answer instead of the tool's, whose `requestState` names the link, so that the retry
+ * (with the person's answer) waits on it. That state needs no seal: a link is honoured only for its caller.
  */
 import {
   inputRequired,
@@ -14,34 +13,33 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { isObject } from "../api/shapes.js";
-import type { LinkAnswer, ToolContext } from "../tools/define-tool.js";
+import type { ToolContext } from "../tools/define-tool.js";
 import { declaredCapabilities, type Revision } from "./revisions.js";
 
 const KEY = "open_upload_link";
-const STATE = /^upload-link:([A-Za-z0-9_-]{22})$/;
 
 export function linkAsker(
   revision: Revision,
   ctx: ServerContext,
-  clientCapabilities: ClientCapabilities | undefined,
-): Pick<ToolContext, "openLink" | "linkAnswer"> & { finish(result: Result): Promise<Result> } {
+  capabilities: ClientCapabilities | undefined,
+) {
   const modern = revision.era === "modern";
-  const declared = modern ? declaredCapabilities(ctx) : clientCapabilities;
+  const elicitation = (modern ? declaredCapabilities(ctx) : capabilities)?.elicitation;
   const canAsk =
-    isObject(declared?.elicitation) &&
-    declared.elicitation["url"] !== undefined &&
+    isObject(elicitation) &&
+    elicitation["url"] !== undefined &&
     (modern || revision.version === "2025-11-25");
   const state = modern ? ctx.mcpReq.requestState() : undefined;
-  const id = STATE.exec(typeof state === "string" ? state : "")?.[1];
+  const id = /^upload-link:([A-Za-z0-9_-]{22})$/.exec(typeof state === "string" ? state : "")?.[1];
   const view = id === undefined ? undefined : inputResponse(ctx.mcpReq.inputResponses, KEY);
   let deferred: { id: string; url: string; message: string } | undefined;
   let asked: string | undefined;
-  return {
+  const context: Pick<ToolContext, "openLink" | "linkAnswer"> = {
     linkAnswer:
-      id !== undefined && view?.kind === "elicit"
+      view?.kind === "elicit" && id !== undefined
         ? { id, answer: view.action === "accept" ? "accepted" : "declined" }
         : undefined,
-    async openLink(link, deadline): Promise<LinkAnswer> {
+    async openLink(link, deadline) {
       const timeout = deadline - Date.now();
       if (!canAsk || timeout <= 0) return "unavailable";
       if (modern) {
@@ -61,25 +59,23 @@ export function linkAsker(
         return "unavailable";
       }
     },
-    async finish(result) {
-      if (deferred !== undefined) {
-        const { url, message } = deferred;
-        return inputRequired({
-          inputRequests: { [KEY]: inputRequired.elicitUrl({ message, url }) },
-          requestState: `upload-link:${deferred.id}`,
-        });
-      }
-      if (
-        asked !== undefined &&
-        isObject(result["structuredContent"]) &&
-        "url" in result["structuredContent"]
-      ) {
-        const params = { elicitationId: asked };
-        await ctx.mcpReq
-          .notify({ method: "notifications/elicitation/complete", params })
-          .catch(() => undefined);
-      }
-      return result;
-    },
   };
+  /** The call's answer: the question instead, when one waits for the client's next call. */
+  const finish = async (result: Result): Promise<Result> => {
+    if (deferred !== undefined) {
+      const question = inputRequired.elicitUrl({ message: deferred.message, url: deferred.url });
+      return inputRequired({
+        inputRequests: { [KEY]: question },
+        requestState: `upload-link:${deferred.id}`,
+      });
+    }
+    const done = isObject(result["structuredContent"]) && "url" in result["structuredContent"];
+    const complete = {
+      method: "notifications/elicitation/complete" as const,
+      params: { elicitationId: asked },
+    };
+    if (asked !== undefined && done) await ctx.mcpReq.notify(complete).catch(() => undefined);
+    return result;
+  };
+  return { ...context, finish };
 }

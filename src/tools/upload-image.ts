@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { DEFAULT_HTTP_MAX_BODY_BYTES, MAX_MESSAGE_BYTES } from "../config/index.js";
-import { imageFromBase64 } from "../files/local-image.js";
+import { imageFromBase64, type LocalImage } from "../files/local-image.js";
 import { MAX_UPLOAD_BYTES } from "../models.js";
 import {
   defineTool,
@@ -148,35 +148,30 @@ async function fromPerson(
   context: ToolContext,
 ): Promise<Waiting> {
   const windowMs = waitWindowMs(deps, args.timeout_seconds);
-  const waitOn = async (id: string, deadline: number) => {
-    const link = await deps.uploads.wait(id, {
-      deadline,
-      signal: context.signal,
-      upload: async (image) =>
-        (await deps.api.upload(image, foreground(context, deps, requestDeadline(context, windowMs)))).url,
-      progress: (seconds) =>
-        void context.progress(`upload_id ${id}: waiting ${seconds} s for the person's picture`),
-    });
-    return link.url === undefined ? waiting(link) : { url: link.url };
-  };
   const until = context.startedAt + windowMs;
-  const resumed = context.linkAnswer;
+  const waitOn = async (id: string, deadline: number, declined = false, uploadUrl?: string) => {
+    const options = foreground(context, deps, requestDeadline(context, windowMs));
+    const upload = async (image: LocalImage) => (await deps.api.upload(image, options)).url;
+    const progress = (waited: number) =>
+      void context.progress(`upload_id ${id}: no picture yet after ${waited} s`);
+    const link = await deps.uploads.wait(id, { deadline, signal: context.signal, upload, progress });
+    return link.url === undefined ? waiting({ ...link, url: uploadUrl }, declined) : { url: link.url };
+  };
   if (args.upload_id !== undefined) return waitOn(args.upload_id, args.wait === false ? 0 : until);
-  // The client's second call, with the person's answer to opening the link (2026-07-28).
-  if (resumed !== undefined) return waitOn(resumed.id, resumed.answer === "accepted" ? until : 0);
+  // The client calls again with the person's answer to opening the link (2026-07-28).
+  const { linkAnswer } = context;
+  if (linkAnswer !== undefined) return waitOn(linkAnswer.id, until, linkAnswer.answer === "declined");
   const link = await deps.uploads.create();
-  const message = "Choose the picture to send to your assistant (one JPG, PNG or WebP of at most 10 MB).";
-  const answer = await context.openLink({ id: link.id, url: link.url, message }, until);
-  if (answer === "accepted") {
-    const sent = await waitOn(link.id, until);
-    if (sent.url !== undefined) return sent;
-  }
-  return waiting(link, answer === "declined");
+  const message = "Choose the picture to send to your assistant (a JPG, PNG or WebP of at most 10 MB).";
+  const answer = await context.openLink({ ...link, message }, until);
+  return answer === "accepted"
+    ? waitOn(link.id, until, false, link.url)
+    : waiting(link, answer === "declined");
 }
 
 function waiting(
   link: { id: string; url?: string | undefined; expiresAt: number },
-  declined = false,
+  declined: boolean,
 ): Waiting {
   const expires = new Date(link.expiresAt).toISOString();
   const how =

@@ -58,15 +58,11 @@ export async function serveHttp(options: HttpServing) {
     create: (apiKey) => options.makeRuntime(apiKey, auth.callerKeys),
   });
   if (!auth.callerKeys) {
-    // Every link's file goes to the server's own key, whose runtime may be idle (closed) when it arrives.
-    uploads.register(digestOf(options.serviceKey), async (image, signal) => {
+    // Every link's picture goes to the server's own key, whose runtime may be closed (idle) when it comes.
+    uploads.register(digestOf(options.serviceKey), async (image) => {
       const { runtime, release } = await pool.acquire(options.serviceKey);
-      try {
-        const deps = runtime.depsFactory({ clientRoots: async () => [] });
-        return (await deps.api.upload(image, { signal, priority: "foreground" })).url;
-      } finally {
-        release();
-      }
+      const { api } = runtime.depsFactory({ clientRoots: async () => [] });
+      return (await api.upload(image, { priority: "foreground" }).finally(release)).url;
     });
   }
   const open = new Set<ServerResponse>();

@@ -35,8 +35,9 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 'opened'`;
 // KEYS: link, caller's open links. ARGV: expected state, record, "1" when it no longer counts as open, id.
 const SWAP = `
-local held = redis.call('GET', KEYS[1])
-if not held or cjson.decode(held).state ~= ARGV[1] then return 0 end
+local raw = redis.call('GET', KEYS[1])
+local ok, held = pcall(cjson.decode, raw or '')
+if not ok or type(held) ~= 'table' or held.state ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[2], ARGV[4]) end
 return 1`;
