@@ -18,7 +18,11 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tinyPng } from "../helpers/harness.js";
 import { callTool, tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
+import { startJwksIssuer } from "../helpers/jwks-issuer.js";
 import { REVISION } from "../helpers/modern.js";
+import { startOAuthBin } from "../helpers/oauth-bin.js";
+import { resultOf, rpc } from "../helpers/red-team.js";
+import { freePort } from "../helpers/redis.js";
 import { outputOf } from "../helpers/processes.js";
 import { connectStdio, type StdioSession } from "../helpers/stdio.js";
 import { openBrowser, sendThroughPage, type PersonBrowser } from "../helpers/upload-page.js";
@@ -247,5 +251,42 @@ describe("a link for the person's picture", () => {
       url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\//),
     });
     expect(uploadsSent()).toBe(before + 1);
+  });
+
+  it("OAuth: a link needs generation:create; the link itself no token; the server's key uploads at once", async () => {
+    const port = await freePort();
+    const issuer = await startJwksIssuer({ audience: `http://127.0.0.1:${port}/mcp` });
+    closers.push(() => issuer.stop());
+    const bin = await startOAuthBin({
+      sandbox,
+      issuer: issuer.issuer,
+      dir: path.join(root.dir, "oauth"),
+      port,
+    });
+    closers.push(() => bin.server.stop());
+    const ask = async (scope: string) =>
+      rpc(bin.server.url, await issuer.sign(issuer.claims({ sub: "person", scope })), "tools/call", {
+        name: "upload_image",
+        arguments: { from_user: true },
+      });
+    const reader = await ask("generation:read");
+    expect(reader.status).toBe(403);
+    expect(reader.headers.get("www-authenticate")).toMatch(
+      /scope="generation:create".*error="insufficient_scope"/,
+    );
+    const made = resultOf(await ask("generation:read generation:create"))?.["structuredContent"] as Record<
+      string,
+      string
+    >;
+    expect(made["upload_url"]?.startsWith(`http://127.0.0.1:${port}/upload/`)).toBe(true);
+    const before = uploadsSent();
+    // No call waits on the link: the replica holds the server's key, so the picture goes to the service now.
+    const sent = await fetch(made["upload_url"] ?? "", { method: "PUT", body: tinyPng(24, 24) });
+    expect(sent.status).toBe(200);
+    expect(((await sent.json()) as { url: string }).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+    expect(uploadsSent()).toBe(before + 1);
+    expect(sandbox.requests.filter((request) => request.route === "upload").at(-1)?.key).toBe(
+      sandbox.keys.paid,
+    );
   });
 });
