@@ -17,7 +17,6 @@ import { createMcpServer } from "../mcp/server.js";
 import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
 import type { UploadDesk } from "../uploads/desk.js";
-import { loopbackLinks } from "../uploads/listener.js";
 
 /**
  * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
@@ -168,17 +167,16 @@ export function serveStdio(options: {
   // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
   let runtime: Promise<StdioRuntime> | undefined;
   const runtimeOnce = (): Promise<StdioRuntime> => {
-    if (runtime === undefined) {
-      const making = options.makeRuntime();
-      making.then(
-        (made) => made.uploads.serveAt(loopbackLinks(made.uploads, logger)),
-        () => {
-          if (runtime === making) runtime = undefined;
-        },
-      );
-      runtime = making;
-    }
-    return runtime;
+    const making = (runtime ??= options.makeRuntime().then(async (made) => {
+      // Its upload links are served by a loopback listener of this process (loaded with the runtime).
+      const { loopbackLinks } = await import("../uploads/listener.js");
+      made.uploads.serveAt(loopbackLinks(made.uploads, logger));
+      return made;
+    }));
+    making.catch(() => {
+      if (runtime === making) runtime = undefined;
+    });
+    return making;
   };
   const early = setTimeout(() => {
     runtimeOnce().catch((error: unknown) =>
