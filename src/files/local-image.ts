@@ -122,23 +122,10 @@ export function imageFromBase64(
   return imageFromBytes(Buffer.from(compact, "base64"), filename, param, "the decoded data");
 }
 
-/**
- * Checks bytes already in memory (at most MAX_UPLOAD_BYTES: the caller bounded them while reading) the way
- * `openLocalImage` checks a file; `shown` names them in a refusal.
- */
-export function imageFromBytes(
-  bytes: Buffer,
-  filename: string | undefined,
-  param: string,
-  shown: string,
-): LocalImage {
-  if (bytes.length === 0) throw refuse(param, `${shown} is empty. Give ${TYPES_TEXT}.`);
-  if (bytes.length > MAX_UPLOAD_BYTES) {
-    throw refuse(
-      param,
-      `${shown} is over the ${limit(MAX_UPLOAD_BYTES)} upload limit. Resize or recompress the image.`,
-    );
-  }
+/** Checks bytes already in memory the way `openLocalImage` checks a file; `shown` names them in a refusal. */
+export function imageFromBytes(bytes: Buffer, filename: string | undefined, param: string, shown: string) {
+  if (bytes.length > MAX_UPLOAD_BYTES)
+    throw refuse(param, `${shown} is over the ${limit(MAX_UPLOAD_BYTES)} upload limit.`);
   return {
     ...inspect(bytes, param, shown, filename ?? ""),
     open: () => Readable.from([bytes], { objectMode: false }),

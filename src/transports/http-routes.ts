@@ -13,7 +13,7 @@ import type { Logger } from "../logger.js";
 import { messagesOf } from "../mcp/http.js";
 import type { MetricsEndpoint } from "../metrics.js";
 import type { UploadDesk } from "../uploads/desk.js";
-import { UPLOAD_PATH } from "../uploads/listener.js";
+import { UPLOAD_PATH, answerUpload } from "../uploads/receive.js";
 import {
   answerMetrics,
   busy,
@@ -82,7 +82,7 @@ export function routeSteps(parts: RouteParts): Step[] {
     // whatever name and proxy the operator published.
     (req, res, path) => {
       const token = UPLOAD_PATH.exec(path)?.[1];
-      return token !== undefined && answered(answerUploadLazily(req, res, token, parts));
+      return token !== undefined && answered(answerUpload(req, res, token, parts.uploads, parts.logger));
     },
     (req, res) =>
       !hostAllowed(req.headers.host, state.allowedHosts) &&
@@ -205,15 +205,4 @@ export function routeSteps(parts: RouteParts): Step[] {
     }
     await parts.serveMcp(req, res, message, caller);
   }
-}
-
-/** The upload page and its route load with the first link opened, not with the server. */
-async function answerUploadLazily(
-  req: IncomingMessage,
-  res: ServerResponse,
-  token: string,
-  parts: RouteParts,
-) {
-  const { answerUpload } = await import("../uploads/receive.js");
-  await answerUpload(req, res, token, parts.uploads, parts.logger);
 }

@@ -14,6 +14,8 @@ import { MAX_UPLOAD_BYTES } from "../models.js";
 import type { UploadDesk } from "./desk.js";
 import { NO_TRACE, sendForm, sendNotice } from "./page.js";
 
+/** An upload link's path, under any prefix a proxy passes on: the token is 256 random bits, base64url. */
+export const UPLOAD_PATH = /\/upload\/([A-Za-z0-9_-]{43})$/;
 /** Bodies read at once by this process, each at most MAX_UPLOAD_BYTES (plus a multipart envelope). */
 const MAX_BODIES = 8;
 /** A body must bring this many bytes every 5 s, or it is dropped. */
