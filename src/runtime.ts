@@ -70,7 +70,7 @@ export async function createRuntime(
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries">> = {},
   /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
-  /** The process's upload links (one desk for every key); by default one that serves none. */
+  /** The process's upload links (one desk for every key); by default its own, served once stdio attaches. */
   uploads = new UploadDesk(hub.uploadLinks, config.uploadLinkTtlS * 1000),
 ) {
   // The key is masked for the runtime's whole life, in its answers only: never registered process-wide, so

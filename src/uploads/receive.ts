@@ -72,6 +72,10 @@ export async function answerUpload(
     return answer(502, `The picture is fine but the service did not take it (${why}). Try again.`);
   }
   if (url === "gone") return answer(410, "Another picture was sent to this link first.");
+  logger.info("a picture came through an upload link", {
+    upload_id: link.id,
+    uploaded_here: url !== undefined,
+  });
   // Parked for the replica that holds the key: a call waiting there may upload it within moments.
   for (const until = Date.now() + 5000; url === undefined && Date.now() < until;) {
     await sleep(250);
