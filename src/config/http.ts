@@ -47,7 +47,7 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
     tokenHashes: tokenHashes(values, readFile),
     oauth,
-    /** Where clients reach this server (no trailing slash): the base of upload links; undefined: the listening address. */
+    /** Where clients reach this server, no trailing slash (upload links start with it); else as bound. */
     publicUrl:
       oauth?.publicUrl ??
       (values.GENERATION_PUBLIC_URL &&

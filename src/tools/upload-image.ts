@@ -141,7 +141,7 @@ export const uploadImage = defineTool({
       : `Uploaded: ${result.url}`,
 });
 
-/** A picture from the person: a link made (or one made before), opened by the client where it can, waited on. */
+/** A picture from the person: a link made (or one made before), opened by the client if it can, waited on. */
 async function fromPerson(
   args: { upload_id?: string | undefined; wait?: boolean | undefined; timeout_seconds?: number | undefined },
   deps: ServerDeps,

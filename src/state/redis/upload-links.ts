@@ -22,7 +22,7 @@ const LINK = z.lazy(() =>
   }),
 );
 
-// KEYS: link, caller's open links, caller's requests this minute. ARGV: record, ttl ms, max open, per minute, id, now.
+// KEYS: link, caller's open links, its asks this minute. ARGV: record, ttl ms, max open, per min, id, now.
 const OPEN = `
 local asked = redis.call('INCR', KEYS[3])
 if asked == 1 then redis.call('PEXPIRE', KEYS[3], 60000) end
