@@ -17,7 +17,7 @@ export interface UploadLink {
 }
 
 export interface UploadLinkStore {
-  /** Saves a new link unless its caller holds `maxOpen` open ones, or asked for more than `perMinute` (every ask counts). */
+  /** Saves a new link unless its caller holds `maxOpen` open ones or asked for more than `perMinute` a minute. */
   open(
     link: UploadLink,
     limits: { maxOpen: number; perMinute: number },
