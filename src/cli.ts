@@ -29,6 +29,7 @@ import { openSharedState, serviceTarget } from "./cli/service.js";
 // something needs them: only the stdio session's opening path is imported statically (one chunk of the bundle).
 import type { ServiceTarget } from "./runtime.js";
 import { serveStdio } from "./transports/stdio.js";
+import type { UploadDesk } from "./uploads/desk.js";
 
 // Every schema here is parsed a few times, not millions: compiling each parser on first use costs more.
 z.config({ jitless: true });
@@ -148,8 +149,8 @@ class StartError extends Error {
 async function serve(config: Config, logger: Logger): Promise<void> {
   const { target, closeSandbox } = await serviceTarget(config, logger);
   const hub = await openSharedState(config, logger);
-  const makeRuntime = async (serving: ServiceTarget) =>
-    (await import("./runtime.js")).createRuntime(config, serving, logger, VERSION, {}, hub);
+  const makeRuntime = async (serving: ServiceTarget, uploads?: UploadDesk) =>
+    (await import("./runtime.js")).createRuntime(config, serving, logger, VERSION, {}, hub, uploads);
   const mediaOrigin = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined;
   const closeAll = () => Promise.allSettled([closeSandbox(), hub?.close()]);
   if (config.http === undefined) {
@@ -168,15 +169,21 @@ async function serve(config: Config, logger: Logger): Promise<void> {
     return logger.info(`generation-mcp ${VERSION} ready on stdio`);
   }
   const http = config.http;
-  const { serveHttp } = await import("./transports/http.js");
+  const [{ serveHttp }, { UploadDesk }] = await Promise.all([
+    import("./transports/http.js"),
+    import("./uploads/desk.js"),
+  ]);
+  // One desk for every caller's runtime: a link made by one is served and answered for all.
+  const uploads = new UploadDesk(hub?.uploadLinks, config.uploadLinkTtlS * 1000);
   const server = await serveHttp({
     http,
     version: VERSION,
     logger,
     serviceKey: target.apiKey,
     mediaOrigin,
-    makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }),
+    makeRuntime: (apiKey, callerKey) => makeRuntime({ ...target, apiKey, callerKey }, uploads),
     sharedStateReady: hub === undefined ? undefined : () => hub.ready(),
+    uploads,
   }).catch(async (error: unknown) => {
     // A port in use is a first mistake, not a bug: one line that says how to pick another, as `sandbox` does.
     const syscall = String((error as { syscall?: unknown } | null)?.syscall);

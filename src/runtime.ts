@@ -26,6 +26,7 @@ import { LOCAL_STATE, errorText, type SharedState, type StateHub, type TaskLogge
 import { digestOf } from "./auth/caller.js";
 import { DailySpend, utcDay } from "./spend/daily.js";
 import { confirmStatesFor } from "./mcp/confirm.js";
+import { UploadDesk } from "./uploads/desk.js";
 
 export interface ServiceTarget {
   baseUrl: string;
@@ -69,6 +70,8 @@ export async function createRuntime(
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries">> = {},
   /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
+  /** The process's upload links (one desk for every key); by default its own, served once stdio attaches. */
+  uploads = new UploadDesk(hub.uploadLinks, config.uploadLinkTtlS * 1000),
 ) {
   // The key is masked for the runtime's whole life, in its answers only: never registered process-wide, so
   // one caller's bearer can never mask (or be made to unmask) another caller's text.
@@ -85,6 +88,11 @@ export async function createRuntime(
     onWarning: (message, data) => logger.warning(message, data),
     trustedKey: target.callerKey !== true,
     ...clientOverrides,
+  });
+  // Files sent to an upload link of this key, received here, go to the service at once.
+  const keyDigest = digestOf(target.apiKey);
+  const unregister = uploads.register(keyDigest, async (image) => {
+    return (await client.upload(image, { priority: "foreground", deadline: Date.now() + 60_000 })).url;
   });
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
@@ -136,7 +144,8 @@ export async function createRuntime(
     downloads: !remote || config.outputDirConfigured,
     scope,
     // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.
-    callerId: callerId ?? digestOf(target.apiKey),
+    callerId: callerId ?? keyDigest,
+    uploads: uploads.forCaller(callerId ?? keyDigest, keyDigest),
     daily,
     track: (call) => {
       running.add(call);
@@ -179,7 +188,9 @@ export async function createRuntime(
       while (running.size > 0) await Promise.allSettled([...running]);
     },
     keyState: () => client.keyState,
+    uploads,
     async close(graceMs = SHUTDOWN_GRACE_MS) {
+      unregister();
       stopping.abort();
       poller.close();
       if (running.size > 0) {

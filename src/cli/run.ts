@@ -118,6 +118,9 @@ async function callTool(
     signal: AbortSignal.any([interrupt.signal, deps.stopping]),
     startedAt: Date.now(),
     logger: deps.logger,
+    // A link for the person is printed in the result (waiting_for_upload); no client opens it here.
+    openLink: async () => "unavailable",
+    linkAnswer: undefined,
     progress: async (message) => {
       videoId ??= /^video_id (\S+):/.exec(message)?.[1];
       progress.update(message);

@@ -47,6 +47,11 @@ export function httpConfig(values: ConfigValues, readFile: (file: string) => str
     /** Gateway mode: SHA-256 (hex) of the callers' tokens. Undefined: each Bearer is a service key (or OAuth). */
     tokenHashes: tokenHashes(values, readFile),
     oauth,
+    /** Where clients reach this server, no trailing slash (upload links start with it); else as bound. */
+    publicUrl:
+      oauth?.publicUrl ??
+      (values.GENERATION_PUBLIC_URL &&
+        checkedPublicUrl(values.GENERATION_PUBLIC_URL).href.replace(/\/+$/, "")),
     maxBodyBytes: values.GENERATION_HTTP_MAX_BODY_BYTES ?? DEFAULTS.httpMaxBodyBytes,
     /** MCP requests one caller may have in flight at once (a batch counts as its requests). */
     maxConcurrentPerKey: values.GENERATION_HTTP_MAX_CONCURRENT ?? DEFAULTS.httpMaxConcurrent,
@@ -108,6 +113,11 @@ function publicBase(issuer: string, publicUrl: string | undefined): URL {
       "GENERATION_OAUTH_ISSUER is set: GENERATION_PUBLIC_URL must say where clients reach this server (e.g. https://mcp.example.com); the protected resource is <public url>/mcp.",
     );
   }
+  return checkedPublicUrl(publicUrl);
+}
+
+/** GENERATION_PUBLIC_URL, an http(s) origin with an optional path prefix. */
+function checkedPublicUrl(publicUrl: string): URL {
   const base = URL.canParse(publicUrl) ? new URL(publicUrl) : undefined;
   if (base === undefined || !/^https?:$/.test(base.protocol)) {
     throw new ConfigError(

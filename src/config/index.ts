@@ -52,6 +52,8 @@ export interface Config {
   redis: RedisConfig | undefined;
   /** `mcpb`: Claude Desktop's extension form holds the settings, so advice names its fields. */
   settingsForm: "env" | "mcpb";
+  /** How long an upload link (`upload_image` with `from_user`) stays open. */
+  uploadLinkTtlS: number;
   /** In estimated credits; undefined (or a member undefined): no such limit. */
   spend?: SpendLimits | undefined;
 }
@@ -128,6 +130,7 @@ export function loadConfig({
     ffmpegPath: values.GENERATION_FFMPEG_PATH,
     resourceLinks: isOn(values.GENERATION_RESOURCE_LINKS),
     settingsForm: values.GENERATION_SETTINGS_FORM ?? "env",
+    uploadLinkTtlS: values.GENERATION_UPLOAD_LINK_TTL_S ?? DEFAULTS.uploadLinkTtlS,
     redis:
       values.GENERATION_REDIS_URL === undefined
         ? undefined

@@ -58,6 +58,7 @@ export const DEFAULTS = {
   httpMaxConcurrent: 16,
   httpMaxConnections: 1024,
   redisPrefix: "generation-mcp:",
+  uploadLinkTtlS: 900,
 } as const;
 
 /**
@@ -86,6 +87,7 @@ export const SETTINGS = {
   GENERATION_OUTPUT_DIR:            set("Local files", "--output-dir DIR", asIs("dir"), "`~/Downloads/generation-mcp`", "where `download: true` saves media (with `--http`: only when set)"),
   GENERATION_ALLOWED_DIRS:          set("Local files", "--allowed-dirs DIRS", asIs("dirs"), "`~/Pictures`, `~/Downloads`, `~/Desktop` and the output folder (none with `--http`)", "folders whose images may be uploaded (`:`-separated, `;` on Windows); the client's MCP roots count too"),
   GENERATION_STATE_DIR:             set("Local files", "--state-dir DIR", asIs("dir"), "the platform's user state folder", "where the journal of started tasks, MCP task records and the day's spend are kept"),
+  GENERATION_UPLOAD_LINK_TTL_S:     set("Local files", "--upload-link-ttl-s N", whole(5, 86_400, "number of seconds"), D.uploadLinkTtlS, "seconds an upload link (`upload_image` with `from_user`) stays open (5-86400)"),
   GENERATION_PREVIEWS:              set("Previews and links", "--previews on|off", onOff, "on", "MCP `image` previews of finished images, video stills and a sheet of each finished video's frames"),
   GENERATION_PREVIEW_MAX_SIDE:      set("Previews and links", "--preview-max-side N", whole(64, 2000, "number of pixels"), D.previewMaxSide, "longest side of a preview in pixels (64-2000; Claude refuses larger images among many)"),
   GENERATION_FFMPEG_PATH:           set("Previews and links", "--ffmpeg-path FILE", plain, "`ffmpeg` on `PATH`", "the ffmpeg binary that makes the frame sheet of a finished video (without it: a note, no frames)"),
@@ -105,7 +107,7 @@ export const SETTINGS = {
   GENERATION_HTTP_MAX_CONNECTIONS:  set("HTTP (--http)", "--max-connections N", whole(16, 100_000), D.httpMaxConnections, "connections held open at once (16-100000); past it new ones are closed"),
   GENERATION_METRICS:               set("HTTP (--http)", undefined, onOff, "off", "`on`: serve Prometheus metrics at `GET /metrics`"),
   GENERATION_METRICS_TOKEN:         set("HTTP (--http)", undefined, asIs("secret"), "none: open", "with metrics on, scrapes must send it as `Authorization: Bearer` (16+ characters)"),
-  GENERATION_PUBLIC_URL:            set("Sign-in (OAuth, --http)", "--public-url URL", plain, "none", "this server's public origin; the OAuth resource is `<public url>/mcp`"),
+  GENERATION_PUBLIC_URL:            set("Sign-in (OAuth, --http)", "--public-url URL", plain, "none: the listening address", "this server's public address (a path prefix is kept); the OAuth resource is `<public url>/mcp`, upload links are `<public url>/upload/...`"),
   GENERATION_OAUTH_ISSUER:          set("Sign-in (OAuth, --http)", "--oauth-issuer URL", plain, "none: no OAuth", "your OAuth 2.1 / OpenID issuer (`https://`, or `http://` on loopback); set: callers sign in there"),
   GENERATION_OAUTH_AUDIENCE:        set("Sign-in (OAuth, --http)", "--oauth-audience A", plain, "the resource, `<public url>/mcp`", "what every access token's `aud` must contain (only with the issuer)"),
   GENERATION_REDIS_URL:             set("Replicas (Redis)", "--redis-url URL", checked(isRedisUrl, "must be a redis:// or rediss:// address, e.g. redis://127.0.0.1:6379"), "none: state is per process", "Redis shared by several `--http` replicas (`redis://` or `rediss://`)"),

@@ -119,9 +119,15 @@ export function imageFromBase64(
   const size = Math.floor(((compact.length - padding) * 3) / 4);
   if (size > maxBytes) throw tooLarge();
   if (size === 0) throw empty();
-  const bytes = Buffer.from(compact, "base64");
+  return imageFromBytes(Buffer.from(compact, "base64"), filename, param, "the decoded data");
+}
+
+/** Checks bytes already in memory the way `openLocalImage` checks a file; `shown` names them in a refusal. */
+export function imageFromBytes(bytes: Buffer, filename: string | undefined, param: string, shown: string) {
+  if (bytes.length > MAX_UPLOAD_BYTES)
+    throw refuse(param, `${shown} is over the ${limit(MAX_UPLOAD_BYTES)} upload limit.`);
   return {
-    ...inspect(bytes, param, "the decoded data", filename ?? ""),
+    ...inspect(bytes, param, shown, filename ?? ""),
     open: () => Readable.from([bytes], { objectMode: false }),
     close: async () => {},
   };

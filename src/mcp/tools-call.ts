@@ -29,6 +29,7 @@ import {
 } from "../tools/result.js";
 import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
+import { linkAsker } from "./open-link.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
 import { REFUSED_TASKS } from "./tasks/refused.js";
 import { createdTask2025 } from "./tasks/wire-2025.js";
@@ -119,7 +120,10 @@ async function runToolCall(
   let progress = 0;
   const logSink = edge.revision.era === "modern" ? requestLogSink(ctx) : undefined;
   const cancelled = joinSignals([ctx.mcpReq.signal, deps.stopping]);
+  const asker = linkAsker(edge.revision, ctx, edge.clientCapabilities);
   const context: ToolContext = {
+    openLink: asker.openLink,
+    linkAnswer: asker.linkAnswer,
     signal: cancelled.signal,
     startedAt: Date.now(),
     logger: logSink === undefined ? deps.logger : deps.logger.withSink(logSink),
@@ -139,7 +143,7 @@ async function runToolCall(
   };
   try {
     const running = tool.handler(data, deps, context);
-    return (await toolResult(tool, running, deps, context.signal, ctx.mcpReq.signal)) as Result;
+    return await asker.finish(await toolResult(tool, running, deps, context.signal, ctx.mcpReq.signal));
   } finally {
     cancelled.release();
   }

@@ -13,6 +13,8 @@ import { safeId } from "../api/shapes.js";
 import type { VideoStatus } from "../api/types.js";
 import { MAX_TASK_TTL_MS, MIN_TASK_TTL_MS } from "../config/index.js";
 import type { LogLevel } from "../logger.js";
+import { LocalUploadLinks } from "./local/upload-links.js";
+import type { UploadLinkStore } from "./upload-links.js";
 
 /** Where the state and task machinery report: `(level, message, data) => logger.log(level, message, data)`. */
 export type TaskLogger = (level: LogLevel, message: string, data?: Record<string, unknown>) => void;
@@ -23,6 +25,8 @@ export interface StateHub {
   ready(): boolean;
   /** The key itself never leaves the process. */
   forKey(target: { baseUrl: string; apiKey: string }, options: { local: TokenBucketBudget }): SharedState;
+  /** Upload links, for every service key (upload-links.ts). */
+  uploadLinks: UploadLinkStore;
   close(): Promise<void>;
 }
 
@@ -41,6 +45,7 @@ export interface SharedState {
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
   forKey: (_target, { local }) => ({ budget: local }),
+  uploadLinks: new LocalUploadLinks(),
   close: async () => {},
 };
 

@@ -15,6 +15,7 @@ import type { DailySpend } from "../spend/daily.js";
 import type { Ownership } from "../state/local/owners.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
 import type { TaskStarter } from "../tasks/starter.js";
+import type { CallerUploads } from "../uploads/desk.js";
 
 export interface ServerDeps {
   api: GenerationApi;
@@ -44,6 +45,8 @@ export interface ServerDeps {
   callerId: string;
   /** The daily limit (GENERATION_DAILY_CREDITS), shared with the task starter; undefined: none. */
   daily?: DailySpend | undefined;
+  /** Upload links for this caller (`upload_image` with `from_user`). */
+  uploads: CallerUploads;
 }
 
 /** What the deps of one connection (stdio) or request (HTTP) are made from. */
@@ -74,7 +77,17 @@ export interface ToolContext {
   logger: Logger;
   /** Epoch ms at which the call arrived: its wait window and deadlines count from here. */
   startedAt: number;
+  /**
+   * Asks the client to open a link for the person (URL elicitation) where it declared it can, answering by
+   * `deadline`. `deferred`: the question goes back as this call's answer, and the client calls again with
+   * the person's answer in `linkAnswer`.
+   */
+  openLink(link: { id: string; url: string; message: string }, deadline: number): Promise<LinkAnswer>;
+  /** In a call that brings back the answer to a deferred `openLink`: which link, and what was answered. */
+  linkAnswer: { id: string; answer: "accepted" | "declined" } | undefined;
 }
+
+export type LinkAnswer = "accepted" | "declined" | "unavailable" | "deferred";
 
 export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
   name: string;

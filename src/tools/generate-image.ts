@@ -75,7 +75,8 @@ export const generateImage = defineTool({
   description:
     `Generate an image from a prompt with ${DEFAULT_IMAGE_MODEL}, optionally editing reference images (images URLs or image_paths). ` +
     `Needs a paid plan; costs ${IMAGE_CREDITS_PER_IMAGE} credits per image (estimated_credits; dry_run: true shows it without spending). ` +
-    "Returns image_urls (and local_paths with download: true), plus a small preview of each image that you can look at to check the result. An identical request within 10 minutes returns the earlier result (reused: true) unless allow_duplicate is true.",
+    "Returns image_urls (and local_paths with download: true), plus a small preview of each image that you can look at to check the result. An identical request within 10 minutes returns the earlier result (reused: true) unless allow_duplicate is true. " +
+    "For a reference picture this server cannot read (the person's own file, or one shown in the chat), first call upload_image with from_user: true and put its url in images.",
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

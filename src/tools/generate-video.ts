@@ -113,7 +113,8 @@ export const generateVideo = defineTool({
     "Start an AI video from a text prompt (text_to_video) or a reference image plus prompt (image_to_video) and, by default, wait for it and return video_url. " +
     "Costs credits per second of video, by model (get_credits lists the models this account may use and their prices); the estimate comes back as estimated_credits, and dry_run: true shows it without spending anything. " +
     "Videos take minutes: if the wait window ends first the answer is not an error; it carries video_id and the current status, and the task keeps running: call get_status with wait: true to keep waiting. " +
-    "Never call this again to 'retry' a task that is still processing; an identical request within 10 minutes returns the same task (reused: true) unless allow_duplicate is true.",
+    "Never call this again to 'retry' a task that is still processing; an identical request within 10 minutes returns the same task (reused: true) unless allow_duplicate is true. " +
+    "For a reference picture this server cannot read (the person's own file, or one shown in the chat), first call upload_image with from_user: true and pass its url as image_url.",
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

@@ -71,6 +71,9 @@ export function backgroundContext(
     startedAt,
     logger: deps.logger,
     progress: async (message) => run.progress(deps.redactor.text(message)),
+    // Nobody is there to ask: a background run answers with the link itself.
+    openLink: async () => "unavailable",
+    linkAnswer: undefined,
   };
 }
 

@@ -16,6 +16,7 @@ import type { LogLevel, Logger } from "../logger.js";
 import { createMcpServer } from "../mcp/server.js";
 import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
+import type { UploadDesk } from "../uploads/desk.js";
 
 /**
  * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
@@ -148,6 +149,8 @@ function describeLine(head: string, tail: string): { method?: string; id?: strin
 }
 
 export interface StdioRuntime extends KeyParts {
+  /** The upload links it makes: served by a loopback listener of this process while one is open. */
+  uploads: UploadDesk;
   close(): Promise<void>;
 }
 
@@ -164,7 +167,12 @@ export function serveStdio(options: {
   // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
   let runtime: Promise<StdioRuntime> | undefined;
   const runtimeOnce = (): Promise<StdioRuntime> => {
-    const making = (runtime ??= options.makeRuntime());
+    const making = (runtime ??= options.makeRuntime().then(async (made) => {
+      // Its upload links are served by a loopback listener of this process (loaded with the runtime).
+      const { loopbackLinks } = await import("../uploads/listener.js");
+      made.uploads.serveAt(loopbackLinks(made.uploads, logger));
+      return made;
+    }));
     making.catch(() => {
       if (runtime === making) runtime = undefined;
     });

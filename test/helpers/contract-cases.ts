@@ -106,7 +106,12 @@ export const VALIDATION_CASES: Case[] = [
     /images: must hold at most 10/,
   ],
   ["generate_image", "bad aspect ratio", { prompt: "a", aspect_ratio: "wide" }, /aspect_ratio/],
-  ["upload_image", "nothing given", {}, /path: give exactly one of path or data_base64/],
+  [
+    "upload_image",
+    "nothing given",
+    {},
+    /path: give exactly one of path, data_base64, from_user: true or upload_id/,
+  ],
   [
     "upload_image",
     "both given",

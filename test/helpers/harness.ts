@@ -83,6 +83,7 @@ export function testConfig(root: string, overrides: Partial<Config> = {}): Confi
     allowedDirs: [],
     stateDir: path.join(root, "state"),
     outputDirConfigured: true,
+    uploadLinkTtlS: 900,
     http: undefined,
     previews: true,
     previewMaxSide: 1024,

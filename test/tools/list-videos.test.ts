@@ -43,6 +43,8 @@ const context = (): ToolContext => ({
   progress: async () => undefined,
   logger: runtime.logger,
   startedAt: Date.now(),
+  openLink: async () => "unavailable",
+  linkAnswer: undefined,
 });
 const deps = (scope?: string) => runtime.depsFactory({ clientRoots: async () => [], scope, callerId: scope });
 const list = (scope?: string) => listVideos.handler({}, deps(scope), context());

@@ -33,6 +33,7 @@ import { pollCoordinator } from "./polls.js";
 import * as scripts from "./scripts.js";
 import { sealerFor } from "./seal.js";
 import { spendStore, taskRecords } from "./tasks.js";
+import { redisUploadLinks } from "./upload-links.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
 const COMMAND_TIMEOUT_MS = 1000;
@@ -231,6 +232,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         spend: spendStore(context),
       };
     },
+    uploadLinks: redisUploadLinks(commands, config.prefix),
     async close() {
       clearInterval(heartbeat);
       commands.disconnect();
