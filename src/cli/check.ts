@@ -11,7 +11,7 @@ import { ConfigError, SETTINGS, loadConfig, type Config } from "../config/index.
 import { unknownVariables } from "../config/did-you-mean.js";
 import { resolveAllowedDirs } from "../files/allowed-dirs.js";
 import { EXIT } from "./output.js";
-import { openSession } from "./run.js";
+import { openSession } from "./session.js";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 

@@ -12,10 +12,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Caller } from "../auth/caller.js";
 import type { HttpConfig } from "../config/index.js";
 import { messagesOf, type Served, type createMcpHttp } from "../mcp/http.js";
-import type { Session } from "../mcp/session.js";
-import type { RuntimePool } from "../runtime-pool.js";
+import type { KeyParts, Session } from "../mcp/session.js";
+import type { PooledRuntime, RuntimePool } from "../runtime-pool.js";
 import { callerSlots, jsonRpcError } from "./http-guards.js";
-import type { KeyRuntime } from "./http.js";
+
+export type KeyRuntime = KeyParts & PooledRuntime;
 
 export interface CallsOptions {
   config: HttpConfig;

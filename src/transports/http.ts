@@ -17,14 +17,11 @@ import type { Logger } from "../logger.js";
 import { createMcpHttp } from "../mcp/http.js";
 import { startMetrics } from "../metrics.js";
 import { registerSecret } from "../redact.js";
-import { RuntimePool, type PooledRuntime } from "../runtime-pool.js";
-import type { KeyParts } from "../mcp/session.js";
+import { RuntimePool } from "../runtime-pool.js";
 import type { UploadDesk } from "../uploads/desk.js";
-import { runningCalls } from "./http-calls.js";
+import { runningCalls, type KeyRuntime } from "./http-calls.js";
 import { effectiveHosts, jsonRpcError } from "./http-guards.js";
 import { routeSteps, type RouteParts } from "./http-routes.js";
-
-export type KeyRuntime = KeyParts & PooledRuntime;
 
 export interface HttpServing {
   http: HttpConfig;
