@@ -7,9 +7,10 @@
  *
  * A 2026-07-28 answer counts only with the `requestState` minted here for that very question (caller, tool,
  * arguments, estimate), used once, and signed with the SDK's HMAC codec under a key derived from the service
- * key (the same on every replica and across restarts, unknown to a caller that does not hold the key).
+ * key (the same on every replica and across restarts, unknown to a caller that does not hold the key). Each
+ * state carries a nonce of its own: the same question asked twice in one second gets two states.
  */
-import { createHash, hkdfSync } from "node:crypto";
+import { createHash, hkdfSync, randomBytes } from "node:crypto";
 import {
   createRequestStateCodec,
   inputRequired,
@@ -55,16 +56,18 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
   );
-  // The payload is readable by the client: a digest of the question, never the caller's id itself.
+  // The payload is readable by the client: `<digest of the question>.<nonce>`, never the caller's id itself.
   const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
   const answered = new Map<string, number>();
   return {
-    mint: (question: Question) => codec.mint(digestOf(question)),
+    mint: (question: Question) =>
+      codec.mint(`${digestOf(question)}.${randomBytes(12).toString("base64url")}`),
     /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
     async verify(state: unknown, question: Question, ctx: ServerContext) {
       if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
-      if ((await codec.verify(state, ctx).catch(() => undefined)) !== digestOf(question)) return false;
+      const payload = await codec.verify(state, ctx).catch(() => undefined);
+      if (payload?.split(".")[0] !== digestOf(question)) return false;
       const now = Date.now();
       for (const [used, until] of answered) if (until <= now) answered.delete(used);
       answered.set(state, now + DECIDE_MS);
