@@ -19,6 +19,7 @@ import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
 import { Journal } from "./state/local/journal.js";
 import { Ownership } from "./state/local/owners.js";
+import { LocalConfirmations } from "./state/local/confirmations.js";
 import { LocalSpendStore } from "./state/local/spend.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
@@ -92,6 +93,9 @@ export async function createRuntime(
   const ownership = await Ownership.open(dir, shared.owners, log);
   // The day's spend: Redis for every replica, else a small file beside the journal (it survives a restart).
   const localSpend = new LocalSpendStore(dir, log);
+  // Answered cost confirmations, likewise: a state answers one question once, on any replica, after a restart.
+  const localConfirmations = new LocalConfirmations(dir, log);
+  const confirmations = shared.confirmations ?? localConfirmations;
   const dailyCredits = config.spend?.dailyCredits;
   const daily =
     dailyCredits === undefined ? undefined : new DailySpend(dailyCredits, shared.spend ?? localSpend);
@@ -173,7 +177,7 @@ export async function createRuntime(
     depsFactory,
     logger,
     tasks,
-    confirmStates: confirmStatesFor(target.baseUrl, target.apiKey),
+    confirmStates: confirmStatesFor(target.baseUrl, target.apiKey, confirmations),
     busy: () => running.size > 0 || tasks.running > 0,
     callsSettled: async () => {
       while (running.size > 0) await Promise.allSettled([...running]);
@@ -192,7 +196,8 @@ export async function createRuntime(
       await ownership.close();
       // A folder that holds nothing worth keeping goes with its runtime: idle state is not left behind.
       const spentToday = dir !== undefined && (await localSpend.holds(utcDay(Date.now())));
-      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty && !spentToday) {
+      const answered = dir !== undefined && (await localConfirmations.holds());
+      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty && !spentToday && !answered) {
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
       }
     },

@@ -23,6 +23,7 @@ import { BudgetExceededError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
 import { fix } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
+import type { UsedConfirmations } from "../state/records.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
 import { canonicalJson } from "../tasks/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
@@ -51,27 +52,29 @@ const REQUESTED_SCHEMA = {
 
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
-/** The states of one service key: made once per runtime (runtime.ts). */
-export function confirmStatesFor(baseUrl: string, serviceKey: string) {
+/**
+ * The states of one service key: made once per runtime (runtime.ts). `used` remembers the answered ones where
+ * every replica sees them (Redis, else the state folder), for as long as a state lives.
+ */
+export function confirmStatesFor(baseUrl: string, serviceKey: string, used: UsedConfirmations) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
   );
   // The payload is readable by the client: `<digest of the question>.<nonce>`, never the caller's id itself.
   const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
-  const answered = new Map<string, number>();
   return {
     mint: (question: Question) =>
       codec.mint(`${digestOf(question)}.${randomBytes(12).toString("base64url")}`),
-    /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
+    /**
+     * Whether `state` was minted here for this very question, has not expired and was not used yet (on any
+     * replica, before any restart); throws when its use cannot be recorded.
+     */
     async verify(state: unknown, question: Question, ctx: ServerContext) {
-      if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
+      if (typeof state !== "string" || state.length > MAX_STATE_CHARS) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
       const payload = await codec.verify(state, ctx).catch(() => undefined);
       if (payload?.split(".")[0] !== digestOf(question)) return false;
-      const now = Date.now();
-      for (const [used, until] of answered) if (until <= now) answered.delete(used);
-      answered.set(state, now + DECIDE_MS);
-      return true;
+      return used.use(createHash("sha256").update(state).digest("base64url"), DECIDE_MS);
     },
   };
 }
@@ -111,9 +114,14 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
     const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
     // An answer without our requestState for this very call answers nothing we asked: a client could
     // otherwise approve its own cost on its first call.
-    const view = (await input.states.verify(ctx.mcpReq.requestState(), question, ctx))
-      ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY)
-      : undefined;
+    let verified: boolean;
+    try {
+      verified = await input.states.verify(ctx.mcpReq.requestState(), question, ctx);
+    } catch (error) {
+      // The answer cannot be recorded as used, so it is not taken: nothing is started.
+      return { refused: errorResult(error, deps.redactor, deps.advice) };
+    }
+    const view = verified ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY) : undefined;
     if (view?.kind === "elicit") return answer(view.content, view.action === "accept");
     if (!formElicitation(declaredCapabilities(ctx)?.elicitation)) return refuse(input, estimate, reason);
     const asked = inputRequired({

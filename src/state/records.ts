@@ -35,6 +35,8 @@ export interface SharedState {
   owners?: OwnershipStore | undefined;
   /** Undefined: kept by this process, in its state folder (local/spend.ts). */
   spend?: SpendStore | undefined;
+  /** Undefined: kept by this process, in its state folder (local/confirmations.ts). */
+  confirmations?: UsedConfirmations | undefined;
 }
 
 /** One server alone: everything in this process. */
@@ -82,6 +84,18 @@ export interface SpendStore {
   /** Gives back a reservation the service never acted on (never below zero). */
   release(caller: string, day: string, amount: number): Promise<void>;
   used(caller: string, day: string): Promise<number>;
+}
+
+/**
+ * The 2026-07-28 cost confirmations already answered, by a digest of their `requestState` (never the state
+ * itself): a state answers one question once, whichever replica it reaches, also after a restart.
+ */
+export interface UsedConfirmations {
+  /**
+   * True when `digest` was not used yet (it now is, for `ttlMs`: the state's whole life); false when it was.
+   * Throws when that cannot be recorded or agreed (SharedStateUnavailableError, StateFileError).
+   */
+  use(digest: string, ttlMs: number): Promise<boolean>;
 }
 
 /**

@@ -28,6 +28,7 @@ import type { Logger } from "../../logger.js";
 import { SharedStateUnavailableError, type StateHub } from "../records.js";
 import { RedisBudget } from "./budget.js";
 import { ownershipStore, startClaims } from "./claims.js";
+import { usedConfirmations } from "./confirmations.js";
 import { px, type KeyContext, type ScriptedRedis } from "./context.js";
 import { pollCoordinator } from "./polls.js";
 import * as scripts from "./scripts.js";
@@ -229,6 +230,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         tasks: taskRecords(context),
         owners: ownershipStore(context),
         spend: spendStore(context),
+        confirmations: usedConfirmations(context),
       };
     },
     async close() {
