@@ -27,13 +27,15 @@ import type { RedisConfig } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 import { SharedStateUnavailableError, type StateHub } from "../records.js";
 import { RedisBudget } from "./budget.js";
-import { ownershipStore, startClaims } from "./claims.js";
+import { startClaims } from "./claims.js";
 import { usedConfirmations } from "./confirmations.js";
 import { px, type KeyContext, type ScriptedRedis } from "./context.js";
+import { ownershipStore } from "./owners.js";
 import { pollCoordinator } from "./polls.js";
 import * as scripts from "./scripts.js";
 import { sealerFor } from "./seal.js";
-import { spendStore, taskRecords } from "./tasks.js";
+import { spendStore } from "./spend.js";
+import { taskRecords } from "./task-records.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
 const COMMAND_TIMEOUT_MS = 1000;
@@ -205,7 +207,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   };
   return {
     ready: () => alone || (commands.status === "ready" && !down),
-    forKey: (target, { local }) => {
+    forKey: (target, local) => {
       const digest = createHash("sha256")
         .update(`${target.baseUrl}\n${target.apiKey}`)
         .digest("hex")
@@ -224,13 +226,13 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         },
       };
       return {
-        budget: new RedisBudget(context, local),
+        budget: new RedisBudget(context, local.budget),
         polls: pollCoordinator(context),
         claims: startClaims(context),
-        tasks: taskRecords(context),
-        owners: ownershipStore(context),
+        tasks: taskRecords(context, local.tasks),
+        owners: ownershipStore(context, local.owners),
         spend: spendStore(context),
-        confirmations: usedConfirmations(context),
+        confirmations: usedConfirmations(context, local.confirmations),
       };
     },
     async close() {
