@@ -73,6 +73,26 @@ export class SharedStateUnavailableError extends GenerationError {
 }
 
 /**
+ * Redis came back empty (restarted without persistence) and a replica that held starts there has not written
+ * them back yet, so the start was not sent: starting now could pay again for a start only that replica knows.
+ */
+export class SharedStateRebuildingError extends GenerationError {
+  override name = "SharedStateRebuildingError";
+  constructor(retryAfterMs: number) {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    super(
+      "internal_error",
+      "This server's shared state (Redis) came back empty and another replica has not yet written back the starts it holds, so the start was not sent: nothing reached the service and nothing was charged.",
+      {
+        transient: true,
+        retryAtMs: Date.now() + retryAfterMs,
+        nextStep: `Call the tool again in ${seconds} s: by then every replica has written back its starts, or the silent one counts as gone.`,
+      },
+    );
+  }
+}
+
+/**
  * Estimated credits started per caller and UTC day, in hundredths of a credit (the price table has halves).
  * `caller` is an opaque digest, never a credential; `day` is `YYYY-MM-DD`. Two replicas racing for the last
  * credits of a day never both get them.
