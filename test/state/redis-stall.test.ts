@@ -4,6 +4,7 @@
  * replica is resumed (SIGCONT). The other replica must not start anything that only the stalled one can
  * write back: while it is paused, the same request is refused with when to retry (nothing sent); once it
  * resumed, the same request is the same task (not a second charge) and the caller's day holds its limit.
+ * And a replica that stopped before the loss is not waited for.
  * Real processes throughout: the built bin (two `--http` replicas), redis-server, the sandbox. Needs
  * `npm run build`.
  */
@@ -20,6 +21,7 @@ import { startRequestsBy, textOf } from "../spend/spend-helpers.js";
 
 const DAILY = 60;
 const KEY = "sk-stall-carol";
+const OTHER_KEY = "sk-stall-dave";
 /** How long replica A stays paused, Redis lost meanwhile. */
 const STALL_MS = 5000;
 
@@ -33,7 +35,7 @@ beforeAll(async () => {
   shared = await startSharedState("generation-mcp-redis-stall-", {
     timings: { queuedMs: 60_000, processingMs: 60_000 },
     rateLimit: { limit: 10_000, windowMs: 60_000 },
-    accounts: [tenant(KEY, KEY)],
+    accounts: [tenant(KEY, KEY), tenant(OTHER_KEY, OTHER_KEY)],
   });
   ({ redis, sandbox } = shared);
   servers = await Promise.all(
@@ -110,3 +112,22 @@ it("starts nothing on the other replica that only the stalled one could write ba
   expect(startRequestsBy(sandbox, KEY)).toBe(1);
   expect(a.stderr()).toMatch(/came back without the shared state/);
 }, 60_000);
+
+it("does not wait for a replica that stopped before the loss", async () => {
+  const [a, b] = [servers[0]!, servers[1]!];
+  const onB = await connectHttp(b.url, OTHER_KEY);
+  clients.push(onB);
+  // A leaves (SIGTERM: it says so in the epoch), B sees that at a heartbeat, then Redis is lost.
+  await a.stop();
+  await sleep(1200);
+  await redis.crash();
+  // Repeated only while B's connection is being made again (then it refuses, sending nothing).
+  const request = video("a heron once the other replica has gone");
+  let started = await call(onB, request);
+  for (let tries = 0; /is not accepting writes/.test(textOf(started)) && tries < 100; tries++) {
+    await sleep(100);
+    started = await call(onB, request);
+  }
+  expect(started.isError, textOf(started)).toBeFalsy();
+  expect(startRequestsBy(sandbox, OTHER_KEY)).toBe(1);
+}, 30_000);

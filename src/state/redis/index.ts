@@ -201,6 +201,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     },
     async close() {
       clearInterval(heartbeat);
+      await rebuild.leave().catch(() => undefined);
       commands.disconnect();
       subscriber.disconnect();
     },

@@ -92,6 +92,11 @@ export class Rebuild {
     if (gone.length > 0) await this.commands.hdel(this.key, ...gone.map(([peer]) => `replica:${peer}`));
   }
 
+  /** A replica that stops says so: nobody waits for it should the store be lost right after. */
+  async leave(): Promise<void> {
+    await this.commands.hdel(this.key, `replica:${this.owner}`);
+  }
+
   /** The store's epoch, after this replica wrote its entries again if the store lost them. */
   check(): Promise<string> {
     return (this.checking ??= this.readEpoch().finally(() => (this.checking = undefined)));
