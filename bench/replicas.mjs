@@ -13,8 +13,8 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { pathToFileURL } from "node:url";
 import { GenerationClient } from "../dist/api/client.js";
-import { TokenBucketBudget } from "../dist/api/rate-budget.js";
 import { Logger } from "../dist/logger.js";
+import { localState } from "../dist/state/local/index.js";
 import { connectRedis } from "../dist/state/redis/index.js";
 import { LOCAL_STATE } from "../dist/state/records.js";
 import { PollEngine } from "../dist/tasks/poll-engine.js";
@@ -73,7 +73,7 @@ export async function replicasScenario({ k, replicas, windowMs, intervalMs, redi
     for (let i = 0; i < replicas; i++) {
       const hub = redisUrl === undefined ? LOCAL_STATE : await connectRedis({ url: redisUrl, prefix }, quiet);
       const target = { baseUrl: setup.sandbox.baseUrl, apiKey: ACCOUNT_KEY };
-      const shared = hub.forKey(target, { local: new TokenBucketBudget() });
+      const shared = hub.forKey(target, await localState(undefined, quiet));
       const client = new GenerationClient({ ...target, budget: shared.budget, userAgent: "bench" });
       const poller = new PollEngine({ api: client, intervalMs, coordinator: shared.polls });
       nodes.push({ hub, client, poller });

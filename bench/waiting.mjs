@@ -15,6 +15,7 @@
 /* global fetch */
 import { GenerationClient } from "../dist/api/client.js";
 import { TokenBucketBudget } from "../dist/api/rate-budget.js";
+import { ALONE_POLLS } from "../dist/state/local/index.js";
 import { PollEngine } from "../dist/tasks/poll-engine.js";
 import { sequentialIdGenerator, startSandbox } from "../dist/sandbox/index.js";
 import { quantile, sleep } from "./lib.mjs";
@@ -64,7 +65,7 @@ async function runOurs(sandbox, videoIds, intervalMs, timeoutMs) {
     budget,
     userAgent: "bench",
   });
-  const poller = new PollEngine({ api: client, intervalMs });
+  const poller = new PollEngine({ api: client, intervalMs, coordinator: ALONE_POLLS });
   const detected = new Map();
   await Promise.all(
     videoIds.map(async (id) => {

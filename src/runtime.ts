@@ -4,12 +4,10 @@
  * runtime-pool.ts) and by the in-process tests, so all run the same assembly.
  */
 import { setMaxListeners } from "node:events";
-import { rm } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { GenerationClient, type ClientOptions } from "./api/client.js";
-import { TokenBucketBudget } from "./api/rate-budget.js";
 import type { Config } from "./config/index.js";
 import { adviceModeFor } from "./advice.js";
 import { resolveAllowedDirs } from "./files/allowed-dirs.js";
@@ -17,14 +15,12 @@ import type { Logger } from "./logger.js";
 import { PROCESS_REDACTOR } from "./redact.js";
 import { TaskRecords } from "./mcp/tasks/store.js";
 import type { DepsFactory } from "./tools/define-tool.js";
-import { Journal } from "./state/local/journal.js";
-import { Ownership } from "./state/local/owners.js";
-import { LocalSpendStore } from "./state/local/spend.js";
+import { localState } from "./state/local/index.js";
 import { PollEngine } from "./tasks/poll-engine.js";
 import { TaskStarter } from "./tasks/starter.js";
 import { LOCAL_STATE, errorText, type SharedState, type StateHub, type TaskLogger } from "./state/records.js";
 import { digestOf } from "./auth/caller.js";
-import { DailySpend, utcDay } from "./spend/daily.js";
+import { DailySpend } from "./spend/daily.js";
 import { confirmStatesFor } from "./mcp/confirm.js";
 import { UploadDesk } from "./uploads/desk.js";
 
@@ -77,9 +73,13 @@ export async function createRuntime(
   // one caller's bearer can never mask (or be made to unmask) another caller's text.
   const redactor = PROCESS_REDACTOR.with(target.apiKey);
   const logger = processLogger.scoped(redactor);
-  // The embedded sandbox lives and dies with this process: nothing of it is shared.
-  const state = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, { local: new TokenBucketBudget() });
-  const shared = gateShared(state, () => client.keyState === "accepted");
+  const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
+  const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
+  // The key's state here (its folder: the journal, the day's spend, who started what ...), and the state the
+  // replicas share over it; the embedded sandbox lives and dies with this process: nothing of it is shared.
+  const local = await localState(dir, logger);
+  const state = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, local);
+  const shared = gateShared(state, () => client);
   const client: GenerationClient = new GenerationClient({
     baseUrl: target.baseUrl,
     apiKey: target.apiKey,
@@ -94,15 +94,8 @@ export async function createRuntime(
   const unregister = uploads.register(keyDigest, async (image) => {
     return (await client.upload(image, { priority: "foreground", deadline: Date.now() + 60_000 })).url;
   });
-  const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
-  const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
-  const journal = await Journal.open(dir, { logger: log });
-  const ownership = await Ownership.open(dir, shared.owners, log);
-  // The day's spend: Redis for every replica, else a small file beside the journal (it survives a restart).
-  const localSpend = new LocalSpendStore(dir, log);
   const dailyCredits = config.spend?.dailyCredits;
-  const daily =
-    dailyCredits === undefined ? undefined : new DailySpend(dailyCredits, shared.spend ?? localSpend);
+  const daily = dailyCredits === undefined ? undefined : new DailySpend(dailyCredits, shared.spend);
   const poller = new PollEngine({
     api: client,
     intervalMs: config.pollIntervalMs,
@@ -115,11 +108,11 @@ export async function createRuntime(
   setMaxListeners(0, stopping.signal);
   const starter = new TaskStarter({
     api: client,
-    journal,
+    journal: local.journal,
     budget: shared.budget,
     logger: log,
     claims: shared.claims,
-    ownership,
+    ownership: shared.owners,
     beforeWrite: () => client.ensureAccepted(),
     daily,
     stopping: stopping.signal,
@@ -134,7 +127,7 @@ export async function createRuntime(
     api: client,
     poller,
     starter,
-    ownership,
+    ownership: shared.owners,
     config,
     logger,
     redactor,
@@ -160,7 +153,7 @@ export async function createRuntime(
         home: homedir(),
       }),
   });
-  const tasks = await TaskRecords.open(dir, config.pollIntervalMs, logger, shared.tasks);
+  const tasks = await TaskRecords.open(shared.tasks, config.pollIntervalMs, logger);
   // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
   // The tools (their schemas are much of the start-up work) load only when there is a task to take up.
   tasks.resumeAll(async (record, run) => {
@@ -182,7 +175,7 @@ export async function createRuntime(
     depsFactory,
     logger,
     tasks,
-    confirmStates: confirmStatesFor(target.baseUrl, target.apiKey),
+    confirmStates: confirmStatesFor(target.baseUrl, target.apiKey, shared.confirmations),
     busy: () => running.size > 0 || tasks.running > 0,
     callsSettled: async () => {
       while (running.size > 0) await Promise.allSettled([...running]);
@@ -197,34 +190,35 @@ export async function createRuntime(
         await Promise.race([Promise.allSettled([...running]), sleep(graceMs, undefined, { ref: false })]);
       }
       await client.close();
-      // Writes still on their way to the state folder finish before the process ends.
-      await journal.close();
       await tasks.close();
-      await ownership.close();
-      // A folder that holds nothing worth keeping goes with its runtime: idle state is not left behind.
-      const spentToday = dir !== undefined && (await localSpend.holds(utcDay(Date.now())));
-      if (dir !== undefined && journal.empty && tasks.empty && ownership.empty && !spentToday) {
-        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-      }
+      // Writes still on their way to the state folder finish before the process ends.
+      await local.close();
     },
   };
 }
 
 /**
  * Shared state that a caller's key reaches only once the service accepted it: before that, its polls are
- * this process's own (no lease or status is written for a made-up key). The rate budget is shared from the
- * first request: it counts what reaches the service, refused keys included, and holds no content (its two
- * counters expire 10 minutes after the key's last request).
+ * this process's own (no lease or status is written for a made-up key), and an answered confirmation is
+ * recorded only once the service has accepted the key (asked, free, when nothing has shown it yet). The rate
+ * budget is shared from the first request: it counts what reaches the service, refused keys included, and
+ * holds no content (its two counters expire 10 minutes after the key's last request).
  */
-function gateShared(shared: SharedState, accepted: () => boolean): SharedState {
-  const { polls } = shared;
-  if (polls === undefined) return shared;
+function gateShared(shared: SharedState, client: () => GenerationClient): SharedState {
+  const { polls, confirmations } = shared;
+  const accepted = () => client().keyState === "accepted";
   return {
     ...shared,
     polls: {
       ...polls,
       lead: async (videoId, ttlMs) => (accepted() ? polls.lead(videoId, ttlMs) : true),
       publish: async (videoId, video) => (accepted() ? polls.publish(videoId, video) : undefined),
+    },
+    confirmations: {
+      use: async (digest, ttlMs) => {
+        await client().ensureAccepted();
+        return confirmations.use(digest, ttlMs);
+      },
     },
   };
 }

@@ -7,9 +7,10 @@
  *
  * A 2026-07-28 answer counts only with the `requestState` minted here for that very question (caller, tool,
  * arguments, estimate), used once, and signed with the SDK's HMAC codec under a key derived from the service
- * key (the same on every replica and across restarts, unknown to a caller that does not hold the key).
+ * key (the same on every replica and across restarts, unknown to a caller that does not hold the key). Each
+ * state carries a nonce of its own: the same question asked twice in one second gets two states.
  */
-import { createHash, hkdfSync } from "node:crypto";
+import { createHash, hkdfSync, randomBytes } from "node:crypto";
 import {
   createRequestStateCodec,
   inputRequired,
@@ -22,6 +23,7 @@ import { BudgetExceededError } from "../api/errors.js";
 import { isObject } from "../api/shapes.js";
 import { fix } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
+import type { UsedConfirmations } from "../state/records.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
 import { canonicalJson } from "../tasks/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
@@ -50,25 +52,29 @@ const REQUESTED_SCHEMA = {
 
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
-/** The states of one service key: made once per runtime (runtime.ts). */
-export function confirmStatesFor(baseUrl: string, serviceKey: string) {
+/**
+ * The states of one service key: made once per runtime (runtime.ts). `used` remembers the answered ones where
+ * every replica sees them (Redis, else the state folder), for as long as a state lives.
+ */
+export function confirmStatesFor(baseUrl: string, serviceKey: string, used: UsedConfirmations) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
   );
-  // The payload is readable by the client: a digest of the question, never the caller's id itself.
+  // The payload is readable by the client: `<digest of the question>.<nonce>`, never the caller's id itself.
   const codec = createRequestStateCodec<string>({ key, ttlSeconds: DECIDE_MS / 1000 });
-  const answered = new Map<string, number>();
   return {
-    mint: (question: Question) => codec.mint(digestOf(question)),
-    /** Whether `state` was minted here for this very question, has not expired and was not used yet. */
+    mint: (question: Question) =>
+      codec.mint(`${digestOf(question)}.${randomBytes(12).toString("base64url")}`),
+    /**
+     * Whether `state` was minted here for this very question, has not expired and was not used yet (on any
+     * replica, before any restart); throws when its use cannot be recorded.
+     */
     async verify(state: unknown, question: Question, ctx: ServerContext) {
-      if (typeof state !== "string" || state.length > MAX_STATE_CHARS || answered.has(state)) return false;
+      if (typeof state !== "string" || state.length > MAX_STATE_CHARS) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
-      if ((await codec.verify(state, ctx).catch(() => undefined)) !== digestOf(question)) return false;
-      const now = Date.now();
-      for (const [used, until] of answered) if (until <= now) answered.delete(used);
-      answered.set(state, now + DECIDE_MS);
-      return true;
+      const payload = await codec.verify(state, ctx).catch(() => undefined);
+      if (payload?.split(".")[0] !== digestOf(question)) return false;
+      return used.use(createHash("sha256").update(state).digest("base64url"), DECIDE_MS);
     },
   };
 }
@@ -124,9 +130,14 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
     const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
     // An answer without our requestState for this very call answers nothing we asked: a client could
     // otherwise approve its own cost on its first call.
-    const view = (await input.states.verify(ctx.mcpReq.requestState(), question, ctx))
-      ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY)
-      : undefined;
+    let verified: boolean;
+    try {
+      verified = await input.states.verify(ctx.mcpReq.requestState(), question, ctx);
+    } catch (error) {
+      // The answer cannot be recorded as used, so it is not taken: nothing is started.
+      return { refused: errorResult(error, deps.redactor, deps.advice) };
+    }
+    const view = verified ? inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY) : undefined;
     if (view?.kind === "elicit") return answer(view.content, view.action === "accept");
     if (!formElicitation(declaredCapabilities(ctx)?.elicitation)) return cost.refuse();
     const asked = inputRequired({

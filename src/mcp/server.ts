@@ -25,7 +25,7 @@ import { getPrompt, listPrompts } from "./prompts.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { callerView } from "./tasks/refused.js";
+import { callerView } from "./tasks/caller-tasks.js";
 import { registerTasks2025 } from "./tasks/wire-2025.js";
 import { registerTasks2026 } from "./tasks/wire-2026.js";
 

@@ -31,7 +31,7 @@ import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { linkAsker } from "./open-link.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { REFUSED_TASKS } from "./tasks/refused.js";
+import { REFUSED_TASKS } from "./tasks/caller-tasks.js";
 import { createdTask2025 } from "./tasks/wire-2025.js";
 import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
 import type { Session } from "./session.js";
@@ -69,7 +69,7 @@ async function runToolCall(
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
   const created = asTask?.form === "2026" ? createdTask2026 : createdTask2025;
-  // Refused before anything was sent: a task of it is held in memory only (tasks/refused.ts).
+  // Refused before anything was sent: a task of it is held in memory only (tasks/caller-tasks.ts).
   const refused = (answer: CallToolResult) =>
     asTask === undefined ? answer : created(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
   if ("refused" in call) return refused(call.refused);

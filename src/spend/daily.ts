@@ -10,7 +10,7 @@ import { StateFileError } from "../state/local/store.js";
 import type { SpendStore } from "../state/records.js";
 
 /** `YYYY-MM-DD` of the UTC day of `now`. */
-export function utcDay(now: number): string {
+function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 

@@ -2,12 +2,13 @@
  * The state that outlives a call, as the rest of the server sees it: the interfaces of what replicas share
  * (rate budget, polls, start claims, task records, owners, spend) and the records kept in it, each with the
  * parser that checks it when it is read back from a file or from Redis. `runtime.ts` picks the implementation
- * once: local (this process and its state folder, local/) or Redis (redis/, loaded only when
- * GENERATION_REDIS_URL is set). Tools, the poll engine and the task starter never know which one they have.
+ * once: local (this process and its state folder, local/) or Redis over it (redis/, loaded only when
+ * GENERATION_REDIS_URL is set). Every member is always there: tools, the poll engine, the task starter and
+ * the MCP task store never know which one they have, nor ask.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import { GenerationError } from "../api/errors.js";
+import { GenerationError, NotFoundError } from "../api/errors.js";
 import type { RateBudget, TokenBucketBudget } from "../api/rate-budget.js";
 import { safeId } from "../api/shapes.js";
 import type { VideoStatus } from "../api/types.js";
@@ -23,28 +24,36 @@ export const silentLogger: TaskLogger = () => {};
 export interface StateHub {
   /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
   ready(): boolean;
-  /** The key itself never leaves the process. */
-  forKey(target: { baseUrl: string; apiKey: string }, options: { local: TokenBucketBudget }): SharedState;
+  /** The key's state as the replicas share it, over `local`, its state here (local/index.ts). The key itself never leaves the process. */
+  forKey(target: { baseUrl: string; apiKey: string }, local: LocalState): SharedState;
   /** Upload links, for every service key (upload-links.ts). */
   uploadLinks: UploadLinkStore;
   close(): Promise<void>;
 }
 
-/** The shared state of one service key. Undefined members: this process alone decides. */
+/**
+ * The state of one service key, complete whatever the deployment: this process's (local/, real stores in the
+ * state folder or honest stand-ins: it leads every poll, holds every claim) or the replicas' (redis/).
+ */
 export interface SharedState {
   budget: RateBudget;
-  polls?: PollCoordinator | undefined;
-  claims?: StartClaims | undefined;
-  tasks?: TaskRecordStore | undefined;
-  owners?: OwnershipStore | undefined;
-  /** Undefined: kept by this process, in its state folder (local/spend.ts). */
-  spend?: SpendStore | undefined;
+  polls: PollCoordinator;
+  claims: StartClaims;
+  tasks: TaskRecordStore;
+  owners: OwnershipStore;
+  spend: SpendStore;
+  confirmations: UsedConfirmations;
+}
+
+/** This process's state of a key: the shared kinds, and the bucket a shared budget falls back on. */
+export interface LocalState extends SharedState {
+  budget: TokenBucketBudget;
 }
 
 /** One server alone: everything in this process. */
 export const LOCAL_STATE: StateHub = {
   ready: () => true,
-  forKey: (_target, { local }) => ({ budget: local }),
+  forKey: (_target, local) => local,
   uploadLinks: new LocalUploadLinks(),
   close: async () => {},
 };
@@ -69,6 +78,26 @@ export class SharedStateUnavailableError extends GenerationError {
 }
 
 /**
+ * Redis came back empty (restarted without persistence) and a replica that held starts there has not written
+ * them back yet, so the start was not sent: starting now could pay again for a start only that replica knows.
+ */
+export class SharedStateRebuildingError extends GenerationError {
+  override name = "SharedStateRebuildingError";
+  constructor(retryAfterMs: number) {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    super(
+      "internal_error",
+      "This server's shared state (Redis) came back empty and another replica has not yet written back the starts it holds, so the start was not sent: nothing reached the service and nothing was charged.",
+      {
+        transient: true,
+        retryAtMs: Date.now() + retryAfterMs,
+        nextStep: `Call the tool again in ${seconds} s: by then every replica has written back its starts, or the silent one counts as gone.`,
+      },
+    );
+  }
+}
+
+/**
  * Estimated credits started per caller and UTC day, in hundredths of a credit (the price table has halves).
  * `caller` is an opaque digest, never a credential; `day` is `YYYY-MM-DD`. Two replicas racing for the last
  * credits of a day never both get them.
@@ -87,6 +116,18 @@ export interface SpendStore {
   /** Gives back a reservation the service never acted on (never below zero). */
   release(caller: string, day: string, amount: number): Promise<void>;
   used(caller: string, day: string): Promise<number>;
+}
+
+/**
+ * The 2026-07-28 cost confirmations already answered, by a digest of their `requestState` (never the state
+ * itself): a state answers one question once, whichever replica it reaches, also after a restart.
+ */
+export interface UsedConfirmations {
+  /**
+   * True when `digest` was not used yet (it now is, for `ttlMs`: the state's whole life); false when it was.
+   * Throws when that cannot be recorded or agreed (SharedStateUnavailableError, StateFileError).
+   */
+  use(digest: string, ttlMs: number): Promise<boolean>;
 }
 
 /**
@@ -122,32 +163,50 @@ export interface StartClaims {
 }
 
 /**
- * Who started which task, shared by the replicas, when one key serves several callers (remembered for 30
- * days). Fails soft: a store that cannot be asked knows nothing.
+ * Who started which task, when one key serves several callers (remembered for 30 days): a caller's
+ * get_status of a video another caller started is `not_found`, its list_videos lists its own. Fails soft: a
+ * store that cannot be asked knows nothing.
  */
 export interface OwnershipStore {
   record(task: OwnedTask): Promise<void>;
   owner(videoId: string): Promise<OwnedTask | undefined>;
-  /** The scope's task ids, newest first, and how many it has. */
-  list(scope: string, offset: number, limit: number): Promise<{ ids: string[]; total: number }>;
+  /** The scope's tasks, newest first, and how many it has. */
+  list(scope: string, offset: number, limit: number): Promise<{ items: OwnedTask[]; total: number }>;
+}
+
+/** Refuses, as the service would for a foreign id, a video that `scope` did not start. */
+export async function mustOwn(owners: OwnershipStore, videoId: string, scope: string): Promise<void> {
+  if ((await owners.owner(videoId))?.scope === scope) return;
+  throw new NotFoundError(
+    `No video task with video_id ${JSON.stringify(safeId(videoId) ?? "?")} was started by you.`,
+    { nextStep: "Call list_videos to see the videos you started, and use one of their video_ids." },
+  );
 }
 
 /**
- * MCP task records every replica can answer for. A task's final record is written once: the first replica
- * to finish or cancel it decides for all. The replica following a task holds a lease on it; when it lapses
- * (that replica died), the next one asked takes it over. Records come back checked (`parseRecord`); fails
- * soft: an unreachable store stores nothing, finds nothing and grants every lease.
+ * The MCP task records of a key, kept and shared. This process's records are written whole to its state
+ * folder (`save`) and read back at start (`load`); every replica can answer for a record another one shared.
+ * A task's final record is written once: the first replica to finish or cancel it decides for all. The
+ * process following a task holds a lease on it; when it lapses (that process died), the next one asked takes
+ * it over. Records come back checked (`parseRecord`); fails soft: a store that cannot be reached stores
+ * nothing, finds nothing and grants every lease.
  */
 export interface TaskRecordStore {
-  /** Writes the record for as long as its ttl has left. */
+  /** The records of an earlier run (or of another process of the folder, gone) to answer for. */
+  load(): Promise<TaskRecord[]>;
+  /** Queues a write of this process's records (all of them; ephemeral ones are never kept). */
+  save(records: Iterable<TaskRecord>): void;
+  /** Resolves once what was queued is written. */
+  written(): Promise<void>;
+  /** Shares the record, for as long as its ttl has left. */
   share(record: TaskRecord): Promise<void>;
-  /** The final record when there is one, else the latest working one. */
+  /** What another process shared: the final record when there is one, else the latest working one. */
   read(taskId: string): Promise<TaskRecord | undefined>;
-  /** Writes the final record unless one exists; answers the one that holds (undefined: this replica decides). */
+  /** Writes the final record unless one exists; answers the one that holds (undefined: this process decides). */
   finalize(record: TaskRecord, ttlMs: number): Promise<TaskRecord | undefined>;
-  /** Task ids, newest first. */
+  /** Shared task ids, newest first. */
   list(limit: number): Promise<string[]>;
-  /** True when this replica holds (took or renewed) the lease on following the task. */
+  /** True when this process holds (took or renewed) the lease on following the task. */
   follow(taskId: string, ttlMs: number): Promise<boolean>;
   /** Asks the follower, wherever it runs, to stop waiting. */
   requestCancel(record: TaskRecord): Promise<void>;

@@ -45,8 +45,8 @@ export interface PollEngineOptions {
   /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
   maxBackoffMs?: number;
   random?: () => number;
-  /** Shares each task's poll with other replicas (Redis); undefined: this process polls alone. */
-  coordinator?: PollCoordinator | undefined;
+  /** Shares each task's poll with other replicas (Redis); alone, this process leads every poll. */
+  coordinator: PollCoordinator;
 }
 
 /** No wait may last longer than this, whatever the caller asks. */
@@ -174,10 +174,9 @@ export class PollEngine {
     const { coordinator } = this.options;
     try {
       while (!signal.aborted) {
-        const next =
-          coordinator === undefined || (await coordinator.lead(loop.videoId, this.leaseMs))
-            ? await this.pollOnce(loop)
-            : await this.follow(loop, coordinator);
+        const next = (await coordinator.lead(loop.videoId, this.leaseMs))
+          ? await this.pollOnce(loop)
+          : await this.follow(loop, coordinator);
         if (next === "stop" || loop.waiters.size === 0) return;
         await sleep(next, undefined, { signal }).catch(() => undefined);
       }
@@ -185,7 +184,7 @@ export class PollEngine {
       // The last waiter here left: another replica may take the poll over at once. A final task keeps its
       // lease until it lapses, so no follower polls it again before reading the final status.
       const final = loop.last !== undefined && isFinalStatus(loop.last.status);
-      if (coordinator !== undefined && !final) void coordinator.release(loop.videoId);
+      if (!final) void coordinator.release(loop.videoId);
     }
   }
 
@@ -195,15 +194,14 @@ export class PollEngine {
     const { coordinator } = this.options;
     // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
     // take the poll over and both would ask for the same task.
-    const keep =
-      coordinator && setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
+    const keep = setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
     try {
       if (!(await this.takeTurn(loop))) return "stop";
       const video = await this.options.api
         .getVideo(loop.videoId, { priority: "background", signal })
         .finally(() => this.endTurn(loop));
       if (signal.aborted) return "stop";
-      void coordinator?.publish(loop.videoId, video);
+      void coordinator.publish(loop.videoId, video);
       return this.deliver(loop, video, Date.now()) ? "stop" : this.intervalMs;
     } catch (error) {
       if (signal.aborted) return "stop";

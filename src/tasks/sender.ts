@@ -21,8 +21,7 @@ import { metrics } from "../metrics.js";
 import { resolveVideoModel } from "../models.js";
 import type { DailySpend } from "../spend/daily.js";
 import type { Journal } from "../state/local/journal.js";
-import type { Ownership } from "../state/local/owners.js";
-import type { JournalEntry, StartClaims, TaskLogger } from "../state/records.js";
+import type { JournalEntry, OwnershipStore, StartClaims, TaskLogger } from "../state/records.js";
 
 /** How long an identical start request is answered with the earlier one instead of paying again. */
 export const DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
@@ -40,10 +39,10 @@ export interface SendOptions {
 export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
-  /** The duplicate guard shared with other replicas (Redis), which mirror the entries; undefined: none. */
-  claims?: StartClaims | undefined;
+  /** The duplicate guard shared with other replicas (Redis), which mirror the entries. */
+  claims: StartClaims;
   /** Who started which task; settlement never adopts a task another caller owns. */
-  ownership?: Ownership | undefined;
+  ownership: OwnershipStore;
   /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
   daily?: DailySpend | undefined;
   now: () => number;
@@ -88,7 +87,7 @@ export class StartSender {
     this.ownKeys.add(key);
     try {
       await this.parts.journal.append(intent);
-      await this.parts.claims?.mirror(intent, DUPLICATE_WINDOW_MS);
+      await this.parts.claims.mirror(intent, DUPLICATE_WINDOW_MS);
     } catch (error) {
       await reservation?.release();
       throw error;
@@ -119,7 +118,7 @@ export class StartSender {
       ...(task.status !== undefined && { status: task.status }),
     });
     if (scope === undefined) return;
-    await this.parts.ownership?.record({
+    await this.parts.ownership.record({
       video_id: task.video_id,
       scope,
       started_at: intent.started_at,
@@ -154,7 +153,7 @@ export class StartSender {
   private async record(entry: JournalEntry): Promise<void> {
     try {
       await this.parts.journal.append(entry);
-      await this.parts.claims?.mirror(entry, DUPLICATE_WINDOW_MS);
+      await this.parts.claims.mirror(entry, DUPLICATE_WINDOW_MS);
     } catch (error) {
       const unprotected = "Could not write the task journal; this task is not protected against a crash.";
       this.parts.logger("error", unprotected, {

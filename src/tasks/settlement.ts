@@ -139,11 +139,10 @@ export class Settlement {
   /** Items this server already knows: journaled, or started by a caller of this key on any replica. */
   private async knownAmong(items: JsonObject[]): Promise<(id: string) => boolean> {
     const owned = new Set<string>();
-    const { ownership } = this.parts;
-    if (ownership !== undefined) {
-      const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
-      await Promise.all(ids.map(async (id) => (await ownership.isOwned(id)) && owned.add(id)));
-    }
+    const ids = items.map((item) => findVideoId(item)).filter((id): id is string => id !== undefined);
+    await Promise.all(
+      ids.map(async (id) => (await this.parts.ownership.owner(id)) !== undefined && owned.add(id)),
+    );
     return (id) => owned.has(id) || this.parts.journal.has(id);
   }
 }

@@ -12,7 +12,7 @@
 import { GenerationError } from "../api/errors.js";
 import { sleep as wait } from "../api/sleep.js";
 import type { GenerateImageBody, GenerateVideoBody, GenerationApi, ImageResult } from "../api/types.js";
-import { silentLogger, type JournalEntry, type StartClaims } from "../state/records.js";
+import { silentLogger, type JournalEntry } from "../state/records.js";
 import {
   DUPLICATE_WINDOW_MS,
   RECONCILE_RESERVE_MS,
@@ -125,7 +125,7 @@ export class TaskStarter {
    */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
-    if ((await this.parts.claims?.read(fingerprint))?.started?.kind === kind) return true;
+    if ((await this.parts.claims.read(fingerprint)).started?.kind === kind) return true;
     await this.sender.refresh();
     return this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
@@ -156,8 +156,8 @@ export class TaskStarter {
   }
 
   /**
-   * What `earlier` finds, else `start`: with replicas, under the claim on the fingerprint, or what `earlier`
-   * finds once another replica's start is journaled; gives up at the deadline.
+   * What `earlier` finds, else `start`, under the claim on the fingerprint (alone, always this process's);
+   * with replicas, what `earlier` finds once another replica's start is journaled; gives up at the deadline.
    */
   private async guarded<T>(
     kind: "video" | "image",
@@ -165,20 +165,18 @@ export class TaskStarter {
     earlier: () => T | undefined | Promise<T | undefined>,
     start: () => Promise<T>,
   ): Promise<T> {
-    const claims = this.parts.claims;
-    const unlessEarlier = async () => (await earlier()) ?? start();
-    if (claims === undefined) return unlessEarlier();
+    const { claims } = this.parts;
     const { fingerprint } = options;
     const giveUpAt = options.deadline ?? this.parts.now() + CLAIM_TTL_MS;
     for (;;) {
-      await this.adoptShared(claims, fingerprint, false);
+      await this.adoptShared(fingerprint, false);
       const found = await earlier();
       if (found !== undefined) return found;
       if (await claims.claim(fingerprint, CLAIM_TTL_MS)) {
         try {
           // Between our look and our claim, the last claimant may have finished: look again, now alone.
-          await this.adoptShared(claims, fingerprint, true);
-          return await unlessEarlier();
+          if (await this.adoptShared(fingerprint, true)) return (await earlier()) ?? (await start());
+          return await start();
         } finally {
           await claims.unclaim(fingerprint);
         }
@@ -188,17 +186,23 @@ export class TaskStarter {
     }
   }
 
-  /** Copies what another replica recorded for this fingerprint into our journal, so the usual guard sees it. */
-  private async adoptShared(claims: StartClaims, fingerprint: string, withIntent: boolean): Promise<void> {
-    const shared = await claims.read(fingerprint);
+  /**
+   * Copies what another replica recorded for this fingerprint into our journal, so the usual guard sees it;
+   * true when there was anything new.
+   */
+  private async adoptShared(fingerprint: string, withIntent: boolean): Promise<boolean> {
+    const shared = await this.parts.claims.read(fingerprint);
+    let adopted = false;
     for (const entry of withIntent ? [shared.started, shared.intent] : [shared.started]) {
       if (entry === undefined || this.parts.journal.knows(entry)) continue;
+      adopted = true;
       await this.parts.journal.append(entry).catch((error: unknown) => {
         this.parts.logger("warning", "Could not copy another replica's start into the journal.", {
           error: String(error),
         });
       });
     }
+    return adopted;
   }
 
   /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */

@@ -12,7 +12,7 @@ import type { Logger } from "../logger.js";
 import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 import type { Redactor } from "../redact.js";
 import type { DailySpend } from "../spend/daily.js";
-import type { Ownership } from "../state/local/owners.js";
+import type { OwnershipStore } from "../state/records.js";
 import type { PollEngine } from "../tasks/poll-engine.js";
 import type { TaskStarter } from "../tasks/starter.js";
 import type { CallerUploads } from "../uploads/desk.js";
@@ -22,7 +22,7 @@ export interface ServerDeps {
   poller: PollEngine;
   starter: TaskStarter;
   /** Who started which task (with `scope`, a caller sees only its own). */
-  ownership: Ownership;
+  ownership: OwnershipStore;
   config: Config;
   logger: Logger;
   /** Masks the caller's key and the process's secrets in whatever the call emits (redact.ts). */

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { mustOwn } from "../state/records.js";
 import { defineTool, fields, foreground, videoResult, waitWindowMs } from "./define-tool.js";
 import { refuseDownloadIfOff, summarizeVideo, videoOutcome, waitForVideo } from "./steps.js";
 
@@ -28,7 +29,7 @@ export const getStatus = defineTool({
   async handler(args, deps, context) {
     refuseDownloadIfOff(deps, args.download);
     // Where one key serves several callers, a caller sees only the videos it started.
-    if (deps.scope !== undefined) await deps.ownership.mustOwn(args.video_id, deps.scope);
+    if (deps.scope !== undefined) await mustOwn(deps.ownership, args.video_id, deps.scope);
     const options = { windowMs: waitWindowMs(deps, args.timeout_seconds), download: args.download ?? false };
     if (args.wait) {
       // At once, as generate_video does: the first poll may sit in the rate budget's queue for a while.

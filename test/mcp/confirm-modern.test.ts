@@ -285,6 +285,39 @@ describe("an answer counts only for the question the server asked (2026-07-28, r
     expect(starts() - before).toBe(1);
   });
 
+  it("gives the same question asked twice in one second two states, so the second answer counts", async () => {
+    const args = lite();
+    const before = starts();
+    const expiry = (state: string) =>
+      (JSON.parse(Buffer.from(String(state.split(".")[1]), "base64url").toString("utf8")) as { exp: number })
+        .exp;
+    // The codec's expiry is in whole seconds: ask until both questions fell in the same one.
+    let pair: string[] = [];
+    for (let attempt = 0; attempt < 5 && new Set(pair.map(expiry)).size !== 1; attempt++) {
+      pair = await Promise.all([ask(TOKEN_A, args), ask(TOKEN_A, args)]);
+    }
+    expect(new Set(pair.map(expiry)).size).toBe(1);
+    expect(pair[0]).not.toBe(pair[1]);
+    // The user declines the first question, then accepts the second: the second answer is the one that counts.
+    const [first, second] = pair as [string, string];
+    const declined = await call(
+      TOKEN_A,
+      args,
+      { inputResponses: { confirm_cost: { action: "decline" } }, requestState: first },
+      { elicitation: true },
+    );
+    expect(textOf(declined)).toMatch(/^Declined by the user: /);
+    const accepted = await call(
+      TOKEN_A,
+      args,
+      { inputResponses: ACCEPT, requestState: second },
+      { elicitation: true },
+    );
+    expect(accepted?.["isError"], JSON.stringify(accepted)).toBeUndefined();
+    expect(accepted).toMatchObject({ structuredContent: { video_id: expect.any(String) } });
+    expect(starts() - before).toBe(1);
+  });
+
   it("takes an altered or made-up state as no answer", async () => {
     const args = lite();
     const before = starts();

@@ -10,9 +10,10 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Logger } from "../../src/logger.js";
-import { RefusedTasks } from "../../src/mcp/tasks/refused.js";
+import { RefusedTasks } from "../../src/mcp/tasks/caller-tasks.js";
 import type { TaskRun } from "../../src/mcp/tasks/runs.js";
 import { TaskRecords } from "../../src/mcp/tasks/store.js";
+import { localTaskRecords } from "../../src/state/local/task-records.js";
 
 let dir: string;
 const logs: string[] = [];
@@ -53,7 +54,7 @@ describe("MCP task records", () => {
       spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString(),
     );
     try {
-      const first = await TaskRecords.open(dir, 100, logger);
+      const first = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
       const start = (name: string) =>
         first.start({ tool: "generate_video", stopping, saved: { name }, run: videoRun().run });
       const held = await start("held");
@@ -68,7 +69,7 @@ describe("MCP task records", () => {
       // One still followed by a running process (another stdio server of the key), one by a process gone.
       for (const record of saved.records) record.pid = record.task.taskId === held.taskId ? live.pid! : dead;
       await writeFile(file, JSON.stringify(saved));
-      const second = await TaskRecords.open(dir, 100, logger);
+      const second = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
       const resumed: string[] = [];
       second.resumeAll(async (record) => {
         resumed.push(String(record.saved["name"]));
@@ -90,7 +91,7 @@ describe("MCP task records", () => {
   });
 
   it("bounds the ttl: the minimum for a tiny one, the maximum for a huge one, the default for none", async () => {
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const ttl = async (requestedTtl: number | undefined) =>
       (await tasks.start({ tool: "generate_video", requestedTtl, stopping, run: videoRun().run })).ttl;
     expect(await ttl(1)).toBe(60_000);
@@ -101,7 +102,7 @@ describe("MCP task records", () => {
 
   it("forgets a task once its ttl has passed", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const task = await tasks.start({
       tool: "generate_video",
       requestedTtl: 60_000,
@@ -115,7 +116,7 @@ describe("MCP task records", () => {
   });
 
   it("shows a task to its own caller only", async () => {
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const task = await tasks.start({ tool: "generate_video", scope: "alice", stopping, run: videoRun().run });
     expect((await tasks.find(task.taskId, "alice")).task.taskId).toBe(task.taskId);
     await expect(tasks.find(task.taskId, "bob")).rejects.toThrow(/Task not found/);
@@ -137,7 +138,7 @@ describe("MCP task records", () => {
   });
 
   it("keeps a task that failed before the service named one out of the file", async () => {
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const task = await tasks.start({
       tool: "generate_video",
       stopping,
@@ -149,7 +150,7 @@ describe("MCP task records", () => {
   });
 
   it("skips and reports records on disk that are not its own shape, and serves the valid ones", async () => {
-    const good = await TaskRecords.open(dir, 100, logger);
+    const good = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const run = videoRun();
     const task = await good.start({ tool: "generate_video", stopping, run: run.run });
     run.finish(done("Video vid_1 is completed: http://127.0.0.1/v.mp4"));
@@ -162,7 +163,7 @@ describe("MCP task records", () => {
     planted.task["createdAt"] = 12345;
     saved.records.push(planted as Record<string, unknown>);
     await writeFile(file, JSON.stringify(saved));
-    const reread = await TaskRecords.open(dir, 100, logger);
+    const reread = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     expect(await statusOf(reread, task.taskId)).toBe("completed");
     await expect(reread.find("00000000-0000-0000-0000-000000000000", undefined)).rejects.toThrow(/not found/);
     const listed = await reread.list(undefined, undefined);
@@ -172,7 +173,7 @@ describe("MCP task records", () => {
   });
 
   it("answers a cancel of a finished task with an error, and keeps its outcome", async () => {
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const run = videoRun();
     const task = await tasks.start({ tool: "generate_video", stopping, run: run.run });
     run.finish(done("Video vid_1 is completed"));
@@ -183,7 +184,7 @@ describe("MCP task records", () => {
   });
 
   it("wakes a reader waiting for the end as soon as the task ends", async () => {
-    const tasks = await TaskRecords.open(dir, 60_000, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 60_000, logger);
     const run = videoRun();
     const task = await tasks.start({ tool: "generate_video", stopping, run: run.run });
     const ended = tasks.ended(task.taskId, undefined, new AbortController().signal);
@@ -194,7 +195,7 @@ describe("MCP task records", () => {
   }, 10_000);
 
   it("names an unknown task in a bounded, clean form", async () => {
-    const tasks = await TaskRecords.open(dir, 100, logger);
+    const tasks = await TaskRecords.open(localTaskRecords(dir, logger), 100, logger);
     const huge = `\u202e${"x".repeat(200_000)}`;
     const error = await tasks.find(huge, undefined).catch((caught: unknown) => caught as Error);
     expect(error).toBeInstanceOf(Error);

@@ -4,11 +4,11 @@
  * single server settles its own journal: the history first, so nothing is paid twice.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import { Logger } from "../../src/logger.js";
 import { DEFAULT_ASPECT_RATIO_VIDEO, DEFAULT_DURATION_S, DEFAULT_VIDEO_MODEL } from "../../src/models.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { localState } from "../../src/state/local/index.js";
 import { connectRedis } from "../../src/state/redis/index.js";
 import type { StateHub } from "../../src/state/records.js";
 import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
@@ -53,9 +53,9 @@ it("settles the intent of a replica that died after its POST reached the service
   // The dead replica: it mirrored its intent, its claim lapsed, and the service charged its POST.
   const dead = (await hub()).forKey(
     { baseUrl: sandbox.baseUrl, apiKey: sandbox.keys.paid },
-    { local: new TokenBucketBudget() },
+    await localState(undefined, new Logger("error", () => {})),
   );
-  await dead.claims?.mirror(
+  await dead.claims.mirror(
     {
       kind: "video",
       phase: "intent",

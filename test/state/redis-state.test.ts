@@ -8,9 +8,9 @@ import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AbortedError } from "../../src/api/errors.js";
-import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { VideoStatus } from "../../src/api/types.js";
 import { Logger } from "../../src/logger.js";
+import { localState } from "../../src/state/local/index.js";
 import { connectRedis } from "../../src/state/redis/index.js";
 import { SharedStateUnavailableError, type SharedState, type StateHub } from "../../src/state/records.js";
 import { freePort, startRedis, type RedisProcess } from "../helpers/redis.js";
@@ -44,7 +44,7 @@ async function replica(whenDown: "refuse" | "alone" = "refuse"): Promise<SharedS
     new Logger("debug", (line) => logs.push(line)),
   );
   hubs.push(hub);
-  return { hub, ...hub.forKey(TARGET, { local: new TokenBucketBudget() }) };
+  return { hub, ...hub.forKey(TARGET, await localState(undefined, new Logger("error", () => {}))) };
 }
 
 const windowHeaders = (remaining: number) => ({
@@ -107,8 +107,8 @@ describe("the shared rate budget", () => {
     const a = await replica();
     await a.budget.acquire("foreground");
     a.budget.observe(200, windowHeaders(5));
-    await a.polls?.publish("vid-1", video("processing"));
-    await a.claims?.claim("fingerprint-1", 60_000);
+    await a.polls.publish("vid-1", video("processing"));
+    await a.claims.claim("fingerprint-1", 60_000);
     await vi.waitFor(async () => expect(await budgetField("seeded")).toBe("1"));
     const keys = await inspect.keys("*");
     expect(keys.length).toBeGreaterThanOrEqual(3);
@@ -128,35 +128,35 @@ describe("the shared rate budget", () => {
 describe("poll sharing and start claims", () => {
   it("gives the poll of a task to one replica and wakes the others when it publishes", async () => {
     const [a, b] = await Promise.all([replica(), replica()]);
-    expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
-    expect(await b.polls?.lead("vid-1", 5000)).toBe(false);
-    expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
+    expect(await a.polls.lead("vid-1", 5000)).toBe(true);
+    expect(await b.polls.lead("vid-1", 5000)).toBe(false);
+    expect(await a.polls.lead("vid-1", 5000)).toBe(true);
 
-    const woken = b.polls?.nextChange("vid-1", 60_000, new AbortController().signal);
-    await a.polls?.publish("vid-1", video("completed"));
+    const woken = b.polls.nextChange("vid-1", 60_000, new AbortController().signal);
+    await a.polls.publish("vid-1", video("completed"));
     await woken;
-    expect((await b.polls?.latest("vid-1"))?.video.status).toBe("completed");
+    expect((await b.polls.latest("vid-1"))?.video.status).toBe("completed");
 
-    await a.polls?.release("vid-1");
-    expect(await b.polls?.lead("vid-1", 5000)).toBe(true);
+    await a.polls.release("vid-1");
+    expect(await b.polls.lead("vid-1", 5000)).toBe(true);
   });
 
   it("does not wait for a change once the follower's loop has stopped", async () => {
     const b = await replica();
     const started = Date.now();
     // The loop's signal aborted before the call (its last waiter left): nothing is left to wait for.
-    await b.polls?.nextChange("vid-2", 60_000, AbortSignal.abort());
+    await b.polls.nextChange("vid-2", 60_000, AbortSignal.abort());
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("lets one replica claim a start; the claim frees only by its owner", async () => {
     const [a, b] = await Promise.all([replica(), replica()]);
-    expect(await a.claims?.claim("fp", 60_000)).toBe(true);
-    expect(await b.claims?.claim("fp", 60_000)).toBe(false);
-    await b.claims?.unclaim("fp");
-    expect(await b.claims?.claim("fp", 60_000)).toBe(false);
-    await a.claims?.unclaim("fp");
-    expect(await b.claims?.claim("fp", 60_000)).toBe(true);
+    expect(await a.claims.claim("fp", 60_000)).toBe(true);
+    expect(await b.claims.claim("fp", 60_000)).toBe(false);
+    await b.claims.unclaim("fp");
+    expect(await b.claims.claim("fp", 60_000)).toBe(false);
+    await a.claims.unclaim("fp");
+    expect(await b.claims.claim("fp", 60_000)).toBe(true);
   });
 
   it("mirrors the open intent and the started task for the other replicas", async () => {
@@ -170,10 +170,10 @@ describe("poll sharing and start claims", () => {
       started_at: Date.now(),
       request: { prompt: "a fox" },
     };
-    await a.claims?.mirror(intent, 60_000);
-    expect((await b.claims?.read("fp"))?.intent?.key).toBe("idem-1");
-    await a.claims?.mirror({ ...intent, phase: "started", id: "vid-9" }, 60_000);
-    const seen = await b.claims?.read("fp");
+    await a.claims.mirror(intent, 60_000);
+    expect((await b.claims.read("fp"))?.intent?.key).toBe("idem-1");
+    await a.claims.mirror({ ...intent, phase: "started", id: "vid-9" }, 60_000);
+    const seen = await b.claims.read("fp");
     expect(seen?.started?.id).toBe("vid-9");
     expect(seen?.intent).toBeUndefined();
   });
@@ -187,13 +187,14 @@ describe("without Redis", () => {
     const pause = new Redis(redis.url, { lazyConnect: true });
     await pause.connect();
     try {
-      await pause.call("CLIENT", "PAUSE", "4000", "ALL");
+      // Longer than the four timeouts below take (the finally unpauses it at once): ready stays false till then.
+      await pause.call("CLIENT", "PAUSE", "6000", "ALL");
       await a.budget.acquire("foreground");
-      expect(await a.polls?.lead("vid-slow", 5000)).toBe(true);
+      expect(await a.polls.lead("vid-slow", 5000)).toBe(true);
       // No agreement, no start: a claim that could not be written is refused, unless the operator chose
       // to let each replica decide alone.
-      await expect(a.claims?.claim("fp-slow", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
-      expect(await alone.claims?.claim("fp-slow", 60_000)).toBe(true);
+      await expect(a.claims.claim("fp-slow", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
+      expect(await alone.claims.claim("fp-slow", 60_000)).toBe(true);
       expect(a.hub.ready()).toBe(false);
     } finally {
       await pause.call("CLIENT", "UNPAUSE").catch(() => undefined);
@@ -234,9 +235,9 @@ describe("without Redis", () => {
     const late = await startRedis(port);
     try {
       await vi.waitFor(() => expect(hub.ready()).toBe(true), { timeout: 10_000 });
-      const state = hub.forKey(TARGET, { local: new TokenBucketBudget() });
-      expect(await state.claims?.claim("fp-late", 60_000)).toBe(true);
-      expect(await state.claims?.claim("fp-late", 60_000)).toBe(false);
+      const state = hub.forKey(TARGET, await localState(undefined, new Logger("error", () => {})));
+      expect(await state.claims.claim("fp-late", 60_000)).toBe(true);
+      expect(await state.claims.claim("fp-late", 60_000)).toBe(false);
     } finally {
       await late.stop();
     }
@@ -281,9 +282,9 @@ describe("without Redis", () => {
       await vi.waitFor(() => expect(a.hub.ready()).toBe(false));
       await a.budget.acquire("foreground");
       a.budget.observe(200, windowHeaders(5));
-      expect(await a.polls?.lead("vid-1", 5000)).toBe(true);
-      await expect(a.claims?.claim("fp", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
-      expect(await a.polls?.latest("vid-1")).toBeUndefined();
+      expect(await a.polls.lead("vid-1", 5000)).toBe(true);
+      await expect(a.claims.claim("fp", 60_000)).rejects.toBeInstanceOf(SharedStateUnavailableError);
+      expect(await a.polls.latest("vid-1")).toBeUndefined();
       await vi.waitFor(() =>
         expect(logs.join("\n")).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ is unreachable/),
       );
@@ -292,7 +293,7 @@ describe("without Redis", () => {
       await inspect.connect().catch(() => undefined);
     }
     await vi.waitFor(() => expect(a.hub.ready()).toBe(true), { timeout: 10_000 });
-    expect(await a.claims?.claim("fp-2", 60_000)).toBe(true);
-    expect(await a.claims?.claim("fp-2", 60_000)).toBe(false);
+    expect(await a.claims.claim("fp-2", 60_000)).toBe(true);
+    expect(await a.claims.claim("fp-2", 60_000)).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { GenerationError, NotFoundError, RateLimitError, UpstreamError } from "../../src/api/errors.js";
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
+import { ALONE_POLLS } from "../../src/state/local/index.js";
 import type { PollUpdate } from "../../src/tasks/poll-engine.js";
 import { PollEngine } from "../../src/tasks/poll-engine.js";
 import { FakeApi } from "./fake-api.js";
@@ -37,7 +38,7 @@ describe("PollEngine", () => {
   });
 
   function engineFor(api: FakeApi, extra: Partial<ConstructorParameters<typeof PollEngine>[0]> = {}) {
-    return new PollEngine({ api, intervalMs: INTERVAL, random: () => 0, ...extra });
+    return new PollEngine({ api, intervalMs: INTERVAL, random: () => 0, coordinator: ALONE_POLLS, ...extra });
   }
 
   it("polls at once, then every interval, until the task is final", async () => {

@@ -17,7 +17,9 @@ import {
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { GenerateVideoBody } from "../../src/api/types.js";
 import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
+import { ALONE_CLAIMS } from "../../src/state/local/index.js";
 import { JOURNAL_FILE, Journal } from "../../src/state/local/journal.js";
+import { LocalOwners } from "../../src/state/local/owners.js";
 import { StateFileError } from "../../src/state/local/store.js";
 import { IMAGE_CHARGE_POSSIBLE, TaskStarter, VIDEO_CHARGE_POSSIBLE } from "../../src/tasks/starter.js";
 import { FakeApi } from "./fake-api.js";
@@ -49,6 +51,8 @@ describe("TaskStarter", () => {
     starter = new TaskStarter({
       api,
       journal,
+      claims: ALONE_CLAIMS,
+      ownership: await LocalOwners.open(undefined, () => {}),
       budget: new TokenBucketBudget({ random: () => 0 }),
       now: () => clock,
       sleep: async (ms, signal) => {
@@ -129,6 +133,8 @@ describe("TaskStarter", () => {
     const fresh = new TaskStarter({
       api,
       journal: reopened,
+      claims: ALONE_CLAIMS,
+      ownership: await LocalOwners.open(undefined, () => {}),
       budget: new TokenBucketBudget(),
       now: () => clock,
     });

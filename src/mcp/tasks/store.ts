@@ -4,18 +4,18 @@
  * generation (the tool's first progress names the video_id), so the journal and the duplicate guard work as
  * for a plain call; reading a task never reaches the service.
  *
- * Records are kept beside the journal (state/local/task-records.ts) and outlive a restart: a task still
- * `working` then is taken up again from its video_id; one past its ttl is dropped. With replicas
- * (GENERATION_REDIS_URL) every record is shared too, so any replica answers for any task; the one following a
- * task renews a lease at every poll, and when it lapses (that replica died) the next one asked takes the task
- * over. An outcome is decided once for all (`finalize`).
+ * Records are kept in the key's store (state/records.ts TaskRecordStore): this process's file, and with
+ * replicas (GENERATION_REDIS_URL) Redis over it. They outlive a restart: a task still `working` then is taken
+ * up again from its video_id; one past its ttl is dropped. Any replica answers for any task; the one
+ * following a task renews a lease at every poll, and when it lapses (that replica died) the next one asked
+ * takes the task over. An outcome is decided once for all (`finalize`). Alone, the store shares nothing,
+ * grants every lease and lets this process decide.
  */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { Logger } from "../../logger.js";
 import { sleep } from "../../api/sleep.js";
-import { RecordsFile, followedElsewhere } from "../../state/local/task-records.js";
 import {
   TERMINAL,
   boundTtl,
@@ -53,10 +53,9 @@ export class TaskRecords {
   private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
 
   private constructor(
-    private readonly file: RecordsFile | undefined,
+    private readonly store: TaskRecordStore,
     readonly pollIntervalMs: number,
     logger: Logger,
-    private readonly shared: TaskRecordStore | undefined,
   ) {
     this.runs = new TaskRuns(
       {
@@ -71,20 +70,9 @@ export class TaskRecords {
     );
   }
 
-  /** `dir` undefined: in memory only. */
-  static async open(
-    dir: string | undefined,
-    pollIntervalMs: number,
-    logger: Logger,
-    shared?: TaskRecordStore,
-  ): Promise<TaskRecords> {
-    const file = dir === undefined ? undefined : new RecordsFile(dir, logger);
-    const tasks = new TaskRecords(file, pollIntervalMs, logger, shared);
-    for (const record of (await tasks.file?.load()) ?? []) {
-      // Another process of this key, still running, follows it: left to that one (and kept in the file).
-      if (shared === undefined && followedElsewhere(record)) continue;
-      tasks.records.set(record.task.taskId, record);
-    }
+  static async open(store: TaskRecordStore, pollIntervalMs: number, logger: Logger): Promise<TaskRecords> {
+    const tasks = new TaskRecords(store, pollIntervalMs, logger);
+    for (const record of await store.load()) tasks.records.set(record.task.taskId, record);
     tasks.sweep();
     return tasks;
   }
@@ -106,17 +94,17 @@ export class TaskRecords {
       tool: options.tool,
       scope: options.scope,
       saved: options.saved,
-      ...(this.shared === undefined && { pid: process.pid }),
+      pid: process.pid,
     };
     await this.runs.launch(record, options.stopping, (run) => options.run({ ...run, ttlMs }));
     this.records.set(record.task.taskId, record);
     this.trim();
     if (record.ephemeral === true) return { ...record.task };
     this.persist();
-    await this.shared?.follow(record.task.taskId, this.leaseMs);
-    await this.shared?.share(record);
+    await this.store.follow(record.task.taskId, this.leaseMs);
+    await this.store.share(record);
     // On disk before the client hears of it: a task id handed out survives even a kill -9.
-    await this.file?.written();
+    await this.store.written();
     return { ...record.task };
   }
 
@@ -153,7 +141,7 @@ export class TaskRecords {
     if (!Number.isSafeInteger(from) || from < 0)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor.");
     const ids = new Set(this.records.keys());
-    for (const id of (await this.shared?.list(MAX_RECORDS)) ?? []) ids.add(id);
+    for (const id of await this.store.list(MAX_RECORDS)) ids.add(id);
     const found = await Promise.all([...ids].map((id) => this.find(id, scope).catch(() => undefined)));
     const mine = found
       .filter((record): record is TaskRecord => record !== undefined)
@@ -180,18 +168,12 @@ export class TaskRecords {
     this.runs.resumeWith(resume, stopping);
     for (const record of this.records.values()) {
       if (record.task.status !== "working") continue;
-      if (this.shared === undefined) {
-        record.pid = process.pid;
-        this.runs.takeUp(record);
-        continue;
-      }
       // Another replica may have taken the task over while this one was down.
-      void this.shared.follow(record.task.taskId, this.leaseMs).then((mine) => {
-        if (mine) this.runs.takeUp(record);
+      void this.store.follow(record.task.taskId, this.leaseMs).then((mine) => {
+        if (mine) this.takeUp(record);
         else this.records.delete(record.task.taskId);
       });
     }
-    this.persist();
   }
 
   /** How long a follower's lease lasts: a few polls, so a dead replica's tasks are taken over soon. */
@@ -203,17 +185,12 @@ export class TaskRecords {
     return this.runs.waits.size;
   }
 
-  /** An empty set leaves no file behind. */
-  get empty(): boolean {
-    return [...this.records.values()].every((record) => record.ephemeral === true);
-  }
-
   /** Stops the background waits (their tasks stay `working`) and writes the records out. */
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const wait of this.runs.waits.values()) wait.abort();
     this.persist();
-    await this.file?.written();
+    await this.store.written();
   }
 
   /**
@@ -223,8 +200,8 @@ export class TaskRecords {
   private async lookup(taskId: string): Promise<TaskRecord | undefined> {
     const local = this.records.get(taskId);
     // Cancelled here (its follower elsewhere stops at its next poll): this copy is current.
-    if (this.shared === undefined || local?.task.status === "cancelled") return local;
-    const record = await this.shared.read(taskId);
+    if (local?.task.status === "cancelled") return local;
+    const record = await this.store.read(taskId);
     if (record === undefined) return local;
     if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
       // Another replica decided the outcome (a cancel there while this one was still building the result,
@@ -233,10 +210,8 @@ export class TaskRecords {
       return local;
     }
     if (local !== undefined && this.runs.waits.has(taskId)) return local;
-    if (record.task.status === "working" && (await this.shared.follow(taskId, this.leaseMs))) {
-      this.records.set(taskId, record);
-      this.runs.takeUp(record);
-      this.persist();
+    if (record.task.status === "working" && (await this.store.follow(taskId, this.leaseMs))) {
+      this.takeUp(record);
     }
     return record;
   }
@@ -255,9 +230,7 @@ export class TaskRecords {
     if (statusOf(record) !== "cancelled") return;
     this.runs.abort(record.task.taskId);
     // The follower may be another replica: it stops at its next poll.
-    if (this.shared !== undefined && !this.runs.waits.has(record.task.taskId)) {
-      await this.shared.requestCancel(record);
-    }
+    if (!this.runs.waits.has(record.task.taskId)) await this.store.requestCancel(record);
   }
 
   /**
@@ -275,8 +248,8 @@ export class TaskRecords {
     const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
     this.update(record, status, firstLine);
     const left = expiresAt(record.task) - Date.now();
-    if (this.shared !== undefined && left > 0 && record.ephemeral !== true) {
-      const decided = await this.shared.finalize(record, left);
+    if (left > 0 && record.ephemeral !== true) {
+      const decided = await this.store.finalize(record, left);
       if (decided !== undefined && decided.task.taskId === record.task.taskId) this.adopt(record, decided);
     }
     this.persist();
@@ -298,14 +271,20 @@ export class TaskRecords {
    * another replica wrote there ends the wait here.
    */
   private async heartbeat(record: TaskRecord): Promise<void> {
-    const shared = this.shared;
-    if (shared === undefined) return;
-    if (await shared.cancelRequested(record.task.taskId)) {
+    if (await this.store.cancelRequested(record.task.taskId)) {
       await this.cancelRecord(record);
       return;
     }
-    await shared.follow(record.task.taskId, this.leaseMs);
-    await shared.share(record);
+    await this.store.follow(record.task.taskId, this.leaseMs);
+    await this.store.share(record);
+  }
+
+  /** Follows a working task here from now on (after a restart, or from a replica that died). */
+  private takeUp(record: TaskRecord): void {
+    record.pid = process.pid;
+    this.records.set(record.task.taskId, record);
+    this.runs.takeUp(record);
+    this.persist();
   }
 
   private update(record: TaskRecord, status: TaskStatus, statusMessage: string | undefined): void {
@@ -340,7 +319,7 @@ export class TaskRecords {
   }
 
   private persist(): void {
-    this.file?.save(this.records.values());
+    this.store.save(this.records.values());
   }
 }
 

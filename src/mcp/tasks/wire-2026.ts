@@ -13,7 +13,7 @@ import {
 import { TERMINAL, type TaskRecord, type TaskState } from "../../state/records.js";
 import { TaskEndedError, type Register } from "../errors.js";
 import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
-import { TASK_ID, type CallerTasks } from "./refused.js";
+import { TASK_ID, type CallerTasks } from "./caller-tasks.js";
 
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {

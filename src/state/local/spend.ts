@@ -31,11 +31,12 @@ export class LocalSpendStore implements SpendStore {
     this.file = new JsonFile(dir, "spend.json", { label: "Today's spend record", parse: parseDay, logger });
   }
 
-  /** Whether anything of `day` is recorded, or it cannot be told: the folder then stays. */
-  async holds(day: string): Promise<boolean> {
+  /** Whether anything of today (UTC) is recorded, or it cannot be told: the folder then stays. */
+  async holds(): Promise<boolean> {
     const record = await this.file.load().catch(() => undefined);
+    const today = new Date().toISOString().slice(0, 10);
     return (
-      record === undefined || (record.day === day && Object.values(record.used).some((used) => used > 0))
+      record === undefined || (record.day === today && Object.values(record.used).some((used) => used > 0))
     );
   }
 

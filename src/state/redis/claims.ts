@@ -1,16 +1,12 @@
 /**
  * Who starts what, across replicas: the claim on each start's fingerprint (one replica sends it, the others
- * wait for its task), the journal entries another replica needs to settle a start whose replica died, and the
- * owner of each task when one key serves several callers. Values are sealed and checked again as records
- * when read back; what a replica writes is kept in its rebuild log, to write again should Redis lose it.
+ * wait for its task), and the journal entries another replica needs to settle a start whose replica died.
+ * Values are sealed and checked again as records when read back; what a replica writes is kept in its
+ * rebuild log, to write again should Redis lose it.
  */
 import { randomBytes } from "node:crypto";
-import { parseJournalEntry, parseOwnedTask, type OwnershipStore, type StartClaims } from "../records.js";
+import { parseJournalEntry, type StartClaims } from "../records.js";
 import { px, type KeyContext } from "./context.js";
-
-/** Tasks each scope keeps listed at most (newest first), and how long an ownership is remembered. */
-const OWNED_MAX = 1000;
-const OWNED_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export function startClaims(context: KeyContext): StartClaims {
   const { commands, owner, key, sealer } = context;
@@ -72,41 +68,6 @@ export function startClaims(context: KeyContext): StartClaims {
           ...(started?.fingerprint === fingerprint && { started }),
           ...(intent?.fingerprint === fingerprint && intent.phase === "intent" && { intent }),
         };
-      });
-    },
-  };
-}
-
-export function ownershipStore(context: KeyContext): OwnershipStore {
-  const { commands, key, sealer } = context;
-  // The scope is already a digest (Caller.scope), never a credential.
-  const listKey = (scope: string) => key("owned", scope);
-  return {
-    async record(task) {
-      const sealed = sealer.seal(task);
-      const write = (ttl: number) =>
-        commands
-          .multi()
-          .set(key("owner", task.video_id), sealed, "PX", px(ttl))
-          .zadd(listKey(task.scope), task.started_at, task.video_id)
-          .zremrangebyrank(listKey(task.scope), 0, -OWNED_MAX - 1)
-          .pexpire(listKey(task.scope), OWNED_TTL_MS)
-          .exec();
-      context.keep(key("owner", task.video_id), OWNED_TTL_MS, write);
-      await context.soft(undefined, () => write(OWNED_TTL_MS));
-    },
-    async owner(videoId) {
-      return context.soft(undefined, async () =>
-        context.open(await commands.get(key("owner", videoId)), parseOwnedTask, "task ownership"),
-      );
-    },
-    async list(scope, offset, limit) {
-      return context.soft({ ids: [], total: 0 }, async () => {
-        const [ids, total] = await Promise.all([
-          commands.zrevrange(listKey(scope), offset, offset + limit - 1),
-          commands.zcard(listKey(scope)),
-        ]);
-        return { ids, total };
       });
     },
   };

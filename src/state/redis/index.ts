@@ -13,26 +13,27 @@
  * GENERATION_REDIS_WHEN_DOWN=alone each replica decides alone instead, and stays ready.
  *
  * Redis that comes back EMPTY (restarted without persistence) lost the claims and the day's spend the
- * replicas relied on. Every replica keeps what it wrote (its rebuild log), and an epoch key tells a lost store
- * from a living one: a replica that finds the epoch gone or changed (on reconnecting, on its heartbeat, before
- * anything it must agree on) writes its entries again, and a start on a fresh epoch waits until every live
- * replica had time to notice and rebuild.
+ * replicas relied on: each replica writes again what it wrote there, and nothing is started before every
+ * replica live at the loss has done so (rebuild.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import type { RedisConfig } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
-import { SharedStateUnavailableError, type StateHub } from "../records.js";
+import { SharedStateRebuildingError, SharedStateUnavailableError, type StateHub } from "../records.js";
 import { RedisBudget } from "./budget.js";
-import { ownershipStore, startClaims } from "./claims.js";
+import { startClaims } from "./claims.js";
+import { usedConfirmations } from "./confirmations.js";
 import { px, type KeyContext, type ScriptedRedis } from "./context.js";
+import { ownershipStore } from "./owners.js";
 import { pollCoordinator } from "./polls.js";
+import { Rebuild } from "./rebuild.js";
 import * as scripts from "./scripts.js";
 import { sealerFor } from "./seal.js";
-import { spendStore, taskRecords } from "./tasks.js";
+import { spendStore } from "./spend.js";
+import { taskRecords } from "./task-records.js";
 import { redisUploadLinks } from "./upload-links.js";
 
 /** Longest any Redis command may take before the replica goes on without it. */
@@ -40,12 +41,6 @@ const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
 const PROBE_INTERVAL_MS = 1000;
-/** Long enough for every live replica to notice a lost store (at most one probe later) and rebuild. */
-const REBUILD_GRACE_MS = 3000;
-/** The epoch outlives any pause of the whole deployment by far; every heartbeat renews it. */
-const EPOCH_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** Entries of the rebuild log kept at most; past it the oldest go (the newest matter most). */
-const REBUILD_MAX = 50_000;
 
 /**
  * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
@@ -100,7 +95,7 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
     if (!down && commands.status !== "ready") return;
     try {
       await commands.set(probeKey, "1", "PX", 10_000);
-      await checkEpoch();
+      await rebuild.beat();
     } catch (error) {
       markDown(error);
       return;
@@ -114,33 +109,11 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   const heartbeat = setInterval(() => void probe(), PROBE_INTERVAL_MS);
   heartbeat.unref();
 
-  // The store's epoch: written by the first replica to find none, renewed by every heartbeat.
-  const rebuild = new Map<string, { until: number; write: (ttlMs: number) => Promise<unknown> }>();
-  const epochKey = `${config.prefix}epoch`;
-  let epoch: { id: string; at: number } | undefined;
-  let checking: Promise<{ id: string; at: number }> | undefined;
-  const readEpoch = async () => {
-    await commands.set(epochKey, `${randomBytes(8).toString("hex")}:${Date.now()}`, "PX", EPOCH_TTL_MS, "NX");
-    await commands.pexpire(epochKey, EPOCH_TTL_MS);
-    const [id = "", at = "0"] = ((await commands.get(epochKey)) ?? "").split(":");
-    const current = { id, at: Number(at) || 0 };
-    if (epoch?.id !== current.id) {
-      let written = 0;
-      for (const [key, entry] of [...rebuild]) {
-        const left = entry.until - Date.now();
-        if (left <= 0) rebuild.delete(key);
-        else await entry.write(left).then(() => (written += 1));
-      }
-      if (epoch !== undefined) {
-        logger.warning(
-          `Redis at ${shown} came back without the shared state (restarted empty?): this replica wrote its ${written} entries (start claims, the day's spend, task records) again. Persistence (appendonly yes) keeps them across a restart.`,
-        );
-      }
-    }
-    epoch = current;
-    return current;
-  };
-  const checkEpoch = () => (checking ??= readEpoch().finally(() => (checking = undefined)));
+  const rebuild = new Rebuild(commands, config.prefix, owner, (written) =>
+    logger.warning(
+      `Redis at ${shown} came back without the shared state (restarted empty?): this replica wrote its ${written} entries (start claims, the day's spend, task records) again. Persistence (appendonly yes) keeps them across a restart.`,
+    ),
+  );
 
   commands.on("error", markDown);
   subscriber.on("error", () => undefined);
@@ -184,28 +157,22 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         return fallback;
       }),
     agreed: (fallback, run) =>
-      checkEpoch()
-        .then(({ at }) => {
-          // Capped: an epoch written by a replica whose clock runs ahead.
-          const wait = Math.min(at + REBUILD_GRACE_MS - Date.now(), REBUILD_GRACE_MS);
-          return wait > 0 ? sleep(wait) : undefined;
-        })
+      rebuild
+        .rebuilt()
         .then(run)
         .catch((error: unknown) => {
+          // Redis answers, but what was lost is not written back yet: no start, whatever the rule for outages.
+          if (error instanceof SharedStateRebuildingError) throw error;
           markDown(error);
           if (alone) return fallback;
           throw new SharedStateUnavailableError();
         }),
-    keep: (key, ttlMs, write) => {
-      rebuild.delete(key);
-      rebuild.set(key, { until: Date.now() + ttlMs, write });
-      if (rebuild.size > REBUILD_MAX) rebuild.delete(rebuild.keys().next().value ?? "");
-    },
-    forget: (key) => void rebuild.delete(key),
+    keep: (key, ttlMs, write) => rebuild.keep(key, ttlMs, write),
+    forget: (key) => rebuild.forget(key),
   };
   return {
     ready: () => alone || (commands.status === "ready" && !down),
-    forKey: (target, { local }) => {
+    forKey: (target, local) => {
       const digest = createHash("sha256")
         .update(`${target.baseUrl}\n${target.apiKey}`)
         .digest("hex")
@@ -224,17 +191,19 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         },
       };
       return {
-        budget: new RedisBudget(context, local),
+        budget: new RedisBudget(context, local.budget),
         polls: pollCoordinator(context),
         claims: startClaims(context),
-        tasks: taskRecords(context),
-        owners: ownershipStore(context),
+        tasks: taskRecords(context, local.tasks),
+        owners: ownershipStore(context, local.owners),
         spend: spendStore(context),
+        confirmations: usedConfirmations(context, local.confirmations),
       };
     },
     uploadLinks: redisUploadLinks(commands, config.prefix),
     async close() {
       clearInterval(heartbeat);
+      await rebuild.leave().catch(() => undefined);
       commands.disconnect();
       subscriber.disconnect();
     },

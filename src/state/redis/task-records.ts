@@ -1,23 +1,24 @@
 /**
- * MCP task records and each caller's day of spend, on Redis. The index of task ids is bounded by age and by
- * count, so a flood of calls cannot fill Redis. A day's spend is one hash per caller with a field per replica,
- * so that each replica can write its own share again after Redis lost its data.
+ * MCP task records on Redis, over this replica's own (local/task-records.ts: its file, which it still loads
+ * and writes): any replica answers for any task, the follower of each holds a lease, an outcome is decided
+ * once for all (a Lua script), and a cancel reaches the follower wherever it runs. The index of task ids is
+ * bounded by age and by count, so a flood of calls cannot fill Redis.
  */
 import { MAX_TASK_TTL_MS } from "../../config/index.js";
-import { LocalSpendStore } from "../local/spend.js";
-import { expiresAt, parseRecord, type SpendStore, type TaskRecordStore } from "../records.js";
+import { expiresAt, parseRecord, type TaskRecordStore } from "../records.js";
 import { px, type KeyContext } from "./context.js";
 
 /** Task ids the index keeps per service key, newest first: what tasks/list can page through. */
 const TASK_INDEX_MAX = 2000;
-/** A day's counter outlives its day by an hour: a replica's clock a little behind still finds it. */
-const SPEND_TTL_MS = 25 * 60 * 60 * 1000;
 
-export function taskRecords(context: KeyContext): TaskRecordStore {
+export function taskRecords(context: KeyContext, local: TaskRecordStore): TaskRecordStore {
   const { commands, owner, key, sealer } = context;
   const index = key("mcptasks");
   const opened = (text: string | null | undefined) => context.open(text, parseRecord, "task record");
   return {
+    load: () => local.load(),
+    save: (records) => local.save(records),
+    written: () => local.written(),
     async share(record) {
       const taskId = record.task.taskId;
       const left = expiresAt(record.task) - Date.now();
@@ -67,46 +68,6 @@ export function taskRecords(context: KeyContext): TaskRecordStore {
     },
     async cancelRequested(taskId) {
       return context.soft(false, async () => (await commands.exists(key("mcptask-cancel", taskId))) === 1);
-    },
-  };
-}
-
-export function spendStore(context: KeyContext): SpendStore {
-  const { commands, key, owner } = context;
-  // Only with GENERATION_REDIS_WHEN_DOWN=alone while Redis is away: what this replica alone started.
-  const alone = new LocalSpendStore(undefined);
-  /** This replica's share of each caller's day, as Redis holds it: what it writes again after a loss. */
-  const mine = new Map<string, number>();
-  const share = (name: string, change: number) => {
-    const total = Math.max(0, (mine.get(name) ?? 0) + change);
-    mine.set(name, total);
-    context.keep(name, SPEND_TTL_MS, (ms) =>
-      commands.multi().hset(name, owner, total).pexpire(name, px(ms)).exec(),
-    );
-  };
-  return {
-    async reserve(caller, day, amount, limit) {
-      const name = key("spend", caller, day);
-      const answer = await context.agreed(undefined, () =>
-        commands.spendReserve(name, amount, limit, SPEND_TTL_MS, owner),
-      );
-      if (answer === undefined) return alone.reserve(caller, day, amount, limit);
-      const reserved = Number(answer[0]) === 1;
-      if (reserved) share(name, amount);
-      return { reserved, used: Number(answer[1]) };
-    },
-    async release(caller, day, amount) {
-      const name = key("spend", caller, day);
-      share(name, -amount);
-      await context.soft(undefined, () => commands.spendRelease(name, amount, owner));
-    },
-    async used(caller, day) {
-      return context.soft(0, async () =>
-        (await commands.hvals(key("spend", caller, day))).reduce(
-          (sum, value) => sum + (Number(value) || 0),
-          0,
-        ),
-      );
     },
   };
 }

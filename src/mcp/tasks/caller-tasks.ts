@@ -1,7 +1,7 @@
 /**
- * One caller's view of its tasks: the tasks of its refused calls, held here in memory, first, then the records
- * of its runtime (store.ts, made only when a task request needs it). Both wire forms (wire-2025.ts,
- * wire-2026.ts) answer through it.
+ * One caller's view of its tasks (`callerView`): the tasks of its refused calls, held here in memory, first,
+ * then the records of its runtime (store.ts, made only when a task request needs it). Both wire forms
+ * (wire-2025.ts, wire-2026.ts) answer through it; anything the caller may not see is -32602 (../errors.ts).
  *
  * A refused call's task (bad arguments, a spend limit, the user's decline of the cost: nothing was sent) is
  * answered like any task, ended at once with what a plain call gets (failed for an error result; completed
@@ -18,10 +18,7 @@ import type { TaskRecords } from "./store.js";
 
 export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 
-/**
- * The tasks the caller may see (anything else is -32602, ../errors.ts). `caller` is read when a task request
- * comes (the local caller's id is worked out then, off the start-up path).
- */
+/** `caller` is read when a task request comes (the local caller's id is worked out then, off the start-up path). */
 export function callerView(caller: Pick<Caller, "id" | "scope">, store: () => Promise<TaskRecords>) {
   const refused = (taskId: string) => REFUSED_TASKS.find(caller.id, taskId);
   return {

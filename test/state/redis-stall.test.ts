@@ -1,0 +1,133 @@
+/**
+ * Redis lost while a replica stalls: the replica that started a caller's request is paused (SIGSTOP: a long
+ * GC pause, a frozen VM) while Redis, without persistence, is killed with -9 and started again empty; then the
+ * replica is resumed (SIGCONT). The other replica must not start anything that only the stalled one can
+ * write back: while it is paused, the same request is refused with when to retry (nothing sent); once it
+ * resumed, the same request is the same task (not a second charge) and the caller's day holds its limit.
+ * And a replica that stopped before the loss is not waited for.
+ * Real processes throughout: the built bin (two `--http` replicas), redis-server, the sandbox. Needs
+ * `npm run build`.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
+import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
+import { sleep, tenant } from "../helpers/red-team.js";
+import type { RedisProcess } from "../helpers/redis.js";
+import { startSharedState, type SharedState } from "../helpers/shared-state.js";
+import { startRequestsBy, textOf } from "../spend/spend-helpers.js";
+
+const DAILY = 60;
+const KEY = "sk-stall-carol";
+const OTHER_KEY = "sk-stall-dave";
+/** How long replica A stays paused, Redis lost meanwhile. */
+const STALL_MS = 5000;
+
+let shared: SharedState;
+let redis: RedisProcess;
+let sandbox: SandboxHandle;
+let servers: HttpServerProcess[] = [];
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  shared = await startSharedState("generation-mcp-redis-stall-", {
+    timings: { queuedMs: 60_000, processingMs: 60_000 },
+    rateLimit: { limit: 10_000, windowMs: 60_000 },
+    accounts: [tenant(KEY, KEY), tenant(OTHER_KEY, OTHER_KEY)],
+  });
+  ({ redis, sandbox } = shared);
+  servers = await Promise.all(
+    [0, 1].map((index) =>
+      startHttpBin([], {
+        HOME: shared.root.dir,
+        GENERATION_BASE_URL: sandbox.baseUrl,
+        GENERATION_STATE_DIR: path.join(shared.root.dir, `replica-${index}`),
+        GENERATION_REDIS_URL: redis.url,
+        GENERATION_DAILY_CREDITS: String(DAILY),
+      }),
+    ),
+  );
+});
+
+afterAll(async () => {
+  for (const server of servers) server.child.kill("SIGCONT");
+  await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+  await Promise.all(servers.map((server) => server.stop()));
+  await shared?.close();
+});
+
+/** 10 s on the lite model: 50 credits, so two of them pass the day's 60. */
+const video = (prompt: string) => ({
+  name: "generate_video",
+  arguments: { prompt, duration: 10, wait: false },
+});
+
+async function call(client: Client, request: ReturnType<typeof video>): Promise<CallToolResult> {
+  return (await client.callTool(request, undefined, { timeout: 60_000 })) as CallToolResult;
+}
+
+it("starts nothing on the other replica that only the stalled one could write back, and keeps the day's limit", async () => {
+  const [a, b] = [servers[0]!, servers[1]!];
+  const [onA, onB] = [await connectHttp(a.url, KEY), await connectHttp(b.url, KEY)];
+  clients.push(onA, onB);
+  const request = video("a heron at dawn, before the stall");
+  const first = await call(onA, request);
+  expect(first.isError, textOf(first)).toBeFalsy();
+  expect(startRequestsBy(sandbox, KEY)).toBe(1);
+
+  // Each replica has seen the other at a heartbeat (every second), as replicas that have been up a while
+  // have; then Redis dies and comes back empty while A cannot answer.
+  await sleep(1200);
+  a.child.kill("SIGSTOP");
+  const pausedAt = Date.now();
+  await redis.crash();
+  await sleep(1500);
+  // B knows the store was lost and that A, live a moment ago, held entries: it starts nothing meanwhile.
+  const during = await call(onB, request);
+  expect(during.isError, JSON.stringify(during)).toBe(true);
+  expect(textOf(during)).toMatch(/^internal_error: This server's shared state \(Redis\) came back empty/);
+  expect(textOf(during)).toMatch(/nothing reached the service and nothing was charged/);
+  expect(textOf(during)).toMatch(/Call the tool again in \d+ s/);
+  expect(startRequestsBy(sandbox, KEY)).toBe(1);
+  await sleep(Math.max(0, pausedAt + STALL_MS - Date.now()));
+  a.child.kill("SIGCONT");
+
+  // At once: A rebuilds before B decides; the same request is A's task, and a new one passes the day's 60.
+  const retry = await call(onB, request);
+  expect(retry.isError, textOf(retry)).toBeFalsy();
+  expect(retry.structuredContent).toMatchObject({
+    reused: true,
+    video_id: first.structuredContent?.["video_id"],
+  });
+  for (const client of [onB, onA]) {
+    const another = await call(
+      client,
+      video(`another heron after the stall, on ${client === onA ? "A" : "B"}`),
+    );
+    expect(another.isError).toBe(true);
+    expect(textOf(another)).toMatch(/^budget_exceeded: /);
+  }
+  expect(startRequestsBy(sandbox, KEY)).toBe(1);
+  expect(a.stderr()).toMatch(/came back without the shared state/);
+}, 60_000);
+
+it("does not wait for a replica that stopped before the loss", async () => {
+  const [a, b] = [servers[0]!, servers[1]!];
+  const onB = await connectHttp(b.url, OTHER_KEY);
+  clients.push(onB);
+  // A leaves (SIGTERM: it says so in the epoch), B sees that at a heartbeat, then Redis is lost.
+  await a.stop();
+  await sleep(1200);
+  await redis.crash();
+  // Repeated only while B's connection is being made again (then it refuses, sending nothing).
+  const request = video("a heron once the other replica has gone");
+  let started = await call(onB, request);
+  for (let tries = 0; /is not accepting writes/.test(textOf(started)) && tries < 100; tries++) {
+    await sleep(100);
+    started = await call(onB, request);
+  }
+  expect(started.isError, textOf(started)).toBeFalsy();
+  expect(startRequestsBy(sandbox, OTHER_KEY)).toBe(1);
+}, 30_000);
