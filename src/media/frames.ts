@@ -88,8 +88,12 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
 }
 
 function noteFor(error: unknown): string {
-  const { code, path: binary = "ffmpeg" } = error as { code?: unknown; path?: string };
-  if (code === "ENOENT") {
+  const {
+    code,
+    syscall,
+    path: binary = "ffmpeg",
+  } = error as { code?: unknown; syscall?: string; path?: string };
+  if (code === "ENOENT" && syscall?.startsWith("spawn")) {
     const name = path.basename(binary);
     return (
       `No frame preview: ${name} was not found${name === binary ? "" : ` at ${binary}`}, so the model cannot ` +
@@ -104,7 +108,10 @@ function noteFor(error: unknown): string {
 async function makeSheet(url: string, options: SheetOptions, deadline: number): Promise<Sheet> {
   const caller = options.caller ?? "";
   if (!(await fetches.take(caller, deadline))) throw new FramesError(BUSY, false);
-  const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-frames-"));
+  const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-frames-")).catch((error: unknown) => {
+    fetches.give(caller);
+    throw error;
+  });
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   // process.exit() skips finally blocks: the folder and a running ffmpeg go with the process all the same.
   process.once("exit", cleanup);

@@ -300,6 +300,22 @@ describe("contactSheet", () => {
       expect(sheet).toEqual({ note: expect.not.stringMatching(/busy/) });
   }, 20_000);
 
+  it("gives a caller's turn back whatever fails, even before the video is fetched", async () => {
+    // No folder for temporary files: each sheet fails at once; a turn kept by each would leave none after two.
+    const tmp = process.env["TMPDIR"];
+    process.env["TMPDIR"] = path.join(scratch, "missing");
+    try {
+      for (let i = 0; i < 3; i++) {
+        const sheet = await contactSheet(`${origin}/clip.mp4`, options({ deadlineMs: 2000, caller: "T" }));
+        expect(sheet).toEqual({
+          note: expect.stringMatching(/^No frame preview of the video: ENOENT.*mkdtemp/),
+        });
+      }
+    } finally {
+      process.env["TMPDIR"] = tmp;
+    }
+  });
+
   it("says in words that the file looks damaged when ffmpeg floods its error output", async () => {
     const flooding = path.join(scratch, "ffmpeg-flooding");
     writeFileSync(flooding, "#!/bin/sh\nhead -c 5000000 /dev/zero | tr '\\0' x >&2\nexit 1\n", {
