@@ -17,9 +17,9 @@ export class FramesError extends Error {
   }
 }
 
-export type Run = { code: number; stdout: string; stderr: string };
+type Run = { code: number; stdout: string; stderr: string };
 
-/** ffmpeg and ffprobe may read the one local file and nothing else, never the terminal. */
+/** ffmpeg and ffprobe may read the one local file and nothing else (and their stdin is closed at once). */
 export const SAFE_ARGS = ["-hide_banner", "-protocol_whitelist", "file"];
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";

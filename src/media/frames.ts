@@ -88,12 +88,8 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
 }
 
 function noteFor(error: unknown): string {
-  const {
-    code,
-    syscall,
-    path: binary = "ffmpeg",
-  } = error as { code?: unknown; syscall?: string; path?: string };
-  if (code === "ENOENT" && syscall?.startsWith("spawn")) {
+  const { code, syscall = "", path: binary = "ffmpeg" } = error as Partial<Record<string, string>>;
+  if (code === "ENOENT" && syscall.startsWith("spawn")) {
     const name = path.basename(binary);
     return (
       `No frame preview: ${name} was not found${name === binary ? "" : ` at ${binary}`}, so the model cannot ` +
