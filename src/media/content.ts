@@ -4,7 +4,8 @@
  * does not relay) as MCP `image` items, notes on previews that could not be made, and `resource_link`s to
  * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB. A
  * completed video gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`;
- * its still is previewed only when no sheet could be made.
+ * its still is previewed only when no sheet could be made. All of it fits in the time the call's window
+ * leaves (`answer_by`, epoch ms, which the output schema does not relay either).
  */
 import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
@@ -21,6 +22,8 @@ export const MAX_RESULT_BYTES = 1_000_000;
 
 type MediaSettings = Pick<Config, "previews" | "previewMaxSide" | "resourceLinks" | "ffmpegPath"> & {
   allowHosts: readonly string[];
+  /** ServerDeps.callerId: whose turn the frame sheet takes. */
+  caller: string;
 };
 
 const MIME_TYPES: Readonly<Record<string, string>> = {
@@ -52,8 +55,10 @@ export async function withMedia(
   if (images.length + stills.length + video.length > 0 && !settings.previews) {
     notes.push("No preview: previews are off (GENERATION_PREVIEWS=off).");
   } else {
-    const { previewMaxSide: maxSide, allowHosts, ffmpegPath } = settings;
-    const options = { maxSide, allowHosts, ffmpegPath, signal };
+    const { previewMaxSide: maxSide, allowHosts, ffmpegPath, caller } = settings;
+    const windowEnd = typeof fields["answer_by"] === "number" ? fields["answer_by"] : Infinity;
+    const answerBy = Math.min(windowEnd, Date.now() + FRAMES_DEADLINE_MS);
+    const options = { maxSide, allowHosts, ffmpegPath, caller, answerBy, signal };
     const [completed] = video;
     const sources: PreviewSource[] = [
       ...images.map((url, index) => ({ url, label: images.length > 1 ? `image ${index + 1}` : "the image" })),
@@ -84,24 +89,26 @@ export async function withMedia(
 
 /**
  * One image per video: the sheet of its frames, else a preview of its still. The still, started only once
- * the sheet failed, would add its 10 s to the sheet's 30 s; it starts beside the sheet instead, as soon as
- * the sheet fails or at the latest when just its 10 s of the sheet's time are left, so the call waits the
- * sheet's time at most. A sheet that comes first (made in seconds, or at once from the cache) spares the
- * still (no worker, no fetch), or aborts and drops it.
+ * the sheet failed, would add its 10 s to the sheet's time (its 30 s, or what the call's window leaves); it
+ * starts beside the sheet instead, as soon as the sheet fails or at the latest when just its 10 s (or half)
+ * of that time are left, so the call waits the sheet's time at most. A sheet that comes first (made in
+ * seconds, or at once from the cache) spares the still (no worker, no fetch), or aborts and drops it.
  */
 async function sheetOrStill(
   url: string,
   stills: PreviewSource[],
-  options: SheetOptions,
+  options: SheetOptions & { answerBy: number },
 ): Promise<{ content: ContentBlock[]; notes: string[]; frames?: FramesInfo }> {
   const sheetCame = new AbortController();
   const signal = AbortSignal.any([options.signal, sheetCame.signal]);
   const sheet = contactSheet(url, options).catch(() => ({
     note: "No frame preview: the call was cancelled or the server is stopping.",
   }));
-  const lastStart = delay(FRAMES_DEADLINE_MS - PREVIEW_DEADLINE_MS, undefined, { signal, ref: false });
+  const { answerBy: deadline } = options;
+  const left = deadline - Date.now();
+  const lastStart = delay(Math.max(left - PREVIEW_DEADLINE_MS, left / 2), undefined, { signal, ref: false });
   const still = Promise.race([sheet, lastStart.catch(() => undefined)]).then((early) =>
-    makePreviews(early !== undefined && "image" in early ? [] : stills, { ...options, signal }),
+    makePreviews(early !== undefined && "image" in early ? [] : stills, { ...options, signal, deadline }),
   );
   const made = await sheet;
   if (!("image" in made)) {

@@ -1,11 +1,11 @@
 /**
  * A contact sheet of a finished video's frames, so the model can see what it made: frames spread over the
  * whole clip, each with its timestamp, tiled into one JPEG. The video is fetched under the download guards
- * into a private temporary folder, always removed; ffmpeg (a separate process: its memory ends with it)
- * reads only that file, under a time limit. Whatever goes wrong costs the sheet only: a note, never a failed
- * call. Sheets are made once per video URL and kept in a small LRU shared by every later result of it.
+ * into a private temporary folder, always removed; ffprobe says what is in it (ffmpeg.ts) and ffmpeg
+ * decodes exactly the stream that was checked, under a time limit. Whatever goes wrong costs the sheet
+ * only: a note, never a failed call. Sheets are made once per video URL and kept in a small LRU shared by
+ * every later result of it; one the call cannot wait for goes on being made for the next result.
  */
-import { execFile } from "node:child_process";
 import { rmSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,20 +15,25 @@ import type { ImageContent } from "@modelcontextprotocol/server";
 import { abortable } from "../api/sleep.js";
 import type { Config } from "../config/index.js";
 import { downloadMedia } from "../files/download.js";
+import { FramesError, SAFE_ARGS, checkBinary, ffprobeBeside, lastLine, probeVideo, run } from "./ffmpeg.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf, type PreviewOptions } from "./previews.js";
+import { FairTurns } from "./turns.js";
 
 /** The largest video fetched for a sheet: a 10 s 4k clip is some 50-150 MB. */
 export const MAX_VIDEO_BYTES = 200 * 1024 * 1024;
 /** The wait for a turn, the fetch and the decode together; a later result of the same video reuses the outcome. */
 export const FRAMES_DEADLINE_MS = 30_000;
+/** How long one decode may hold its turn: what another caller's sheet waits at most for each of yours. */
+const DECODE_MS = 10_000;
 /** A sheet above this is made again at a lower quality: it shares the result's 1 MB with everything else. */
 export const SHEET_MAX_BYTES = 200_000;
 const CACHED_SHEETS = 16;
-const MAX_STDERR_BYTES = 4 * 1024 * 1024;
-const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";
-const TIMED_OUT = `ffmpeg did not finish within ${FRAMES_DEADLINE_MS / 1000} s.`;
 const VIDEO_DEMUXERS: Readonly<Record<string, string>> = { mp4: "mov", mov: "mov", webm: "matroska" };
+const BUSY = "the server is busy making other frame sheets; get_status of this video shows it later.";
+const NOT_YET =
+  "No frame preview yet: the sheet of the video's frames was not ready when this call had to answer; it is " +
+  "still being made, and get_status of this video shows it.";
 
 export interface FramesInfo {
   frames: number;
@@ -45,58 +50,21 @@ export type Sheet = { image: ImageContent; frames: FramesInfo; text: string } | 
 export interface SheetOptions extends Omit<PreviewOptions, "loadSharp">, Pick<Config, "ffmpegPath"> {
   /** FRAMES_DEADLINE_MS unless given (tests). */
   deadlineMs?: number;
-}
-
-/** `keep` false: worth trying again on a later result (the network may be back). */
-class FramesError extends Error {
-  constructor(
-    message: string,
-    readonly keep = true,
-  ) {
-    super(message);
-  }
+  /** Epoch ms when the call must answer: the sheet not made by then is a note, and goes on being made. */
+  answerBy?: number | undefined;
+  /** Who asks (ServerDeps.callerId): each caller has turns of its own. */
+  caller?: string | undefined;
 }
 
 const sheets = new Map<string, Promise<Sheet>>();
 
-/** Sheets made at once, and waiting for a turn: a burst of finished videos must not start an ffmpeg each. */
-const AT_ONCE = 2;
-const WAITING_AT_MOST = 8;
-let running = 0;
-const turns: (() => void)[] = [];
-
-async function inTurn<T>(deadline: number, make: () => Promise<T>): Promise<T> {
-  if (running < AT_ONCE) running += 1;
-  else if (turns.length >= WAITING_AT_MOST || !(await turnBefore(deadline))) {
-    throw new FramesError(
-      "the server is busy making other videos' frame sheets; get_status of this video shows them later.",
-      false,
-    );
-  }
-  try {
-    return await make();
-  } finally {
-    // The turn passes straight to the next in line, so no newcomer slips in between.
-    const next = turns.shift();
-    if (next === undefined) running -= 1;
-    else next();
-  }
-}
-
-/** Waits for a turn; false when the deadline comes first (the place in line is given up). */
-function turnBefore(deadline: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const take = () => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    const timer = setTimeout(() => {
-      turns.splice(turns.indexOf(take), 1);
-      resolve(false);
-    }, deadline - Date.now());
-    turns.push(take);
-  });
-}
+/**
+ * Each caller fetches at most 2 videos at once with 8 more waiting (a burst must not start an ffmpeg each);
+ * the 2 decodes at a time go round the callers that have a video ready, so another caller's videos delay a
+ * sheet by at most one decode of theirs (DECODE_MS at the very most), however many they have.
+ */
+const fetches = new FairTurns({ slots: Infinity, perCaller: 2, waitingPerCaller: 8 });
+const decodes = new FairTurns({ slots: 2, perCaller: 2, waitingPerCaller: Infinity });
 
 /** The sheet of the video at `url`, or a note saying why there is none. */
 export async function contactSheet(url: string, options: SheetOptions): Promise<Sheet> {
@@ -105,35 +73,49 @@ export async function contactSheet(url: string, options: SheetOptions): Promise<
   let made = sheets.get(key);
   sheets.delete(key);
   const deadline = Date.now() + (options.deadlineMs ?? FRAMES_DEADLINE_MS);
-  made ??= inTurn(deadline, () => makeSheet(url, { ...options, maxSide }, deadline)).catch(
-    (error: unknown) => {
-      if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
-      return { note: noteFor(error) };
-    },
-  );
+  made ??= makeSheet(url, { ...options, maxSide }, deadline).catch((error: unknown) => {
+    if (!(error instanceof FramesError && error.keep)) sheets.delete(key);
+    return { note: noteFor(error) };
+  });
   sheets.set(key, made);
   while (sheets.size > CACHED_SHEETS) sheets.delete(sheets.keys().next().value ?? "");
-  return abortable(options.signal, (resolve, reject) => void made.then(resolve, reject));
+  const { answerBy } = options;
+  return abortable(options.signal, (resolve, reject) => {
+    const late =
+      answerBy === undefined ? undefined : setTimeout(resolve, answerBy - Date.now(), { note: NOT_YET });
+    void made.then(resolve, reject).finally(() => clearTimeout(late));
+  });
 }
 
 function noteFor(error: unknown): string {
-  if ((error as { code?: unknown }).code === "ENOENT") {
+  const { code, syscall = "", path: binary = "ffmpeg" } = error as Partial<Record<string, string>>;
+  if (code === "ENOENT" && syscall.startsWith("spawn")) {
+    const name = path.basename(binary);
     return (
-      "No frame preview: ffmpeg was not found, so the model cannot see the video's frames. Install ffmpeg " +
-      "(apt install ffmpeg, brew install ffmpeg or winget install ffmpeg) or set GENERATION_FFMPEG_PATH to its " +
-      "binary; GENERATION_PREVIEWS=off leaves this note out."
+      `No frame preview: ${name} was not found${name === binary ? "" : ` at ${binary}`}, so the model cannot ` +
+      "see the video's frames. Install ffmpeg, which brings ffprobe (apt install ffmpeg, brew install ffmpeg " +
+      "or winget install ffmpeg), or set GENERATION_FFMPEG_PATH to its binary, with ffprobe beside it; " +
+      "GENERATION_PREVIEWS=off leaves this note out."
     );
   }
   return `No frame preview of the video: ${reasonOf(error)}`;
 }
 
 async function makeSheet(url: string, options: SheetOptions, deadline: number): Promise<Sheet> {
-  const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-frames-"));
+  const caller = options.caller ?? "";
+  if (!(await fetches.take(caller, deadline))) throw new FramesError(BUSY, false);
+  const dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-frames-")).catch((error: unknown) => {
+    fetches.give(caller);
+    throw error;
+  });
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   // process.exit() skips finally blocks: the folder and a running ffmpeg go with the process all the same.
   process.once("exit", cleanup);
   try {
-    await checkBinary(options.ffmpegPath ?? "ffmpeg", deadline);
+    const ffmpeg = options.ffmpegPath ?? "ffmpeg";
+    const ffprobe = ffprobeBeside(ffmpeg);
+    await checkBinary(ffmpeg, deadline);
+    await checkBinary(ffprobe, deadline);
     const video = await downloadMedia({
       url,
       dir,
@@ -146,104 +128,77 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
     });
     const demuxer = VIDEO_DEMUXERS[path.extname(video.path).slice(1)];
     if (demuxer === undefined) throw new FramesError("the file is not an MP4, QuickTime or WebM video.");
-    const input = ["-f", demuxer, "-i", video.path];
-    const ffmpeg = (args: string[]) =>
-      runFfmpeg(options.ffmpegPath ?? "ffmpeg", [...SAFE_ARGS, ...input, ...args], deadline);
-    const probe = await ffmpeg([]);
-    const size = /Video: .*?, (\d+)x(\d+)/.exec(probe.stderr);
-    const time = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(probe.stderr);
-    const duration = time ? Number(time[1]) * 3600 + Number(time[2]) * 60 + Number(time[3]) : 0;
-    if (size === null || !(duration > 0))
-      throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
-    const [width, height] = [Number(size[1]), Number(size[2])];
+    const stream = await probeVideo(ffprobe, video.path, demuxer, deadline);
+    const { width, height } = stream;
     if (width * height > MAX_INPUT_PIXELS) {
       throw new FramesError(
         `the video claims ${width}x${height} pixels, above the ${MAX_INPUT_PIXELS / 1e6}-megapixel preview limit, so it was not decoded.`,
       );
     }
-    const [columns, rows] = duration < 1.5 ? [2, 2] : [3, 2];
-    const count = columns * rows;
-    const sheetFile = path.join(dir, "sheet.jpg");
-    // Each tile shows the frame at the middle of its share of the clip, scaled before it is drawn on.
-    const select = `select='gte(t+0.001\\,(selected_n+0.5)*${duration / count})'`;
-    const scale = `scale=${Math.floor(options.maxSide / columns)}:${Math.floor(options.maxSide / rows)}:force_original_aspect_ratio=decrease:force_divisible_by=2`;
-    const stamp =
-      "drawtext=text='%{pts\\:hms}':x=4:y=h-th-4:fontsize=14:fontcolor=white:box=1:boxcolor=black@0.6";
-    const encode = async (quality: number, withStamp: boolean) => {
-      const filters = [select, "showinfo", scale, ...(withStamp ? [stamp] : []), `tile=${columns}x${rows}`];
-      const output = ["-frames:v", "1", "-q:v", String(quality), "-update", "1", "-y", sheetFile];
-      const run = await ffmpeg(["-an", "-sn", "-dn", "-vf", filters.join(","), ...output]);
-      // No font (no fontconfig) or a build without drawtext: the sheet without timestamps drawn on.
-      if (run.code !== 0 && withStamp && /drawtext|font/i.test(run.stderr)) return encode(quality, false);
-      if (run.code !== 0) throw new FramesError(`ffmpeg could not decode it (${lastLine(run)}).`);
-      return { run, jpeg: await readFile(sheetFile), withStamp };
-    };
-    let made = await encode(5, true);
-    if (made.jpeg.length > SHEET_MAX_BYTES) made = await encode(15, made.withStamp);
-    if (made.jpeg.length > SHEET_MAX_BYTES) throw new FramesError("the sheet stayed too large.");
-    const times = [...made.run.stderr.matchAll(/Parsed_showinfo.*? pts_time:(-?[\d.]+)/g)].map(
+    if (!(await decodes.take(caller, deadline))) throw new FramesError(BUSY, false);
+    try {
+      const decodeBy = Math.min(deadline, Date.now() + DECODE_MS);
+      return await decode(video.path, { demuxer, ...stream }, options, decodeBy);
+    } finally {
+      decodes.give(caller);
+    }
+  } finally {
+    process.removeListener("exit", cleanup);
+    await rm(dir, { recursive: true, force: true });
+    fetches.give(caller);
+  }
+}
+
+/**
+ * Tiles the frames of the stream that was checked, and no other. The decoder refuses any frame above the
+ * pixel limit whatever the headers said, and skips B-frames (nothing else refers to them): about half the
+ * decoding, and each tile is the first frame decoded at or after the middle of its share of the clip.
+ */
+async function decode(
+  file: string,
+  stream: { demuxer: string; index: number; duration: number },
+  options: SheetOptions,
+  deadline: number,
+): Promise<Sheet> {
+  const { demuxer, index, duration } = stream;
+  const [columns, rows] = duration < 1.5 ? [2, 2] : [3, 2];
+  const count = columns * rows;
+  const sheetFile = path.join(path.dirname(file), "sheet.jpg");
+  const decoder = ["-nostdin", "-nostats", "-max_pixels", String(MAX_INPUT_PIXELS), "-skip_frame", "bidir"];
+  const input = [...SAFE_ARGS, ...decoder, "-f", demuxer, "-i", file, "-map", `0:${index}`];
+  const select = `select='gte(t+0.001\\,(selected_n+0.5)*${duration / count})'`;
+  const scale = `scale=${Math.floor(options.maxSide / columns)}:${Math.floor(options.maxSide / rows)}:force_original_aspect_ratio=decrease:force_divisible_by=2`;
+  const stamp =
+    "drawtext=text='%{pts\\:hms}':x=4:y=h-th-4:fontsize=14:fontcolor=white:box=1:boxcolor=black@0.6";
+  const encode = async (quality: number, withStamp: boolean) => {
+    const filters = [select, "showinfo", scale, ...(withStamp ? [stamp] : []), `tile=${columns}x${rows}`];
+    const output = ["-vf", filters.join(","), "-q:v", String(quality), "-frames:v", "1", "-update", "1"];
+    const ran = await run(options.ffmpegPath ?? "ffmpeg", [...input, ...output, "-y", sheetFile], deadline);
+    // No font (no fontconfig) or a build without drawtext: the sheet without timestamps drawn on.
+    if (ran.code !== 0 && withStamp && /drawtext|font/i.test(ran.stderr)) return encode(quality, false);
+    if (ran.code !== 0) throw new FramesError(`ffmpeg could not decode it (${lastLine(ran)}).`);
+    const times = [...ran.stderr.matchAll(/Parsed_showinfo.*? pts_time:(-?[\d.]+)/g)].map(
       (m) => Math.round(Number(m[1]) * 100) / 100,
     );
+    // Checked before the file is read: with no frame at all, ffmpeg writes none.
     if (times.length < count) {
       throw new FramesError(
         `the video looks damaged or cut short: only ${times.length} of the ${count} frames could be read.`,
       );
     }
-    const layout = `${columns}x${rows}` as FramesInfo["layout"];
-    const duration_s = Math.round(duration * 100) / 100;
-    return {
-      image: { type: "image", data: made.jpeg.toString("base64"), mimeType: "image/jpeg" },
-      frames: { frames: times.length, layout, times_s: times, duration_s, ...jpegSize(made.jpeg) },
-      text: `Frames of the video: ${times.length} frames at ${times.map(clock).join(", ")} (left to right, top to bottom).`,
-    };
-  } finally {
-    process.removeListener("exit", cleanup);
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-const working = new Set<string>();
-
-/** A missing binary is found before anything is fetched; one that ran once is not asked again. */
-async function checkBinary(binary: string, deadline: number): Promise<void> {
-  if (!working.has(binary) && (await runFfmpeg(binary, ["-version"], deadline)).code === 0)
-    working.add(binary);
-}
-
-/** ffmpeg may read the one local file and nothing else, never the terminal; its own limits come on top. */
-const SAFE_ARGS = ["-hide_banner", "-nostdin", "-nostats", "-protocol_whitelist", "file"];
-
-type Run = { code: number; stderr: string };
-
-/** Runs ffmpeg until the deadline; a missing binary rejects with its ENOENT error. */
-function runFfmpeg(binary: string, args: string[], deadline: number): Promise<Run> {
-  const timeout = deadline - Date.now();
-  if (timeout <= 0) return Promise.reject(new FramesError(TIMED_OUT));
-  // Never the service key or tokens: ffmpeg gets the environment without the server's settings.
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !/^GENERATION_|KEY|TOKEN|SECRET|PASSWORD/i.test(name)),
-  );
-  return new Promise((resolve, reject) => {
-    const kill = () => child.kill("SIGKILL");
-    const child = execFile(
-      binary,
-      args,
-      { env, timeout, killSignal: "SIGKILL", maxBuffer: MAX_STDERR_BYTES, windowsHide: true },
-      (error, _stdout, stderr) => {
-        process.removeListener("exit", kill);
-        if (error === null) resolve({ code: 0, stderr });
-        else if (typeof error.code === "number") resolve({ code: error.code, stderr });
-        else if (error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") reject(new FramesError(TOO_MUCH_OUTPUT));
-        else reject(error.signal ? new FramesError(TIMED_OUT) : error);
-      },
-    );
-    process.once("exit", kill);
-  });
-}
-
-function lastLine({ stderr }: Run): string {
-  const lines = stderr.split("\n").filter((line) => /^[^\s[]|^\[(?!Parsed_)/.test(line));
-  return (lines.at(-1) ?? "no output").replace(/^\[[^\]]*\] /, "").slice(0, 200);
+    return { times, jpeg: await readFile(sheetFile), withStamp };
+  };
+  let made = await encode(5, true);
+  if (made.jpeg.length > SHEET_MAX_BYTES) made = await encode(15, made.withStamp);
+  if (made.jpeg.length > SHEET_MAX_BYTES) throw new FramesError("the sheet stayed too large.");
+  const { times } = made;
+  const layout = `${columns}x${rows}` as FramesInfo["layout"];
+  const duration_s = Math.round(duration * 100) / 100;
+  return {
+    image: { type: "image", data: made.jpeg.toString("base64"), mimeType: "image/jpeg" },
+    frames: { frames: times.length, layout, times_s: times, duration_s, ...jpegSize(made.jpeg) },
+    text: `Frames of the video: ${times.length} frames at ${times.map(clock).join(", ")} (left to right, top to bottom).`,
+  };
 }
 
 function jpegSize(jpeg: Buffer): { width: number; height: number } {

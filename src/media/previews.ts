@@ -51,6 +51,8 @@ export interface PreviewOptions {
   signal: AbortSignal;
   /** Runs sharp in this process, loaded by this function (tests: a missing library). */
   loadSharp?: (() => Promise<Sharp>) | undefined;
+  /** Epoch ms when the call must answer, when that comes before PREVIEW_DEADLINE_MS. */
+  deadline?: number | undefined;
 }
 
 type Decode = (request: WorkerRequest, timeoutMs: number) => Promise<WorkerReply>;
@@ -67,7 +69,7 @@ export async function makePreviews(
       : [];
   if (chosen.length === 0) return { images: [], notes };
   const decode = options.loadSharp === undefined ? sharedDecoder() : answerer(options.loadSharp);
-  const deadline = Date.now() + PREVIEW_DEADLINE_MS;
+  const deadline = Math.min(Date.now() + PREVIEW_DEADLINE_MS, options.deadline ?? Infinity);
   // Asked first, so a server without sharp fetches nothing; a slow start counts in the previews' time.
   const probe = await decode({ id: 0, probe: true }, PREVIEW_DEADLINE_MS).catch(
     (error: unknown) => error as Error,
@@ -115,7 +117,7 @@ export async function makePreviews(
 
 function timeLeft(deadline: number): number {
   const left = deadline - Date.now();
-  if (left <= 0) throw new PreviewError(`the ${PREVIEW_DEADLINE_MS / 1000} s preview time ran out.`);
+  if (left <= 0) throw new PreviewError("the call's time for previews ran out.");
   return left;
 }
 

@@ -41,10 +41,11 @@ export async function toolResult(
     const text = deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice));
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
     const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
+    const media = { previews, previewMaxSide, resourceLinks, ffmpegPath, caller: deps.callerId };
     return await withMedia(
       { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
       returned,
-      { previews, previewMaxSide, resourceLinks, ffmpegPath, allowHosts: deps.mediaAllowHosts },
+      { ...media, allowHosts: deps.mediaAllowHosts },
       signal,
     );
   } catch (error) {

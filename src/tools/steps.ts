@@ -117,8 +117,10 @@ export async function startGeneration<Body, Started extends { reused: boolean }>
   }
 }
 
-/** A video result; its `still_url` (a poster) is for the preview only (media/content.ts), not the output. */
-type VideoOutcome = z.input<typeof videoResult> & { video_id: string; still_url?: string };
+/** Its `still_url` (a poster) and `answer_by` (epoch ms: the window's end) are for media/content.ts only. */
+type MediaOnly = { still_url?: string; answer_by?: number };
+/** A video result. */
+type VideoOutcome = z.input<typeof videoResult> & MediaOnly & { video_id: string };
 
 export function keepWaitingStep(videoId: string): string {
   return `The task is still running and is not lost. Call get_status with video_id "${videoId}" and wait: true to keep waiting.`;
@@ -192,6 +194,7 @@ export async function videoOutcome(
     status: video.status,
     ...(video.video_url !== undefined && { video_url: video.video_url }),
     ...(video.still_url !== undefined && { still_url: video.still_url }),
+    answer_by: context.startedAt + options.windowMs,
     ...(video.status === "failed" && { error: sanitizeValue(video.error ?? NO_REASON) }),
     ...(!isFinalStatus(video.status) && { next_step: keepWaitingStep(video.video_id) }),
   };

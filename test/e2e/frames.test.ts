@@ -3,8 +3,9 @@
  * over Streamable HTTP (a plain call, an MCP task of the 2025-11-25 era, and a 2026-07-28 task read with
  * tasks/get). ffmpeg is the real one behind a wrapper that logs each run, so the test sees that later
  * results of the same video reuse the sheet; with the binary absent the result carries one note instead.
+ * Two keys on one server: one caller's videos on a slow CDN do not hold back the other caller's sheet.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -18,10 +19,12 @@ import {
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
+import type { SandboxAccount, SandboxHandle } from "../../src/sandbox/types.js";
+import { callTool } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import { modernHttp, pollTask } from "../helpers/modern.js";
 import { connectStdio } from "../helpers/stdio.js";
+import { ffmpegWrapper } from "../helpers/videos.js";
 
 let root: string;
 
@@ -35,9 +38,7 @@ afterAll(async () => {
 /** An ffmpeg that appends a line to `<name>.log` for each run, then is the real one. */
 function countingFfmpeg(name: string): { path: string; runs: () => number } {
   const log = path.join(root, `${name}.log`);
-  const file = path.join(root, `${name}.sh`);
-  writeFileSync(file, `#!/bin/sh\necho run >> '${log}'\nexec ffmpeg "$@"\n`);
-  chmodSync(file, 0o755);
+  const file = ffmpegWrapper(path.join(root, name), `echo run >> '${log}'\nexec ffmpeg "$@"`);
   return { path: file, runs: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").length - 1 : 0) };
 }
 
@@ -186,4 +187,56 @@ describe("over Streamable HTTP", () => {
     );
     await expectSheet(done["result"] as CallToolResult);
   }, 120_000);
+});
+
+describe("two callers on one server", () => {
+  const account = (name: string): SandboxAccount => ({
+    key: `sk-test-${name}-0123456789abcdef`,
+    name,
+    credits: 1000,
+    paidAccess: true,
+    subscription: "pro",
+  });
+  const [ALICE, BOB] = [account("alice"), account("bob")];
+  let sandbox: SandboxHandle;
+  let server: HttpServerProcess;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ accounts: [ALICE, BOB], timings: { queuedMs: 50, processingMs: 300 } });
+    server = await startHttpAgainst(sandbox, path.join(root, "callers"), 100);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await sandbox?.close();
+  });
+
+  it("makes one caller's sheet while another caller's four videos crawl in from a slow CDN", async () => {
+    const [alice, bob] = await Promise.all([
+      connectHttp(server.url, ALICE.key),
+      connectHttp(server.url, BOB.key),
+    ]);
+    try {
+      // The next two videos fetched (Alice's first two) come in three pieces 5 s apart.
+      sandbox.faults.dripBody("media", { chunkDelayMs: 5000, chunks: 3, count: 2 });
+      let aliceAnswered = 0;
+      const fromAlice = [1, 2, 3, 4].map((i) =>
+        callTool(alice, "generate_video", { prompt: `Alice's video ${i}`, duration: 2 }).then((answer) => {
+          aliceAnswered += 1;
+          return answer;
+        }),
+      );
+      // Closing the clients below ends these calls when an assertion failed first.
+      for (const answer of fromAlice) answer.catch(() => undefined);
+      const fetching = () => sandbox.requests.filter((request) => request.route === "media").length;
+      for (let i = 0; i < 400 && fetching() < 2; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(fetching()).toBe(2);
+
+      const fromBob = await callTool(bob, "generate_video", { prompt: "Bob's video", duration: 2 });
+      await expectSheet(fromBob.result);
+      expect(aliceAnswered).toBe(0);
+      for (const answer of await Promise.all(fromAlice)) await expectSheet(answer.result);
+    } finally {
+      await Promise.all([alice.close(), bob.close()]);
+    }
+  }, 60_000);
 });

@@ -1,11 +1,20 @@
 /**
  * contactSheet with the real ffmpeg against a real HTTP server on 127.0.0.1: the sheet of the sandbox's clip
- * (its tiles differ and follow the clip's order), hostile videos that each cost only the sheet, a redirect
- * to a private address, a missing binary, the cache, and no temporary file left behind.
+ * (its tiles differ and follow the clip's order), hostile videos that each cost only the sheet (among them
+ * pictures above the pixel limit that the headers or ffmpeg's text hide), a redirect to a private address,
+ * a missing binary, the cache, turns shared fairly between callers, and no temporary file left behind.
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -15,6 +24,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { contactSheet, type FramesInfo, type SheetOptions } from "../../src/media/frames.js";
 import { SAMPLE_VIDEO_MP4 } from "../../src/sandbox/media/sample-video.js";
 import { tinyPng } from "../helpers/harness.js";
+import { ffmpegWrapper, flatJpeg, hostileVideos } from "../helpers/videos.js";
 
 let server: Server;
 let origin: string;
@@ -32,6 +42,16 @@ beforeAll(async () => {
     ...["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "color=c=red:s=8000x8000:d=0.04"],
     ...["-frames:v", "1", "-c:v", "libx264", "-preset", "ultrafast", "-y", huge],
   ]);
+  for (const file of Object.values(hostileVideos(path.join(scratch, "hostile"))))
+    files.set(`/${path.basename(file)}`, readFileSync(file));
+  // One frame at 0 s of a 1 s clip: none of its tiles' times has a frame at or after it.
+  const oneFrame = path.join(scratch, "one-frame.mp4");
+  writeFileSync(path.join(scratch, "one-frame.jpg"), flatJpeg(64, 64));
+  execFileSync("ffmpeg", [
+    ...["-hide_banner", "-loglevel", "error", "-f", "image2", "-framerate", "1"],
+    ...["-i", path.join(scratch, "one-frame.jpg"), "-c", "copy", "-y", oneFrame],
+  ]);
+  files.set("/one-frame.mp4", readFileSync(oneFrame));
   files.set("/clip.mp4", SAMPLE_VIDEO_MP4);
   files.set("/again.mp4", SAMPLE_VIDEO_MP4);
   files.set("/truncated.mp4", SAMPLE_VIDEO_MP4.subarray(0, 10_000));
@@ -155,6 +175,10 @@ describe("contactSheet", () => {
       /^No frame preview of the video: the video looks damaged or cut short: only \d of the 6 frames could be read\.$/,
     ],
     [
+      "/one-frame.mp4",
+      /^No frame preview of the video: the video looks damaged or cut short: only 0 of the 4 frames could be read\.$/,
+    ],
+    [
       "/huge.mp4",
       /^No frame preview of the video: the video claims 8000x8000 pixels, above the 50-megapixel preview limit, so it was not decoded\.$/,
     ],
@@ -170,14 +194,74 @@ describe("contactSheet", () => {
     expect(sheet).toEqual({ note: expect.stringMatching(note) });
   });
 
+  it.each(["forged", "two-streams"])(
+    "refuses the %s video from the largest stream ffprobe finds, and decodes nothing of it",
+    async (name) => {
+      const log = path.join(scratch, `${name}.log`);
+      const ffmpegPath = ffmpegWrapper(path.join(scratch, name), `echo "$*" >> ${log}\nexec ffmpeg "$@"`);
+      const sheet = await contactSheet(`${origin}/${name}.mp4`, options({ ffmpegPath }));
+      expect(sheet).toEqual({
+        note: "No frame preview of the video: the video claims 16000x16000 pixels, above the 50-megapixel preview limit, so it was not decoded.",
+      });
+      // ffmpeg was only asked for its version: no decode of any stream ran.
+      expect(readFileSync(log, "utf8")).toBe("-version\n");
+    },
+  );
+
+  it("decodes no frame above 50 megapixels, even one no header announces", async () => {
+    // ffmpeg's errors go to the log as well as to the server.
+    const log = path.join(scratch, "growing.log");
+    const ffmpegPath = ffmpegWrapper(
+      path.join(scratch, "growing"),
+      `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`,
+    );
+    const sheet = await contactSheet(`${origin}/growing.mp4`, options({ ffmpegPath }));
+    // The sheet of the 64x64 frames; the decoder refused the one of 16000x16000 before allocating it.
+    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0.17, 0.5, 0.83, 1.17, 1.5, 1.83] } });
+    expect(readFileSync(log, "utf8")).toMatch(/Picture size 16000x16000 exceeds specified max pixel count/);
+  });
+
+  it("says so when no ffprobe is beside the ffmpeg it was given", async () => {
+    const alone = path.join(scratch, "alone", "ffmpeg");
+    mkdirSync(path.dirname(alone));
+    writeFileSync(alone, '#!/bin/sh\nexec ffmpeg "$@"\n', { mode: 0o755 });
+    const sheet = await contactSheet(`${origin}/clip.mp4`, options({ ffmpegPath: alone }));
+    expect(sheet).toEqual({
+      note: expect.stringMatching(
+        /^No frame preview: ffprobe was not found at \S+\/alone\/ffprobe, so .*GENERATION_FFMPEG_PATH/,
+      ),
+    });
+  });
+
+  it("hands decodes round the callers: another caller's many videos hold a sheet back by one decode", async () => {
+    // Caller A's decodes take 2 s more each; B's video is like theirs.
+    const decoding = path.join(scratch, "decoding.log");
+    const slow = ffmpegWrapper(
+      path.join(scratch, "slow-decodes"),
+      `case "$*" in *tile=*) echo "$$" >> ${decoding}; sleep 2;; esac\nexec ffmpeg "$@"`,
+    );
+    for (const name of ["a-0", "a-1", "a-2", "a-3", "b"]) files.set(`/turns-${name}.mp4`, SAMPLE_VIDEO_MP4);
+    const done: string[] = [];
+    const sheetOf = (name: string, extra: Partial<SheetOptions>) =>
+      contactSheet(`${origin}/turns-${name}.mp4`, options(extra)).then((sheet) => {
+        done.push(name);
+        return sheet;
+      });
+    const a = [0, 1, 2, 3].map((i) => sheetOf(`a-${i}`, { ffmpegPath: slow, caller: "A" }));
+    // B asks once two of A's videos hold both decodes.
+    for (let i = 0; i < 200 && !existsSync(decoding); i++) await new Promise((r) => setTimeout(r, 25));
+    const b = await sheetOf("b", { caller: "B" });
+    expect(b).toHaveProperty("image");
+    expect(done.filter((name) => name.startsWith("a")).length).toBeLessThanOrEqual(2);
+    for (const sheet of await Promise.all(a)) expect(sheet).toHaveProperty("image");
+  }, 30_000);
+
   it("runs two ffmpeg at a time for a burst of finished videos, and tells the ones past the queue to come back", async () => {
-    // A wrapper that logs each run's start and end, then execs the real ffmpeg.
+    // A wrapper that logs each run's start and end around the real ffmpeg.
     const log = path.join(scratch, "runs.log");
-    const wrapper = path.join(scratch, "ffmpeg-logged");
-    writeFileSync(
-      wrapper,
-      `#!/bin/sh\necho "start $$" >> ${log}\nffmpeg "$@"\nstatus=$?\necho "end $$" >> ${log}\nexit $status\n`,
-      { mode: 0o755 },
+    const wrapper = ffmpegWrapper(
+      path.join(scratch, "logged"),
+      `echo "start $$" >> ${log}\nffmpeg "$@"\nstatus=$?\necho "end $$" >> ${log}\nexit $status`,
     );
     for (let i = 0; i < 14; i++) files.set(`/burst-${i}.mp4`, SAMPLE_VIDEO_MP4);
     const sheets = await Promise.all(
@@ -203,8 +287,7 @@ describe("contactSheet", () => {
 
   it("counts the wait for a turn in the call's deadline: a call still in line then is told to come back", async () => {
     // Two slow runs hold both turns past the deadline; the third call never gets one.
-    const slow = path.join(scratch, "ffmpeg-slow");
-    writeFileSync(slow, '#!/bin/sh\nsleep 3\nexec ffmpeg "$@"\n', { mode: 0o755 });
+    const slow = ffmpegWrapper(path.join(scratch, "slow"), 'sleep 3\nexec ffmpeg "$@"');
     for (let i = 0; i < 3; i++) files.set(`/queued-${i}.mp4`, SAMPLE_VIDEO_MP4);
     const sheets = await Promise.all(
       [0, 1, 2].map((i) =>
@@ -216,6 +299,22 @@ describe("contactSheet", () => {
     for (const sheet of sheets.slice(0, 2))
       expect(sheet).toEqual({ note: expect.not.stringMatching(/busy/) });
   }, 20_000);
+
+  it("gives a caller's turn back whatever fails, even before the video is fetched", async () => {
+    // No folder for temporary files: each sheet fails at once; a turn kept by each would leave none after two.
+    const tmp = process.env["TMPDIR"];
+    process.env["TMPDIR"] = path.join(scratch, "missing");
+    try {
+      for (let i = 0; i < 3; i++) {
+        const sheet = await contactSheet(`${origin}/clip.mp4`, options({ deadlineMs: 2000, caller: "T" }));
+        expect(sheet).toEqual({
+          note: expect.stringMatching(/^No frame preview of the video: ENOENT.*mkdtemp/),
+        });
+      }
+    } finally {
+      process.env["TMPDIR"] = tmp;
+    }
+  });
 
   it("says in words that the file looks damaged when ffmpeg floods its error output", async () => {
     const flooding = path.join(scratch, "ffmpeg-flooding");

@@ -1,0 +1,98 @@
+/**
+ * ffmpeg and ffprobe as the frame sheet runs them: separate processes (their memory ends with them) that
+ * read one local file, under a deadline, without the server's settings in their environment. The probe
+ * reads the streams as JSON: ffmpeg's own text prints metadata (a title can read "Video: h264, 64x64", or
+ * forge whole lines) before the streams, so only ffprobe's JSON says what will be decoded.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+
+/** `keep` false: worth trying again on a later result (the network may be back). */
+export class FramesError extends Error {
+  constructor(
+    message: string,
+    readonly keep = true,
+  ) {
+    super(message);
+  }
+}
+
+type Run = { code: number; stdout: string; stderr: string };
+
+/** ffmpeg and ffprobe may read the one local file and nothing else (and their stdin is closed at once). */
+export const SAFE_ARGS = ["-hide_banner", "-protocol_whitelist", "file"];
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";
+
+/** Runs `binary` until the deadline; a missing binary rejects with its ENOENT error. */
+export function run(binary: string, args: string[], deadline: number): Promise<Run> {
+  const timeout = deadline - Date.now();
+  const timedOut = new FramesError("ffmpeg did not finish in time.");
+  if (timeout <= 0) return Promise.reject(timedOut);
+  // Never the service key or tokens: ffmpeg gets the environment without the server's settings.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^GENERATION_|KEY|TOKEN|SECRET|PASSWORD/i.test(name)),
+  );
+  return new Promise((resolve, reject) => {
+    const kill = () => child.kill("SIGKILL");
+    const child = execFile(
+      binary,
+      args,
+      { env, timeout, killSignal: "SIGKILL", maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true },
+      (error, stdout, stderr) => {
+        process.removeListener("exit", kill);
+        if (error === null) resolve({ code: 0, stdout, stderr });
+        else if (typeof error.code === "number") resolve({ code: error.code, stdout, stderr });
+        else if (error.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") reject(new FramesError(TOO_MUCH_OUTPUT));
+        else reject(error.signal ? timedOut : error);
+      },
+    );
+    child.stdin?.end();
+    process.once("exit", kill);
+  });
+}
+
+/** ffprobe beside the ffmpeg in use: `ffmpeg` → `ffprobe` on the PATH, `/opt/bin/ffmpeg-7` → `/opt/bin/ffprobe-7`. */
+export function ffprobeBeside(ffmpeg: string): string {
+  const name = path.basename(ffmpeg);
+  const probe = /ffmpeg/i.test(name) ? name.replace(/ffmpeg(?!.*ffmpeg)/i, "ffprobe") : "ffprobe";
+  return name === ffmpeg ? probe : path.join(path.dirname(ffmpeg), probe);
+}
+
+const working = new Set<string>();
+
+/** A missing binary is found before anything is fetched; one that ran once is not asked again. */
+export async function checkBinary(binary: string, deadline: number): Promise<void> {
+  if (!working.has(binary) && (await run(binary, ["-version"], deadline)).code === 0) working.add(binary);
+}
+
+/**
+ * The stream a sheet decodes, as ffprobe finds it in `file` read with `demuxer`: the largest video stream
+ * (cover pictures aside), with the clip's length; a file without one that has a size and a length is refused.
+ */
+export async function probeVideo(ffprobe: string, file: string, demuxer: string, deadline: number) {
+  const entries = "stream=index,width,height,duration:stream_disposition=attached_pic:format=duration";
+  const args = ["-v", "error", "-select_streams", "v", "-show_entries", entries, "-of", "json"];
+  const probe = await run(ffprobe, [...SAFE_ARGS, ...args, "-f", demuxer, file], deadline);
+  if (probe.code !== 0) throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
+  type Stream = { index: number; width?: number; height?: number; duration?: string };
+  const found = JSON.parse(probe.stdout) as {
+    streams?: (Stream & { disposition?: { attached_pic?: number } })[];
+    format?: { duration?: string };
+  };
+  const pixels = (stream?: Stream) => (stream?.width ?? 0) * (stream?.height ?? 0);
+  let largest: Stream | undefined;
+  for (const stream of found.streams ?? []) {
+    if (stream.disposition?.attached_pic !== 1 && pixels(stream) > pixels(largest)) largest = stream;
+  }
+  const duration = Number(largest?.duration) || Number(found.format?.duration) || 0;
+  if (largest === undefined || !(pixels(largest) > 0) || !(duration > 0))
+    throw new FramesError("ffmpeg could not read it (no video stream with a size and a length).");
+  return { index: largest.index, width: largest.width ?? 0, height: largest.height ?? 0, duration };
+}
+
+/** The last line of ffmpeg's errors that says something, without its "[component @ 0x...]" prefix. */
+export function lastLine({ stderr }: Run): string {
+  const lines = stderr.split("\n").filter((line) => /^[^\s[]|^\[(?!Parsed_)/.test(line));
+  return (lines.at(-1) ?? "no output").replace(/^\[[^\]]*\] /, "").slice(0, 200);
+}
