@@ -24,7 +24,10 @@ export default class SlowestFiles implements Reporter {
     const total = rows.reduce((sum, row) => sum + row.seconds, 0);
     const lines = rows
       .slice(0, SHOWN)
-      .map((row) => `${row.seconds.toFixed(1).padStart(7)} s  ${String(row.tests).padStart(3)} tests  ${row.file}`);
+      .map(
+        (row) =>
+          `${row.seconds.toFixed(1).padStart(7)} s  ${String(row.tests).padStart(3)} tests  ${row.file}`,
+      );
     process.stdout.write(
       `\n Slowest test files (${total.toFixed(0)} s over ${rows.length} files):\n${lines.join("\n")}\n\n`,
     );
