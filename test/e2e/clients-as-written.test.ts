@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CreateTaskResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FLAG_TO_ENV } from "../../src/config/index.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
@@ -29,6 +29,8 @@ const servers: HttpServerProcess[] = [];
 const extraSandboxes: SandboxHandle[] = [];
 /** Each process gets a state folder of its own; the cases run at once (each waits on its own processes). */
 let folders = 0;
+// Side by side on two cores a case takes longer than alone.
+vi.setConfig({ testTimeout: 60_000 });
 
 beforeAll(async () => {
   [sandbox, root] = await Promise.all([

@@ -87,8 +87,9 @@ async function until(client: Client, taskId: string, done: (task: Task) => boole
   }
 }
 
-// Each case waits on generations of its own service, so they run at once.
-describe.concurrent("MCP tasks over stdio", () => {
+// Each case waits on generations of its own service, so they run at once; side by side on two cores each
+// takes longer than alone, hence the larger bound.
+describe.concurrent("MCP tasks over stdio", { timeout: 60_000 }, () => {
   it("declares tasks for tools/call and marks only the generation tools, as optional", async () => {
     const { client } = await connect(await service());
     expect(client.getServerCapabilities()?.tasks).toMatchObject({
