@@ -11,6 +11,28 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       eqeqeq: ["error", "smart"],
+      // A library's internals by path; the layering and the rest of the import rules are in .dependency-cruiser.mjs.
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              // Except where a library documents the path as its entry: ajv's draft 2020-12 validator.
+              regex: "^(?!ajv/dist/2020(\\.js)?$)(@[^/.][^/]*/)?[^/.][^/]*/(.+/)?(lib|dist|src)(/|$)",
+              message: "A library's internals: import what its package exports.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/tools/**/*.ts"],
+    rules: {
+      "no-restricted-globals": [
+        "error",
+        { name: "fetch", message: "Tools never call fetch: the network is api/'s and files/'." },
+      ],
     },
   },
   {

@@ -12,10 +12,13 @@ export default defineConfig({
   test: {
     testTimeout: 20_000,
     hookTimeout: 30_000,
-    // Most test time is waiting: on real polls, timeouts and the child processes each file starts (the
-    // CPU sits at about a third of one core), so more files run at once than there are cores; vitest's
-    // default (cores - 1) would run one file at a time on a 2-core machine.
-    maxWorkers: Math.max(3, availableParallelism()),
+    // Most test time is waiting: on real polls, timeouts and the child processes each file starts, so more
+    // files run at once than there are cores (vitest's default, cores - 1, would run one file at a time on a
+    // 2-core machine). Each file still gets a fresh worker; a thread starts for less than a process.
+    pool: "threads",
+    maxWorkers: Math.max(5, availableParallelism() * 2),
+    // The run ends with its slowest files (test/helpers/slowest-files.ts).
+    reporters: ["default", "./test/helpers/slowest-files.ts"],
     projects: [
       {
         extends: true,

@@ -16,7 +16,7 @@
  * Usage: node scripts/bundle-imports.mjs [dir]   (default dist/bundle; exit 1 on a violation)
  */
 import { readdirSync, readFileSync, existsSync } from "node:fs";
-import { isBuiltin } from "node:module";
+import { createRequire, isBuiltin } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -199,6 +199,22 @@ export function packageName(specifier) {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier);
 }
 
+const requireHere = createRequire(import.meta.url);
+/**
+ * Whether a one-string call naming a package names something in it: "prompts/get" in the SDK's minified zod
+ * literals is no file of the `prompts` package (a tool's dependency). A bare name, or a path that exists or
+ * that the package does not export, counts.
+ */
+function namesModule(specifier) {
+  if (specifier === packageName(specifier)) return true;
+  try {
+    requireHere.resolve(specifier);
+    return true;
+  } catch (error) {
+    return error?.code !== "MODULE_NOT_FOUND";
+  }
+}
+
 /** Every package name package-lock.json installs (direct or nested), for telling requires from calls. */
 export function lockedPackages(root) {
   const lock = JSON.parse(readFileSync(path.join(root, "package-lock.json"), "utf8"));
@@ -239,7 +255,7 @@ export function scanBundle(dir, packages) {
         if (kind !== "call" && !existsSync(target)) violations.add(`${where}: ${specifier} (missing file)`);
       } else if (kind === "dynamic" && OPTIONAL_EXTERNALS.has(specifier)) {
         optional.add(specifier);
-      } else if (kind !== "call" || packages.has(packageName(specifier))) {
+      } else if (kind !== "call" || (packages.has(packageName(specifier)) && namesModule(specifier))) {
         violations.add(`${where}: ${specifier} (${kind === "call" ? "require" : "import"})`);
       }
     }

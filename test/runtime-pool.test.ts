@@ -3,7 +3,7 @@
  * idle; a key the service refused is answered from memory for a while; no key is ever registered with the
  * process-wide redaction (one caller's bearer must not change another caller's text).
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { UnauthorizedError } from "../src/api/errors.js";
 import { redact } from "../src/redact.js";
 import { RuntimePool, type PooledRuntime } from "../src/runtime-pool.js";
@@ -31,9 +31,11 @@ function fakeRuntimes(options: { refuse?: Set<string>; busy?: Set<string>; settl
   return { made, closed, asked, create };
 }
 
-const sweep = (pool: RuntimePool<PooledRuntime>) => (pool as unknown as { sweep(): Promise<void> }).sweep();
-
 describe("RuntimePool", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("makes one runtime per key, even for calls that arrive together", async () => {
     const runtimes = fakeRuntimes();
     const pool = new RuntimePool({ create: runtimes.create });
@@ -88,13 +90,15 @@ describe("RuntimePool", () => {
 
   it("closes a runtime idle past its time, never one with calls or background waits running", async () => {
     let now = 0;
+    // The pool sweeps on its own timer (every idleMs here): the test moves that clock, and `now` the pool's.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const runtimes = fakeRuntimes({ busy: new Set(["sk-waiting-cccc3333"]) });
     const pool = new RuntimePool({ create: runtimes.create, idleMs: 1000, now: () => now });
     const busy = await pool.acquire("sk-busy-bbbb2222");
     (await pool.acquire("sk-idle-aaaa1111")).release();
     (await pool.acquire("sk-waiting-cccc3333")).release();
     now = 5000;
-    await sweep(pool);
+    await vi.advanceTimersByTimeAsync(1000);
     expect(runtimes.closed).toEqual(["sk-idle-aaaa1111"]);
     expect(pool.size).toBe(2);
     busy.release();

@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import type { Dispatcher } from "undici";
+import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { GenerationClient, encodePathSegment } from "../../src/api/client.js";
 import { GenerationError } from "../../src/api/errors.js";
@@ -167,9 +167,10 @@ describe("retries", () => {
       apiKey: "k",
       budget: new UnlimitedBudget(),
       maxRetries: 0,
-      dispatcher: {
+      // A real dispatcher whose request throws what a bug would.
+      dispatcher: Object.assign(new Agent(), {
         request: () => Promise.reject(new TypeError("x is not a constructor")),
-      } as unknown as Dispatcher,
+      }),
     });
     await expect(broken.getCredits()).rejects.toThrow(TypeError);
   });

@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { CreateTaskResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FLAG_TO_ENV } from "../../src/config/index.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
@@ -26,6 +26,11 @@ let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
 const sessions: StdioSession[] = [];
 const servers: HttpServerProcess[] = [];
+const extraSandboxes: SandboxHandle[] = [];
+/** Each process gets a state folder of its own; the cases run at once (each waits on its own processes). */
+let folders = 0;
+// Side by side on two cores a case takes longer than alone.
+vi.setConfig({ testTimeout: 60_000 });
 
 beforeAll(async () => {
   [sandbox, root] = await Promise.all([
@@ -36,16 +41,16 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(sessions.map((session) => session.close()));
   await Promise.allSettled(servers.map((server) => server.stop()));
-  await sandbox?.close();
+  await Promise.allSettled([sandbox, ...extraSandboxes].map((service) => service?.close()));
   await root?.remove();
 });
 
-async function stdio(env: Record<string, string> = {}): Promise<StdioSession> {
+async function stdio(env: Record<string, string> = {}, service = sandbox): Promise<StdioSession> {
   const session = await connectStdio([], {
     HOME: root.dir,
-    GENERATION_API_KEY: sandbox.keys.paid,
-    GENERATION_BASE_URL: sandbox.baseUrl,
-    GENERATION_STATE_DIR: path.join(root.dir, `state-${sessions.length}`),
+    GENERATION_API_KEY: service.keys.paid,
+    GENERATION_BASE_URL: service.baseUrl,
+    GENERATION_STATE_DIR: path.join(root.dir, `state-${folders++}`),
     GENERATION_POLL_INTERVAL_MS: "100",
     ...env,
   });
@@ -57,7 +62,7 @@ async function http(env: Record<string, string> = {}): Promise<HttpServerProcess
   const server = await startHttpBin([], {
     HOME: root.dir,
     GENERATION_BASE_URL: sandbox.baseUrl,
-    GENERATION_STATE_DIR: path.join(root.dir, `http-${servers.length}`),
+    GENERATION_STATE_DIR: path.join(root.dir, `http-${folders++}`),
     ...env,
   });
   servers.push(server);
@@ -72,7 +77,7 @@ async function call(session: StdioSession, name: string, args: Record<string, un
 
 const toolText = (answer: { text: string }) => answer.text;
 
-describe("arguments clients add on their own", () => {
+describe.concurrent("arguments clients add on their own", () => {
   it("accepts Gemini CLI's wait_for_previous and ignores it, and still refuses a typo by name", async () => {
     const session = await stdio();
     const accepted = await call(session, "generate_video", {
@@ -97,9 +102,12 @@ describe("arguments clients add on their own", () => {
   });
 });
 
-describe("what the text says is in structuredContent too", () => {
+describe.concurrent("what the text says is in structuredContent too", () => {
   it("tells the cost, a reuse that charged nothing, the next step and a missing preview in structuredContent", async () => {
-    const session = await stdio({ GENERATION_PREVIEWS: "off" });
+    // The video reused below is still running however loaded the machine (a finished one adds its own notes).
+    const slow = await startSandbox({ timings: { queuedMs: 60_000, processingMs: 60_000 } });
+    extraSandboxes.push(slow);
+    const session = await stdio({ GENERATION_PREVIEWS: "off" }, slow);
     const request = { prompt: "a paper boat, structured", duration: 2, wait: false };
     const first = await call(session, "generate_video", request);
     expect(first.structured["notes"]).toEqual(["Estimated cost 10 credits."]);
@@ -119,7 +127,7 @@ describe("what the text says is in structuredContent too", () => {
   });
 });
 
-describe("advice that fits the mode", () => {
+describe.concurrent("advice that fits the mode", () => {
   it("stdio: a refused key and a folder outside the allowed ones name the client configuration", async () => {
     const folder = path.join(root.dir, "outside");
     await mkdir(folder, { recursive: true });
@@ -183,7 +191,7 @@ describe("advice that fits the mode", () => {
   });
 });
 
-describe("no OAuth here, said plainly", () => {
+describe.concurrent("no OAuth here, said plainly", () => {
   it("answers every discovery path with a JSON 404 that says what to send instead", async () => {
     const server = await http();
     for (const discovery of [
@@ -207,7 +215,7 @@ describe("no OAuth here, said plainly", () => {
   });
 });
 
-describe("revision hygiene", () => {
+describe.concurrent("revision hygiene", () => {
   it("words a refusal once: no doubled 'MCP error -32601: MCP error -32601'", async () => {
     const session = await stdio();
     const error = (await session.client
@@ -222,7 +230,7 @@ describe("revision hygiene", () => {
   });
 });
 
-describe("the CLI a newcomer meets", () => {
+describe.concurrent("the CLI a newcomer meets", () => {
   it("prints --help and --version on stdout and exits 0", () => {
     for (const flag of ["--help", "--version"]) {
       const run = spawnSync(process.execPath, [CLI, flag], { encoding: "utf8" });

@@ -200,11 +200,15 @@ describe("kill -9 around a start", () => {
       const point = KILL_POINTS.find((candidate) => (pick -= candidate.share) < 0) ?? KILL_POINTS[2];
       return { after: point.after, ms: Math.floor(random() * point.spreadMs) };
     });
+    // PARALLEL rounds at a time, the next starting as soon as one ends.
     const outcomes: { chargedBeforeRestart: boolean }[] = [];
-    for (let start = 0; start < ROUNDS; start += PARALLEL) {
-      const batch = kills.slice(start, start + PARALLEL).map((kill, offset) => round(start + offset, kill));
-      outcomes.push(...(await Promise.all(batch)));
-    }
+    let next = 0;
+    const runner = async () => {
+      for (let index = next++; index < ROUNDS; index = next++) {
+        outcomes.push(await round(index, kills[index]!));
+      }
+    };
+    await Promise.all(Array.from({ length: PARALLEL }, runner));
     // The rounds only prove something if many kills landed after the service had charged: every
     // "answered" round did (the sandbox charges before it answers), whatever the machine's load.
     const answered = kills.filter((kill) => kill.after === "answered").length;

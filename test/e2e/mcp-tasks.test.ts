@@ -22,45 +22,51 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { connectStdio } from "../helpers/stdio.js";
 
 const POLL_MS = 200;
-let sandbox: SandboxHandle;
 let dir: string;
 const open: Client[] = [];
+const services: SandboxHandle[] = [];
 
 beforeAll(async () => {
-  sandbox = await startSandbox({
-    timings: { queuedMs: 300, processingMs: 1500 },
-    rateLimit: { limit: 100_000, windowMs: 60_000 },
-  });
   dir = await mkdtemp(path.join(tmpdir(), "generation-mcp-tasks-"));
 });
 afterAll(async () => {
   await Promise.allSettled(open.map((client) => client.close()));
-  await sandbox?.close();
+  await Promise.allSettled(services.map((sandbox) => sandbox.close()));
   await rm(dir, { recursive: true, force: true });
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const textOf = (result: CallToolResult) =>
   result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
-const statusReads = (videoId: string) =>
+const statusReads = (sandbox: SandboxHandle, videoId: string) =>
   sandbox.requests.filter((r) => r.route === "video-status" && r.path.endsWith(`/${videoId}`)).length;
 
+/** A service of the case's own: the cases run at once, and each counts what reached its service. */
+async function service(): Promise<SandboxHandle> {
+  const sandbox = await startSandbox({
+    timings: { queuedMs: 300, processingMs: 1500 },
+    rateLimit: { limit: 100_000, windowMs: 60_000 },
+  });
+  services.push(sandbox);
+  return sandbox;
+}
+
+/** The built bin against `sandbox`, or against its own embedded one (`--sandbox`); a state folder of its own. */
 async function connect(
-  stateDir = path.join(dir, "state"),
+  sandbox: SandboxHandle | "--sandbox",
+  stateDir?: string,
   capabilities: ClientCapabilities = { tasks: {} },
-  args: string[] = [],
   pollMs = POLL_MS,
 ): Promise<{ client: Client; pid: number }> {
   const env = {
     HOME: dir,
-    GENERATION_STATE_DIR: stateDir,
+    GENERATION_STATE_DIR: stateDir ?? (await mkdtemp(path.join(dir, "state-"))),
     GENERATION_POLL_INTERVAL_MS: String(pollMs),
-    // With --sandbox the embedded sandbox serves instead of the test's.
-    ...(args.includes("--sandbox")
+    ...(sandbox === "--sandbox"
       ? {}
       : { GENERATION_API_KEY: sandbox.keys.paid, GENERATION_BASE_URL: sandbox.baseUrl }),
   };
-  const session = await connectStdio(args, env, capabilities);
+  const session = await connectStdio(sandbox === "--sandbox" ? [sandbox] : [], env, capabilities);
   open.push(session.client);
   return session;
 }
@@ -81,9 +87,11 @@ async function until(client: Client, taskId: string, done: (task: Task) => boole
   }
 }
 
-describe("MCP tasks over stdio", () => {
+// Each case waits on generations of its own service, so they run at once; side by side on two cores each
+// takes longer than alone, hence the larger bound.
+describe.concurrent("MCP tasks over stdio", { timeout: 60_000 }, () => {
   it("declares tasks for tools/call and marks only the generation tools, as optional", async () => {
-    const { client } = await connect();
+    const { client } = await connect(await service());
     expect(client.getServerCapabilities()?.tasks).toMatchObject({
       list: {},
       cancel: {},
@@ -102,7 +110,8 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("answers at once with a working task naming the video_id, then completes with the blocking call's result", async () => {
-    const { client } = await connect();
+    const sandbox = await service();
+    const { client } = await connect(sandbox);
     const before = sandbox.requests.filter((r) => r.route === "generate").length;
     const { task } = await startTask(client, "generate_video", { prompt: "a red kite, as a task" }, 120_000);
     // Started before the answer: the service has the task, and the journal and duplicate guard saw it.
@@ -147,7 +156,8 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("ends a failed generation as a failed task whose result is the blocking call's answer", async () => {
-    const { client } = await connect();
+    const sandbox = await service();
+    const { client } = await connect(sandbox);
     sandbox.faults.failNextTask("content policy: the sandbox refused this one");
     const { task } = await startTask(client, "generate_video", { prompt: "a task the service fails" });
     const videoId = /video_id (\S+?):/.exec(task.statusMessage ?? "")?.[1];
@@ -162,7 +172,8 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("refuses bad arguments as a task that failed at once, before any request reaches the service", async () => {
-    const { client } = await connect();
+    const sandbox = await service();
+    const { client } = await connect(sandbox);
     const before = sandbox.requests.length;
     const { task } = await startTask(client, "generate_video", { prompt: "x", duration: -3 });
     expect(task.status).toBe("failed");
@@ -175,15 +186,16 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("tasks/cancel stops our wait, says the service's task goes on, and the video stays recoverable", async () => {
-    const { client } = await connect();
+    const sandbox = await service();
+    const { client } = await connect(sandbox);
     const { task } = await startTask(client, "generate_video", { prompt: "a task cancelled by the client" });
     const videoId = /video_id (\S+?):/.exec(task.statusMessage ?? "")?.[1] ?? "";
     const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
     expect(cancelled.status).toBe("cancelled");
     expect(cancelled.statusMessage).toMatch(/generation itself goes on/);
-    const reads = statusReads(videoId);
+    const reads = statusReads(sandbox, videoId);
     await sleep(POLL_MS * 5);
-    expect(statusReads(videoId)).toBeLessThanOrEqual(reads + 1);
+    expect(statusReads(sandbox, videoId)).toBeLessThanOrEqual(reads + 1);
     const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(textOf(result)).toMatch(/^cancelled: .*get_status/);
     const status = (await client.callTool({
@@ -194,8 +206,9 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("keeps a task across a restart of the server: the new process answers tasks/get and delivers the result", async () => {
+    const sandbox = await service();
     const stateDir = path.join(dir, "state-restart");
-    const first = await connect(stateDir);
+    const first = await connect(sandbox, stateDir);
     const starts = () => sandbox.requests.filter((r) => r.route === "generate").length;
     const before = starts();
     const { task } = await startTask(first.client, "generate_video", { prompt: "a task across a restart" });
@@ -204,7 +217,7 @@ describe("MCP tasks over stdio", () => {
     process.kill(first.pid, "SIGKILL");
     await first.client.close().catch(() => undefined);
 
-    const second = await connect(stateDir);
+    const second = await connect(sandbox, stateDir);
     const seen = await second.client.experimental.tasks.getTask(task.taskId);
     expect(seen.taskId).toBe(task.taskId);
     const done = await until(second.client, task.taskId, (t) => t.status !== "working");
@@ -216,7 +229,7 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("raises a ttl below the minimum, visibly; its video_id stays recoverable with get_status", async () => {
-    const { client } = await connect();
+    const { client } = await connect(await service());
     // A 1 s task would be gone before a client could read its result: it gets the minimum, and says so.
     const { task } = await startTask(client, "generate_video", { prompt: "a short-lived task" }, 1000);
     expect(task.ttl).toBe(60_000);
@@ -231,7 +244,7 @@ describe("MCP tasks over stdio", () => {
   });
 
   it("runs as tasks in --sandbox mode too: a video with its video_url, an image with its image_urls", async () => {
-    const { client } = await connect(path.join(dir, "state-sandbox"), { tasks: {} }, ["--sandbox"], 500);
+    const { client } = await connect("--sandbox", undefined, { tasks: {} }, 500);
     const video = await startTask(client, "generate_video", { prompt: "a lighthouse, sandbox task" });
     const image = await startTask(client, "generate_image", { prompt: "a lighthouse, sandbox image task" });
     expect(video.task.status).toBe("working");
@@ -256,7 +269,7 @@ describe("MCP tasks over stdio", () => {
   }, 40_000);
 
   it("answers plain calls as before, for a client that declares no task support", async () => {
-    const { client } = await connect(path.join(dir, "state"), {});
+    const { client } = await connect(await service(), undefined, {});
     const result = (await client.callTool(
       { name: "generate_video", arguments: { prompt: "a plain call from a plain client" } },
       undefined,

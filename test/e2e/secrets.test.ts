@@ -5,7 +5,7 @@
  * a prompt, a file name and a video_id made of it, HTML pages, resets. Every message on stdout (results,
  * progress and log notifications included) and all of stderr are scanned. The CLI's own outputs too.
  */
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tinyPng } from "../helpers/harness.js";
+import { outputOf } from "../helpers/processes.js";
 import { CLI, connectStdio, type StdioSession } from "../helpers/stdio.js";
 
 const alnum = (length: number) =>
@@ -68,7 +69,8 @@ const call = async (name: string, args: Record<string, unknown>, onprogress?: (m
 const textOf = (result: CallToolResult) =>
   result.content.map((part) => (part.type === "text" ? part.text : "")).join("\n");
 
-describe("a hostile session over stdio never emits the API key", () => {
+// The three parts run side by side: each waits on processes of its own.
+describe.concurrent("a hostile session over stdio never emits the API key", () => {
   it("runs every tool through error paths that try to echo the key", async () => {
     await session.client.setLoggingLevel("debug");
     const seen: string[] = [];
@@ -155,7 +157,7 @@ describe("a hostile session over stdio never emits the API key", () => {
   }, 60_000);
 });
 
-describe("no network listener but the sandbox on loopback, when asked", () => {
+describe.concurrent("no network listener but the sandbox on loopback, when asked", () => {
   it("--sandbox serves on 127.0.0.1 only, and its service refuses requests without a key", async () => {
     const state = await mkdtemp(path.join(tmpdir(), "generation-mcp-loopback-"));
     const sandboxed = await connectStdio(["--sandbox"], { HOME: state, GENERATION_STATE_DIR: state });
@@ -176,14 +178,15 @@ describe("no network listener but the sandbox on loopback, when asked", () => {
   });
 });
 
-describe("the CLI's own outputs never carry the key from the environment", () => {
-  const run = (args: string[], env: Record<string, string>) =>
-    spawnSync(process.execPath, [CLI, ...args], {
+describe.concurrent("the CLI's own outputs never carry the key from the environment", () => {
+  const run = (args: string[], env: Record<string, string>) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
       env: { PATH: process.env["PATH"] ?? "", HOME: tmpdir(), ...env },
-      encoding: "utf8",
       timeout: 15_000,
-      input: "",
     });
+    child.stdin.end();
+    return outputOf(child);
+  };
 
   it.each([
     ["--help", ["--help"], { GENERATION_API_KEY: KEY }],
@@ -209,8 +212,9 @@ describe("the CLI's own outputs never carry the key from the environment", () =>
       },
     ],
     ["an unknown flag", ["--sandbx", KEY], { GENERATION_API_KEY: KEY }],
-  ] as const)("%s", (_name, args, env) => {
-    const result = run([...args], { ...env });
+  ] as const)("%s", async (_name, args, env) => {
+    const result = await run([...args], { ...env });
+    expect(result.stdout + result.stderr, "the command said something").not.toBe("");
     expect(result.stdout + result.stderr).not.toContain(KEY);
     expect(result.stdout + result.stderr).not.toContain(KEY.slice(8));
   });

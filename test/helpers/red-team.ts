@@ -1,9 +1,11 @@
 /**
  * What the red-team tests (test/e2e/tenancy/*.test.ts) need beyond an MCP client: raw JSON-RPC posts
- * with any bearer, a process's resident memory, everything a Redis holds, and every file under a folder.
+ * with any bearer, raw connections, a process's resident memory, everything a Redis holds, and every file
+ * under a folder.
  */
 import { appendFileSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
+import { connect as connectSocket, type Socket } from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
 import type { SandboxAccount, SandboxHandle, SandboxRoute } from "../../src/sandbox/types.js";
@@ -205,4 +207,19 @@ export function report(attack: string, figures: Record<string, number | string>)
   process.stderr.write(`[red-team] ${line}\n`);
   const file = process.env["RED_TEAM_REPORT"];
   if (file !== undefined && file !== "") appendFileSync(file, `${line}\n`);
+}
+
+/** A raw TCP connection to 127.0.0.1:`port`, for writing HTTP by hand; `closed` resolves with its close time. */
+export function rawConnection(
+  port: number,
+): Promise<{ socket: Socket; closed: Promise<number>; data: () => string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connectSocket(port, "127.0.0.1");
+    let data = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (data += chunk));
+    socket.on("error", () => undefined);
+    const closed = new Promise<number>((done) => socket.once("close", () => done(Date.now())));
+    socket.once("connect", () => resolve({ socket, closed, data: () => data }));
+    socket.once("error", reject);
+  });
 }

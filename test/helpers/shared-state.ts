@@ -6,6 +6,7 @@
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle, SandboxOptions } from "../../src/sandbox/types.js";
 import { tempRoot } from "./http-calls.js";
+import { startHttpBin, type HttpServerProcess } from "./http.js";
 import { startRedis, type RedisProcess } from "./redis.js";
 
 export interface SharedState {
@@ -35,4 +36,30 @@ export async function startSharedState(prefix: string, sandboxOptions: SandboxOp
       await root.remove();
     },
   };
+}
+
+let replicaCount = 0;
+
+/**
+ * `count` replicas of the built bin in `--http` mode on `redis`, against `sandbox`, started together, each with
+ * a state folder of its own under `root` (polling every 100 ms); `env` adds to their environment. The caller
+ * stops them.
+ */
+export function startReplicas(
+  on: { sandbox: SandboxHandle; redis: RedisProcess; root: SharedState["root"] },
+  count: number,
+  env: Record<string, string> = {},
+): Promise<HttpServerProcess[]> {
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      startHttpBin([], {
+        HOME: on.root.dir,
+        GENERATION_BASE_URL: on.sandbox.baseUrl,
+        GENERATION_REDIS_URL: on.redis.url,
+        GENERATION_STATE_DIR: `${on.root.dir}/replica-${replicaCount++}`,
+        GENERATION_POLL_INTERVAL_MS: "100",
+        ...env,
+      }),
+    ),
+  );
 }

@@ -51,14 +51,14 @@ describe("findSpecifiers", () => {
 });
 
 describe("scanBundle", () => {
-  it("reports npm packages and missing chunks, and accepts built-ins and its own files", () => {
+  it("reports npm packages and missing chunks, and accepts built-ins, its own files and calls naming no module", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "generation-mcp-scan-"));
     try {
       mkdirSync(path.join(dir, "chunks"));
       writeFileSync(
         path.join(dir, "cli.js"),
         'import{a as r}from"./chunks/shim.js";import"node:module";const c=()=>import("./chunks/gone.js");' +
-          'var s=r("stream"),b=r("busboy/lib/main"),l=log("not-a-dependency");',
+          'var s=r("stream"),b=r("busboy/lib/utils"),l=log("not-a-dependency"),m=j("busboy/get");',
       );
       writeFileSync(path.join(dir, "chunks", "shim.js"), 'export{a};import{z}from"zod";');
       const result = scanBundle(dir, new Set(["busboy", "zod"]));
@@ -68,7 +68,7 @@ describe("scanBundle", () => {
       expect(result.violations).toEqual([
         "chunks/shim.js: zod (import)",
         "cli.js: ./chunks/gone.js (missing file)",
-        "cli.js: busboy/lib/main (require)",
+        "cli.js: busboy/lib/utils (require)",
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-const nested = () => startHarness({ sandbox: { shapes: { nesting: "nested" } } });
+const nested = (timings?: { queuedMs: number; processingMs: number }) =>
+  startHarness({ sandbox: { shapes: { nesting: "nested" }, ...(timings && { timings }) } });
 
 describe("every tool against nested answers", () => {
   it("generate_video waits to the video's URL (not the poster beside it), get_status and download agree", async () => {
@@ -57,7 +58,8 @@ describe("every tool against nested answers", () => {
   });
 
   it("generate_image finds result.output[*].url, and list_videos reads results + meta.pagination", async () => {
-    h = await nested();
+    // The videos listed are still under way however slowly the machine starts them (images answer at once).
+    h = await nested({ queuedMs: 60_000, processingMs: 60_000 });
     const image = await h.call("generate_image", { prompt: "a nested fox" });
     expect(image.result.isError, image.text).toBeFalsy();
     const urls = image.structured?.["image_urls"] as string[];

@@ -378,7 +378,11 @@ describe("tolerance of the shapes the spec leaves open", () => {
 
   it("unfamiliar in-progress statuses", async () => {
     h = await startHarness({
-      sandbox: { shapes: { inProgressStatuses: ["pending", "rendering", "in_queue"] } },
+      // Long enough that a loaded machine still polls before the end (the default 200 ms it may not).
+      sandbox: {
+        shapes: { inProgressStatuses: ["pending", "rendering", "in_queue"] },
+        timings: { queuedMs: 300, processingMs: 1200 },
+      },
     });
     const progress: string[] = [];
     const { structured } = await h.call(

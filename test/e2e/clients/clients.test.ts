@@ -21,10 +21,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// The project's SDK, by path: a bare specifier here would find the copy LangChain brought into
-// test/interop/node_modules.
-import { Client } from "../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js";
-import { StdioClientTransport } from "../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { describeTools } from "../../../src/mcp/tool-list.js";
 import { startHttpBin, type HttpServerProcess } from "../../helpers/http.js";
 import { CLI } from "../../helpers/stdio.js";

@@ -103,6 +103,7 @@ async function expectSavedInside(localPath: unknown, dir: string): Promise<void>
   expect((await stat(String(localPath))).size).toBeGreaterThan(0);
 }
 
+/** The suite over one target: its cases in order (they share a task started first). */
 function describeToolsOver(label: string, start: () => Promise<Target>): void {
   describe(label, () => {
     let target: Target;
@@ -126,27 +127,30 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       return String(structured["video_id"]);
     }
 
-    it("generate_video with wait: false starts a task and answers at once with its id and status", async () => {
-      const { result, structured } = await callTool(client, "generate_video", {
-        prompt: "a lighthouse at dusk",
-        duration: 2,
-        wait: false,
-      });
-      expect(result.isError).toBeFalsy();
-      expect(structured).toMatchObject({ video_id: expect.any(String), estimated_credits: 10 });
-      expect(IN_PROGRESS).toContain(structured["status"]);
-      expect(structured).not.toHaveProperty("video_url");
-      expect(structured["reused"]).toBeFalsy();
-      earlyTaskId = String(structured["video_id"]);
-    });
+    it.sequential(
+      "generate_video with wait: false starts a task and answers at once with its id and status",
+      async () => {
+        const { result, structured } = await callTool(client, "generate_video", {
+          prompt: "a lighthouse at dusk",
+          duration: 2,
+          wait: false,
+        });
+        expect(result.isError).toBeFalsy();
+        expect(structured).toMatchObject({ video_id: expect.any(String), estimated_credits: 10 });
+        expect(IN_PROGRESS).toContain(structured["status"]);
+        expect(structured).not.toHaveProperty("video_url");
+        expect(structured["reused"]).toBeFalsy();
+        earlyTaskId = String(structured["video_id"]);
+      },
+    );
 
-    it("get_credits reports the account, the early task already charged", async () => {
+    it.sequential("get_credits reports the account, the early task already charged", async () => {
       const { result, structured } = await callTool(client, "get_credits");
       expect(result.isError).toBeFalsy();
       expect(structured).toMatchObject({ credits: 10_000 - 10, paid_access: true, plan: "pro" });
     });
 
-    it("upload_image stores the bytes of data_base64 at the service", async () => {
+    it.sequential("upload_image stores the bytes of data_base64 at the service", async () => {
       const bytes = tinyPng(6, 4);
       const { result, structured } = await callTool(client, "upload_image", {
         data_base64: bytes.toString("base64"),
@@ -158,7 +162,7 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       expect(await fetchBytes(uploadedUrl)).toEqual(bytes);
     });
 
-    it("upload_image reads a local path inside GENERATION_ALLOWED_DIRS", async () => {
+    it.sequential("upload_image reads a local path inside GENERATION_ALLOWED_DIRS", async () => {
       const bytes = tinyPng(5, 5);
       const file = path.join(target.imagesDir, "local.png");
       await writeFile(file, bytes);
@@ -167,7 +171,7 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       expect(await fetchBytes(String(structured["url"]))).toEqual(bytes);
     });
 
-    it("generate_image returns the URL of a real image", async () => {
+    it.sequential("generate_image returns the URL of a real image", async () => {
       const { result, structured } = await callTool(client, "generate_image", {
         prompt: "a red kite",
         images: [uploadedUrl],
@@ -179,7 +183,7 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       expect((await fetchBytes(urls[0] ?? "")).subarray(0, 8)).toEqual(PNG_SIGNATURE);
     });
 
-    it("get_status without waiting reports the early task as still running", async () => {
+    it.sequential("get_status without waiting reports the early task as still running", async () => {
       const { result, structured } = await callTool(client, "get_status", { video_id: earlyTaskId });
       expect(result.isError).toBeFalsy();
       expect(structured["video_id"]).toBe(earlyTaskId);
@@ -188,7 +192,7 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       expect(possible).toContain(structured["status"]);
     });
 
-    it("list_videos lists the early task", async () => {
+    it.sequential("list_videos lists the early task", async () => {
       const { result, structured } = await callTool(client, "list_videos", { limit: 5 });
       expect(result.isError).toBeFalsy();
       expect(structured).toMatchObject({ page: 1, limit: 5, total: 1 });
@@ -196,50 +200,63 @@ function describeToolsOver(label: string, start: () => Promise<Target>): void {
       expect(items.map((item) => item["video_id"])).toEqual([earlyTaskId]);
     });
 
-    it("generate_video with wait: true waits for the task (or says how to keep waiting)", async () => {
-      const { result, structured, text } = await callTool(client, "generate_video", {
-        prompt: "a paper boat on a pond",
-        image_url: uploadedUrl,
-        duration: 2,
-        download: target.quick,
-        // The demo timings would take 12 s: one short window shows the "still processing" answer instead.
-        ...(!target.quick && { timeout_seconds: 1 }),
-      });
-      expect(result.isError).toBeFalsy();
-      expect(structured["video_id"]).toEqual(expect.any(String));
-      expect(structured["video_id"]).not.toBe(earlyTaskId);
-      if (target.quick) {
-        expect(structured).toMatchObject({ status: "completed", video_url: expect.stringMatching(/^http/) });
-        await expectSavedInside(structured["local_path"], target.outputDir);
-      } else {
-        expect(IN_PROGRESS).toContain(structured["status"]);
-        expect(text).toContain("get_status");
-        expect(text).toContain(String(structured["video_id"]));
-      }
-    });
+    it.sequential(
+      "generate_video with wait: true waits for the task (or says how to keep waiting)",
+      async () => {
+        const { result, structured, text } = await callTool(client, "generate_video", {
+          prompt: "a paper boat on a pond",
+          image_url: uploadedUrl,
+          duration: 2,
+          download: target.quick,
+          // The demo timings would take 12 s: one short window shows the "still processing" answer instead.
+          ...(!target.quick && { timeout_seconds: 1 }),
+        });
+        expect(result.isError).toBeFalsy();
+        expect(structured["video_id"]).toEqual(expect.any(String));
+        expect(structured["video_id"]).not.toBe(earlyTaskId);
+        if (target.quick) {
+          expect(structured).toMatchObject({
+            status: "completed",
+            video_url: expect.stringMatching(/^http/),
+          });
+          await expectSavedInside(structured["local_path"], target.outputDir);
+        } else {
+          expect(IN_PROGRESS).toContain(structured["status"]);
+          expect(text).toContain("get_status");
+          expect(text).toContain(String(structured["video_id"]));
+        }
+      },
+    );
 
-    it("get_status with wait: true follows a running task to completed and downloads it", async () => {
-      // The quick sandbox has finished the early task by now: a fresh one shows that the call waits.
-      const videoId = target.quick ? await startFreshTask() : earlyTaskId;
-      const { result, structured } = await callTool(client, "get_status", {
-        video_id: videoId,
-        wait: true,
-        download: true,
-        timeout_seconds: 30,
-      });
-      expect(result.isError).toBeFalsy();
-      expect(structured).toMatchObject({
-        video_id: videoId,
-        status: "completed",
-        video_url: expect.stringMatching(/^http/),
-      });
-      await expectSavedInside(structured["local_path"], target.outputDir);
-    }, 40_000);
+    it.sequential(
+      "get_status with wait: true follows a running task to completed and downloads it",
+      async () => {
+        // The quick sandbox has finished the early task by now: a fresh one shows that the call waits.
+        const videoId = target.quick ? await startFreshTask() : earlyTaskId;
+        const { result, structured } = await callTool(client, "get_status", {
+          video_id: videoId,
+          wait: true,
+          download: true,
+          timeout_seconds: 30,
+        });
+        expect(result.isError).toBeFalsy();
+        expect(structured).toMatchObject({
+          video_id: videoId,
+          status: "completed",
+          video_url: expect.stringMatching(/^http/),
+        });
+        await expectSavedInside(structured["local_path"], target.outputDir);
+      },
+      40_000,
+    );
   });
 }
 
-describeToolsOver("--http --sandbox (the embedded sandbox)", startEmbedded);
-describeToolsOver("--http against a separately started sandbox", startAgainstSandbox);
+// The two targets side by side: the embedded sandbox's demo timings keep its suite waiting most of the time.
+describe.concurrent("every tool over Streamable HTTP", () => {
+  describeToolsOver("--http --sandbox (the embedded sandbox)", startEmbedded);
+  describeToolsOver("--http against a separately started sandbox", startAgainstSandbox);
+});
 
 describe("--http without GENERATION_ALLOWED_DIRS and GENERATION_OUTPUT_DIR", () => {
   let sandbox: SandboxHandle;

@@ -4,8 +4,8 @@
  * case checks that no readable form of the key is left (not merely that "[redacted]" appears somewhere).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanText, redact, redactValue, registerSecret } from "../src/redact.js";
-import { readable } from "./helpers/readable.js";
+import { cleanText, redact, redactValue, registerSecret } from "../../src/redact.js";
+import { readable } from "../helpers/readable.js";
 
 const KEY = "sk-live-Q7fV2pLx9RtZ4mWc8NbJ3hYd6KsGa1Ue";
 const A = KEY.slice(0, 20);
