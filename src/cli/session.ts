@@ -8,8 +8,14 @@ import { Logger } from "../logger.js";
 import { costQuestion } from "../mcp/confirm.js";
 import { createRuntime } from "../runtime.js";
 import { TOOLS } from "../tools/index.js";
-import { errorResult, toolResult, validationMessage, type CallToolResult } from "../tools/result.js";
-import type { ServerDeps, ToolContext } from "../tools/define-tool.js";
+import {
+  errorResult,
+  toolContext,
+  toolResult,
+  validationMessage,
+  type CallToolResult,
+} from "../tools/result.js";
+import type { ServerDeps } from "../tools/define-tool.js";
 import { EXIT, askYesNo, canAsk, progressLine } from "./output.js";
 import { openSharedState, serviceTarget } from "./service.js";
 
@@ -59,18 +65,14 @@ async function callTool(
   const onSigint = () => (interrupt.signal.aborted ? process.exit(EXIT.interrupted) : interrupt.abort());
   process.on("SIGINT", onSigint);
   const progress = progressLine();
-  const context: ToolContext = {
+  // A link for the person is printed in the result (waiting_for_upload): no client opens it here.
+  const context = toolContext(deps, {
     signal: AbortSignal.any([interrupt.signal, deps.stopping]),
-    startedAt: Date.now(),
-    logger: deps.logger,
-    // A link for the person is printed in the result (waiting_for_upload); no client opens it here.
-    openLink: async () => "unavailable",
-    linkAnswer: undefined,
-    progress: async (message) => {
+    send: (message) => {
       videoId ??= /^video_id (\S+):/.exec(message)?.[1];
       progress.update(message);
     },
-  };
+  });
   try {
     const result = await toolResult(tool, tool.handler(parsed.data, deps, context), deps, context.signal);
     if (!interrupt.signal.aborted) return result;

@@ -17,11 +17,12 @@ import { isObject } from "../api/shapes.js";
 import { observeToolCall } from "../metrics.js";
 import { renderAdvice } from "../advice.js";
 import { cleanText } from "../redact.js";
-import type { ServerDeps, ToolContext, ToolDefinition } from "../tools/define-tool.js";
+import type { ServerDeps, ToolDefinition } from "../tools/define-tool.js";
 import { TOOLS } from "../tools/index.js";
 import {
   backgroundContext,
   describeError,
+  toolContext,
   errorResult,
   toolResult,
   validationMessage,
@@ -121,26 +122,25 @@ async function runToolCall(
   const logSink = edge.revision.era === "modern" ? requestLogSink(ctx) : undefined;
   const cancelled = joinSignals([ctx.mcpReq.signal, deps.stopping]);
   const asker = linkAsker(edge.revision, ctx, edge.clientCapabilities);
-  const context: ToolContext = {
+  const context = toolContext(deps, {
     openLink: asker.openLink,
     linkAnswer: asker.linkAnswer,
     signal: cancelled.signal,
-    startedAt: Date.now(),
     logger: logSink === undefined ? deps.logger : deps.logger.withSink(logSink),
-    progress: async (message) => {
+    send: async (message) => {
       if (progressToken === undefined || ctx.mcpReq.signal.aborted) return;
       progress += 1;
       try {
         // Rides this request's own stream, in either era.
         await ctx.mcpReq.notify({
           method: "notifications/progress",
-          params: { progressToken, progress, message: deps.redactor.text(message) },
+          params: { progressToken, progress, message },
         });
       } catch (error) {
         deps.logger.debug("progress notification not delivered", { error: String(error) });
       }
     },
-  };
+  });
   try {
     const running = tool.handler(data, deps, context);
     return await asker.finish(await toolResult(tool, running, deps, context.signal, ctx.mcpReq.signal));

@@ -13,7 +13,6 @@ import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextpr
 import { findImageId, isObject, safeId, safeUrl } from "../api/shapes.js";
 import type { Config } from "../config/index.js";
 import { sanitizeBaseName } from "../files/download.js";
-import { redact } from "../redact.js";
 import { FRAMES_DEADLINE_MS, contactSheet, type FramesInfo, type SheetOptions } from "./frames.js";
 import { PREVIEW_DEADLINE_MS, makePreviews, type PreviewSource } from "./previews.js";
 
@@ -69,7 +68,7 @@ export async function withMedia(
     const shown =
       completed === undefined ? { content: [], notes: [] } : await sheetOrStill(completed, stills, options);
     extra.push(...previews.images, ...shown.content);
-    notes.push(...[...previews.notes, ...shown.notes].map((note) => redact(note)));
+    notes.push(...previews.notes, ...shown.notes);
     if (structuredContent && shown.frames) structuredContent = { ...structuredContent, frames: shown.frames };
   }
   if (settings.resourceLinks) {
@@ -125,7 +124,7 @@ function link(kind: "video" | "image", url: string, name: string): ResourceLink 
   const mimeType = MIME_TYPES[extension]?.startsWith(`${kind}/`) ? MIME_TYPES[extension] : undefined;
   return {
     type: "resource_link",
-    uri: redact(url),
+    uri: url,
     name: `${sanitizeBaseName(name)}${mimeType === undefined ? "" : `.${extension}`}`,
     title: kind === "video" ? "Generated video" : "Generated image",
     ...(mimeType !== undefined && { mimeType }),

@@ -38,16 +38,17 @@ export async function toolResult(
   try {
     const returned = await running;
     const result = tool.output.parse(returned) as Record<string, unknown>;
-    const text = deps.redactor.text(renderAdvice(tool.summarize(result), deps.advice));
+    const text = renderAdvice(tool.summarize(result), deps.advice);
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
     const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
     const media = { previews, previewMaxSide, resourceLinks, ffmpegPath, caller: deps.callerId };
-    return await withMedia(
-      { content: [{ type: "text", text }], structuredContent: deps.redactor.value(result) },
+    const answer = await withMedia(
+      { content: [{ type: "text", text }], structuredContent: result },
       returned,
       { ...media, allowHosts: deps.mediaAllowHosts },
       signal,
     );
+    return masked(answer, deps.redactor);
   } catch (error) {
     if (error instanceof AbortedError && deps.stopping.aborted && !cancelled.aborted) {
       return errorResult(new StoppingError(), deps.redactor, deps.advice);
@@ -61,20 +62,51 @@ export async function toolResult(
   }
 }
 
+/** Where a run's progress goes, and what its caller can be asked (defaults: nothing). */
+interface RunSurface extends Partial<Pick<ToolContext, "startedAt" | "logger" | "openLink" | "linkAnswer">> {
+  signal: AbortSignal;
+  send(message: string): void | Promise<void>;
+}
+
+/** A tool run's context: its progress masked on its one way out (`send`). */
+export function toolContext(deps: Pick<ServerDeps, "logger" | "redactor">, surface: RunSurface): ToolContext {
+  return {
+    signal: surface.signal,
+    startedAt: surface.startedAt ?? Date.now(),
+    logger: surface.logger ?? deps.logger,
+    progress: async (message) => surface.send(deps.redactor.text(message)),
+    openLink: surface.openLink ?? (async () => "unavailable"),
+    linkAnswer: surface.linkAnswer,
+  };
+}
+
 /** The context of a tool run in the background (an MCP task): its progress becomes the task's status. */
 export function backgroundContext(
   run: { signal: AbortSignal; progress(message: string): void },
   deps: Pick<ServerDeps, "logger" | "redactor">,
   startedAt = Date.now(),
 ): ToolContext {
+  // Nobody is there to ask: a background run answers with an upload link itself.
+  return toolContext(deps, { signal: run.signal, startedAt, send: (message) => run.progress(message) });
+}
+
+/**
+ * The one way out of a tool's answer: every text, link and structured field masked (redact.ts); an image's
+ * base64 is left as it is (no text of ours is in it, and a mask would break it).
+ */
+function masked(result: CallToolResult, redactor: Redactor): CallToolResult {
+  const content = result.content.map((item) =>
+    item.type === "text"
+      ? { ...item, text: redactor.text(item.text) }
+      : item.type === "image"
+        ? item
+        : redactor.value(item),
+  );
+  const { structuredContent } = result;
   return {
-    signal: run.signal,
-    startedAt,
-    logger: deps.logger,
-    progress: async (message) => run.progress(deps.redactor.text(message)),
-    // Nobody is there to ask: a background run answers with the link itself.
-    openLink: async () => "unavailable",
-    linkAnswer: undefined,
+    ...result,
+    content,
+    ...(structuredContent !== undefined && { structuredContent: redactor.value(structuredContent) }),
   };
 }
 
@@ -87,10 +119,10 @@ export function errorResult(
   redactor: Redactor = PROCESS_REDACTOR,
   advice: AdviceMode = "stdio",
 ): CallToolResult {
-  return {
-    isError: true,
-    content: [{ type: "text", text: redactor.text(renderAdvice(describeError(error), advice)) }],
-  };
+  return masked(
+    { isError: true, content: [{ type: "text", text: renderAdvice(describeError(error), advice) }] },
+    redactor,
+  );
 }
 
 export function describeError(error: unknown): string {

@@ -118,7 +118,7 @@ it("one caller's day holds its limit across a Redis restarted empty, on both rep
     ),
   );
   for (const result of after) {
-    expect(result.isError).toBe(true);
+    expect(result.isError, textOf(result)).toBe(true);
     expect(textOf(result)).toMatch(/^budget_exceeded: /);
   }
   expect(startRequestsBy(sandbox, ALICE)).toBe(2);
