@@ -2,7 +2,7 @@
  * The house's layering, checked by `npm run lint` (dependency-cruiser; docs/development.md, "Rules the build
  * checks"). Edit FLOORS when a room is added, renamed or moved; the rules below are made from it.
  *
- * A room is a folder (`tasks/`) or a file (`runtime.ts`) directly under src/. A room imports only rooms on the
+ * A room is a folder (`generations/`) or a file (`runtime.ts`) directly under src/. A room imports only rooms on the
  * floors BELOW its own: never up, never sideways. Type-only imports count: an arrow is an arrow.
  */
 
@@ -13,7 +13,7 @@ const FLOORS = [
   ["transports/", "runtime.ts"],
   ["mcp/"],
   ["tools/"],
-  ["tasks/"],
+  ["generations/"],
   ["media/", "spend/", "uploads/", "runtime-pool.ts"],
   ["auth/", "files/", "state/"],
   ["api/", "sandbox/", "logger.ts"],
@@ -31,7 +31,7 @@ const KNOWN_UP_ARROWS = [
 ];
 
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** `tasks/` -> every file under src/tasks/; `runtime.ts` -> that file alone. */
+/** `generations/` -> every file under src/generations/; `runtime.ts` -> that file alone. */
 const pathOf = (room) => `^src/${escape(room)}${room.endsWith("/") ? "" : "$"}`;
 
 /** For each room below the top floor: no arrow to a room on its own floor or above. */

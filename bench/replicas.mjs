@@ -17,7 +17,7 @@ import { Logger } from "../dist/logger.js";
 import { localState } from "../dist/state/local/index.js";
 import { connectRedis } from "../dist/state/redis/index.js";
 import { LOCAL_STATE } from "../dist/state/records.js";
-import { PollEngine } from "../dist/tasks/poll-engine.js";
+import { PollEngine } from "../dist/generations/poll-engine.js";
 import { sleep } from "./lib.mjs";
 import { replicasTable } from "./report.mjs";
 import { prepare, score } from "./waiting.mjs";

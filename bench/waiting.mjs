@@ -16,7 +16,7 @@
 import { GenerationClient } from "../dist/api/client.js";
 import { TokenBucketBudget } from "../dist/api/rate-budget.js";
 import { ALONE_POLLS } from "../dist/state/local/index.js";
-import { PollEngine } from "../dist/tasks/poll-engine.js";
+import { PollEngine } from "../dist/generations/poll-engine.js";
 import { sequentialIdGenerator, startSandbox } from "../dist/sandbox/index.js";
 import { quantile, sleep } from "./lib.mjs";
 

@@ -118,7 +118,7 @@ export const findVideoId = (data: unknown) => named(data, "video_id", safeId);
 export const findVideoUrl = (data: unknown) => named(data, "video_url", safeUrl);
 
 /**
- * A history item (GET /videos), as a lost start is matched against it (tasks/settlement.ts): its id, prompt,
+ * A history item (GET /videos), as a lost start is matched against it (generations/settlement.ts): its id, prompt,
  * model and status at any depth; duration and aspect ratio as the item echoes the request (at its top level,
  * or under request/input/params); `created_at` as epoch ms when it reads as ISO text, seconds or milliseconds.
  */

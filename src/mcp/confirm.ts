@@ -25,7 +25,7 @@ import { fix } from "../advice.js";
 import type { SpendLimits } from "../config/index.js";
 import type { UsedConfirmations } from "../state/records.js";
 import { estimateCall, type CallEstimate } from "../spend/estimate.js";
-import { canonicalJson } from "../tasks/fingerprint.js";
+import { canonicalJson } from "../generations/fingerprint.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { errorResult, type CallToolResult } from "../tools/result.js";
 import { declaredCapabilities, type Revision } from "./revisions.js";

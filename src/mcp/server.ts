@@ -19,7 +19,7 @@ import type { Logger } from "../logger.js";
 import { cleanText } from "../redact.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { listViewerResources, readViewerResource } from "../ui/viewer.js";
-import { guarded, handlerOn } from "./errors.js";
+import { guarded, handlerOn } from "./handlers.js";
 import { LOGGER_NAME, attachSessionLogging } from "./logging.js";
 import { getPrompt, listPrompts } from "./prompts.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";

@@ -13,8 +13,8 @@ import { MAX_PROMPT_LENGTH, parseAspectRatio } from "../models.js";
 import type { Redactor } from "../redact.js";
 import type { DailySpend } from "../spend/daily.js";
 import type { OwnershipStore } from "../state/records.js";
-import type { PollEngine } from "../tasks/poll-engine.js";
-import type { TaskStarter } from "../tasks/starter.js";
+import type { PollEngine } from "../generations/poll-engine.js";
+import type { TaskStarter } from "../generations/starter.js";
 import type { CallerUploads } from "../uploads/desk.js";
 
 export interface ServerDeps {

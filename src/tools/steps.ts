@@ -10,8 +10,8 @@ import { metrics } from "../metrics.js";
 import { sanitizeValue } from "../redact.js";
 import type * as z from "zod";
 import type { CallEstimate } from "../spend/estimate.js";
-import { fingerprintRequest } from "../tasks/fingerprint.js";
-import type { StartOptions } from "../tasks/starter.js";
+import { fingerprintRequest } from "../generations/fingerprint.js";
+import type { StartOptions } from "../generations/starter.js";
 import { foreground, requestDeadline } from "./define-tool.js";
 import type { ServerDeps, ToolContext, videoResult } from "./define-tool.js";
 

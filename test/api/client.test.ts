@@ -9,7 +9,7 @@ import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { GenerationClient, encodePathSegment } from "../../src/api/client.js";
 import { GenerationError } from "../../src/api/errors.js";
-import { UnlimitedBudget } from "../tasks/fake-api.js";
+import { UnlimitedBudget } from "../generations/fake-api.js";
 
 interface Seen {
   method: string;

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../helpers/harness.js";
-import { byRoute, delay, statusPolls, until } from "../tasks/support.js";
+import { byRoute, delay, statusPolls, until } from "../generations/support.js";
 
 let h: Harness | undefined;
 afterEach(async () => {

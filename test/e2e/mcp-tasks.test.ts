@@ -3,7 +3,7 @@
  * generate_video answers at once, after the service started the generation, and its task moves from
  * `working` to `completed` with the result a blocking call gives; a failed generation; tasks/cancel (our wait
  * stops, the service's task goes on); a restart between start and result; a ttl below the minimum; and plain
- * calls, with or without a client that declares tasks, unchanged. Expiry itself: test/tasks/mcp-tasks.test.ts.
+ * calls, with or without a client that declares tasks, unchanged. Expiry itself: test/mcp/task-records.test.ts.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

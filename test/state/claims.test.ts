@@ -11,10 +11,10 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { localState } from "../../src/state/local/index.js";
 import { connectRedis } from "../../src/state/redis/index.js";
 import type { StateHub } from "../../src/state/records.js";
-import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
+import { fingerprintRequest } from "../../src/generations/fingerprint.js";
 import { startHarness } from "../helpers/harness.js";
 import { startRedis, type RedisProcess } from "../helpers/redis.js";
-import { byRoute } from "../tasks/support.js";
+import { byRoute } from "../generations/support.js";
 
 let redis: RedisProcess;
 let sandbox: SandboxHandle;

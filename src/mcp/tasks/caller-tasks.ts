@@ -13,7 +13,7 @@ import * as z from "zod";
 import type { Caller } from "../../auth/caller.js";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
-import { TaskEndedError } from "../errors.js";
+import { TaskEndedError } from "../handlers.js";
 import type { TaskRecords } from "./store.js";
 
 export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };

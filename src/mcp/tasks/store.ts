@@ -27,7 +27,7 @@ import {
   type TaskState,
   type TaskStatus,
 } from "../../state/records.js";
-import { TaskEndedError, TaskNotFoundError } from "../errors.js";
+import { TaskEndedError, TaskNotFoundError } from "../handlers.js";
 import { TaskRuns, type Resumer, type TaskRun } from "./runs.js";
 
 /** Per key at most: the oldest finished ones go first. */

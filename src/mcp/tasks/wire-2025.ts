@@ -6,7 +6,7 @@
 import { RELATED_TASK_META_KEY, type Result } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { TaskState } from "../../state/records.js";
-import type { Register } from "../errors.js";
+import type { Register } from "../handlers.js";
 import { TASK_ID, type CallerTasks } from "./caller-tasks.js";
 
 const CURSOR = { params: z.looseObject({ cursor: z.string().max(32).optional() }) };

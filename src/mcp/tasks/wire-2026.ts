@@ -11,7 +11,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { TERMINAL, type TaskRecord, type TaskState } from "../../state/records.js";
-import { TaskEndedError, type Register } from "../errors.js";
+import { TaskEndedError, type Register } from "../handlers.js";
 import { TASKS_EXTENSION, declaredCapabilities } from "../revisions.js";
 import { TASK_ID, type CallerTasks } from "./caller-tasks.js";
 

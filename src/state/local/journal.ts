@@ -2,7 +2,7 @@
  * The journal of paid starts (`tasks.json` in the key's state folder), so that a task survives a client
  * timeout, a restart or a `kill -9`: each start's intent (with its Idempotency-Key) is written before the POST
  * leaves, and its outcome after: the task that was started, or "void" when the service did nothing. An intent
- * without an outcome is a start whose answer was lost, settled (tasks/settlement.ts) before an identical
+ * without an outcome is a start whose answer was lost, settled (generations/settlement.ts) before an identical
  * request may pay again. Bounded: past its limits it keeps the newest half, and every intent still open.
  */
 import { parseJournalEntry, readList, type JournalEntry, type TaskLogger } from "../records.js";

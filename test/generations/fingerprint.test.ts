@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalJson, fingerprintRequest, normalizePrompt } from "../../src/tasks/fingerprint.js";
+import { canonicalJson, fingerprintRequest, normalizePrompt } from "../../src/generations/fingerprint.js";
 
 const body = {
   prompt: "a cat on a skateboard",

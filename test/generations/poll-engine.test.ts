@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { GenerationError, NotFoundError, RateLimitError, UpstreamError } from "../../src/api/errors.js";
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import { ALONE_POLLS } from "../../src/state/local/index.js";
-import type { PollUpdate } from "../../src/tasks/poll-engine.js";
-import { PollEngine } from "../../src/tasks/poll-engine.js";
+import type { PollUpdate } from "../../src/generations/poll-engine.js";
+import { PollEngine } from "../../src/generations/poll-engine.js";
 import { FakeApi } from "./fake-api.js";
 
 const INTERVAL = 5000;

@@ -16,12 +16,12 @@ import {
 } from "../../src/api/errors.js";
 import { TokenBucketBudget } from "../../src/api/rate-budget.js";
 import type { GenerateVideoBody } from "../../src/api/types.js";
-import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
+import { fingerprintRequest } from "../../src/generations/fingerprint.js";
 import { ALONE_CLAIMS } from "../../src/state/local/index.js";
 import { JOURNAL_FILE, Journal } from "../../src/state/local/journal.js";
 import { LocalOwners } from "../../src/state/local/owners.js";
 import { StateFileError } from "../../src/state/local/store.js";
-import { IMAGE_CHARGE_POSSIBLE, TaskStarter, VIDEO_CHARGE_POSSIBLE } from "../../src/tasks/starter.js";
+import { IMAGE_CHARGE_POSSIBLE, TaskStarter, VIDEO_CHARGE_POSSIBLE } from "../../src/generations/starter.js";
 import { FakeApi } from "./fake-api.js";
 
 const TEN_MIN = 10 * 60 * 1000;

@@ -1,7 +1,7 @@
 /**
- * What a client sees of a failure at the protocol level: a JSON-RPC error it caused (an unknown task, a
- * cancel too late: -32602, with a bounded message), a service error with its own code and message, or, for
- * anything unexpected, -32603 "Internal error." whose details go to the log only.
+ * The request handlers, registered through `handlerOn`, and what a client sees of their failures: a JSON-RPC
+ * error it caused (an unknown task, a cancel too late: -32602, with a bounded message), a service error with
+ * its own code and message, or, for anything unexpected, -32603 "Internal error." with details in the log only.
  */
 import {
   ProtocolError,

@@ -13,7 +13,7 @@ import { journalDir } from "../../src/runtime.js";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { JOURNAL_FILE } from "../../src/state/local/journal.js";
-import { fingerprintRequest } from "../../src/tasks/fingerprint.js";
+import { fingerprintRequest } from "../../src/generations/fingerprint.js";
 import { startHarness, type Harness } from "../helpers/harness.js";
 import { byRoute, credits } from "./support.js";
 
