@@ -1,7 +1,6 @@
 /**
- * The sandbox: a faithful local implementation of the generation service's REST interface
- * (spec/generation-service-rest.md), for tests, benchmarks and users trying the tools without an account.
- * It is the other end of the wire: it shares service facts with the client through src/models.ts only.
+ * The generation service's REST interface (spec/generation-service-rest.md) on loopback, for tests,
+ * benchmarks and trying the tools without an account; it shares service facts with the client via models.ts.
  */
 import { randomBytes } from "node:crypto";
 import { once, setMaxListeners } from "node:events";
@@ -50,7 +49,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const accounts = createAccounts(options.accounts ?? DEFAULT_ACCOUNTS);
   const store = new Store(clock, timings, () => shapes.inProgressStatuses);
   const shutdown = new AbortController();
-  // Every request waiting out a latency or drip fault listens to it: any number may wait at once.
+  // Every request waiting out a latency or drip fault listens to it.
   setMaxListeners(0, shutdown.signal);
   const rateLimit = options.rateLimit ?? { limit: DEFAULT_RATE_LIMIT_PER_MINUTE, windowMs: 60_000 };
   const ctx: SandboxContext = {
