@@ -1,30 +1,21 @@
 /**
  * The command line (`generation-mcp video|image|upload|status|list|credits|check`): a thin face over the
  * runtime the MCP server uses. A command's flags become its tool's arguments, and the tool runs as an MCP
- * call runs it: the tool's own input check, the spend gate (a terminal's y/N, or --yes, in place of an
- * elicitation), the journal and the duplicate guard, one result with its media. Nothing here decides what a
- * tool may do.
+ * call runs it (session.ts), the spend gate asking on the terminal: nothing here decides what a tool may do.
  */
-import { ValidationError } from "../api/errors.js";
 import {
   COMMANDS,
   COMMAND_OPTIONS,
   FLAG_OPTIONS,
   describeCommands,
   loadConfig,
+  settingFlags,
   type Command,
-  type Config,
 } from "../config/index.js";
 import { parseFlags } from "../config/did-you-mean.js";
-import { Logger } from "../logger.js";
-import { costQuestion } from "../mcp/confirm.js";
-import { createRuntime } from "../runtime.js";
-import { TOOLS } from "../tools/index.js";
-import { errorResult, toolResult, validationMessage, type CallToolResult } from "../tools/result.js";
-import type { ServerDeps, ToolContext } from "../tools/define-tool.js";
 import { outTarget, toolArguments, type Values } from "./arguments.js";
-import { EXIT, askYesNo, fieldsOf, canAsk, placeMedia, printResult, progressLine } from "./output.js";
-import { openSharedState, serviceTarget } from "./service.js";
+import { EXIT, fieldsOf, placeMedia, printResult } from "./output.js";
+import { openSession } from "./session.js";
 
 export async function runCommand(command: Command, argv: string[], version: string): Promise<number> {
   const options = { ...FLAG_OPTIONS, ...COMMAND_OPTIONS, help: { type: "boolean", short: "h" } } as const;
@@ -39,13 +30,7 @@ export async function runCommand(command: Command, argv: string[], version: stri
     );
     return EXIT.done;
   }
-  const settings = Object.fromEntries(
-    Object.entries(values).flatMap(([name, value]) =>
-      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true)
-        ? [[`--${name}`, value]]
-        : [],
-    ),
-  );
+  const settings = settingFlags(values);
   if (command === "check") return (await import("./check.js")).runCheck(settings, version);
   const call = toolArguments(command, values, positionals);
   const out = typeof values["out"] === "string" ? outTarget(values["out"]) : undefined;
@@ -67,74 +52,3 @@ export async function runCommand(command: Command, argv: string[], version: stri
 
 const SANDBOX_CLIP =
   "Sandbox: every clip is the same 2 s test pattern (320x180), whatever the prompt and duration; no credits are real.";
-
-/** A runtime for one command, against the configured service (or the sandbox), closed when it is done. */
-export async function openSession(config: Config, version: string, roots: string[] = []) {
-  // Start-up lines and task logs are the server's; a command shows its own progress (output.ts).
-  const logger = new Logger("warning");
-  const { target, closeSandbox } = await serviceTarget(config, logger);
-  const hub = await openSharedState(config, logger);
-  const runtime = await createRuntime(config, target, logger, version, {}, hub);
-  // The person at the terminal is the client: the folders of the files they named are its roots.
-  const deps: ServerDeps = { ...runtime.depsFactory({ clientRoots: async () => roots }), advice: "cli" };
-  return {
-    call: (tool: string, args: Record<string, unknown>, options: { yes: boolean }) =>
-      callTool(deps, tool, args, options),
-    async close() {
-      await runtime.close();
-      await Promise.allSettled([closeSandbox(), hub?.close()]);
-    },
-  };
-}
-
-/**
- * One tool call, as tools-call.ts makes it for MCP: the arguments checked by the tool's schema, the cost
- * confirmed, the handler run under a signal Ctrl-C aborts. "interrupted" once it has said so on stderr.
- */
-async function callTool(
-  deps: ServerDeps,
-  name: string,
-  args: Record<string, unknown>,
-  options: { yes: boolean },
-): Promise<CallToolResult | "interrupted"> {
-  const tool = TOOLS.find((candidate) => candidate.name === name);
-  if (tool === undefined) throw new Error(`no tool ${name}`);
-  const parsed = tool.input.safeParse(args);
-  if (!parsed.success) {
-    const error = new ValidationError(validationMessage(tool.name, parsed.error));
-    return errorResult(error, deps.redactor, deps.advice);
-  }
-  const cost = costQuestion(name, parsed.data, deps);
-  if (cost !== undefined && !options.yes) {
-    if (!canAsk()) return cost.refuse("there is no terminal to ask on and --yes was not given").refused;
-    if (!(await askYesNo(cost.message))) return cost.decline().declined;
-  }
-  const interrupt = new AbortController();
-  let videoId: string | undefined;
-  const onSigint = () => (interrupt.signal.aborted ? process.exit(EXIT.interrupted) : interrupt.abort());
-  process.on("SIGINT", onSigint);
-  const progress = progressLine();
-  const context: ToolContext = {
-    signal: AbortSignal.any([interrupt.signal, deps.stopping]),
-    startedAt: Date.now(),
-    logger: deps.logger,
-    progress: async (message) => {
-      videoId ??= /^video_id (\S+):/.exec(message)?.[1];
-      progress.update(message);
-    },
-  };
-  try {
-    const result = await toolResult(tool, tool.handler(parsed.data, deps, context), deps, context.signal);
-    if (!interrupt.signal.aborted) return result;
-    const goOn =
-      videoId === undefined
-        ? ""
-        : ` The task keeps running on the service: \`generation-mcp status ${videoId} --wait\` goes on waiting, ` +
-          "and the same command again reuses it (no second charge).";
-    process.stderr.write(`Interrupted.${goOn}\n`);
-    return "interrupted";
-  } finally {
-    progress.stop();
-    process.off("SIGINT", onSigint);
-  }
-}

@@ -21,6 +21,7 @@ export {
   describeCommands,
   describeOptions,
   isUnfilledPlaceholder,
+  settingFlags,
   type Command,
 } from "./schema.js";
 export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;

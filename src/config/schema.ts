@@ -175,6 +175,16 @@ export const FLAG_OPTIONS: ParseArgsConfig["options"] = Object.fromEntries(
   ]),
 );
 
+/** The setting flags among parsed values, as readSettings takes them (`--port`: "8080", a switch: true). */
+export const settingFlags = (values: Record<string, unknown>): Record<string, string | true> =>
+  Object.fromEntries(
+    Object.entries(values).flatMap(([name, value]) =>
+      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true)
+        ? [[`--${name}`, value]]
+        : [],
+    ),
+  );
+
 /** Every variable checked, flags winning (`--sandbox` alone = 1); a problem names the variable and flag. */
 export function readSettings(env: NodeJS.ProcessEnv, flags: Record<string, string | true>): ConfigValues {
   const values: Record<string, unknown> = {};

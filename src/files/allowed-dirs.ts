@@ -1,7 +1,9 @@
 /** The folders local files may be read from: the configured ones (or the defaults) and the client's roots. */
 import { realpath, stat } from "node:fs/promises";
+import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Config } from "../config/index.js";
 
 const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
@@ -39,6 +41,11 @@ export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<strin
     input.onSkipped?.(candidate, why);
   });
   return [...new Set(reals.filter((real) => real !== undefined))];
+}
+
+/** The upload folders of a configuration that exist now, the client's roots aside (start-up and `check`). */
+export function existingUploadFolders({ allowedDirs, outputDir }: Pick<Config, "allowedDirs" | "outputDir">) {
+  return resolveAllowedDirs({ configured: allowedDirs, roots: [], outputDir, home: homedir() });
 }
 
 /** The configured entries that are not folders now: resolveAllowedDirs drops them, refusals name them. */
