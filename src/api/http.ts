@@ -1,8 +1,6 @@
 /**
- * HTTP to the generation service: auth, the `{data, error}` envelope (shapes.ts reads its `data`), timeouts
- * joined with the caller's signal and deadline, capped bodies, the rate budget, and retries for reads only. A
- * POST that may charge is sent once: whether to try again is decided above this layer, where the cost of a
- * second charge is known.
+ * HTTP to the generation service: auth, the `{data, error}` envelope, timeouts joined with the caller's
+ * signal and deadline, capped bodies, the rate budget, and retries for reads only (a charging POST: once).
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
@@ -38,10 +36,7 @@ import type { RequestOptions } from "./types.js";
 
 let undici: Promise<typeof UndiciModule> | undefined;
 
-/**
- * undici, loaded on first use (a large module most of a session's start never needs). It is CommonJS: its
- * names sit on the namespace under Node, but only on `default` once bundled.
- */
+/** undici, loaded on first use (a large module); CommonJS, so its names sit on `default` once bundled. */
 export function loadUndici(): Promise<typeof UndiciModule> {
   undici ??= import("undici").then((module) =>
     "Agent" in module ? module : (module as { default: typeof UndiciModule }).default,
@@ -91,7 +86,7 @@ const TLS_CODE =
 
 export class HttpTransport {
   private readonly base: URL;
-  /** Made on the first request: undici is loaded only once something is sent (a faster cold start). */
+  /** Made on the first request, so undici loads only once something is sent. */
   private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {
@@ -230,10 +225,7 @@ export class HttpTransport {
     });
   }
 
-  /**
-   * Waits for the rate budget, never past the deadline: when the budget already knows the wait would be
-   * longer than a call of the user's can afford, it answers rate_limit_exceeded at once (nothing was sent).
-   */
+  /** Waits for the rate budget, never past the deadline; a known wait too long for the user is a 429 now. */
   private async acquireBefore(call: CallOptions, deadline: number): Promise<void> {
     const priority = call.priority ?? "foreground";
     const left = deadline - Date.now();
@@ -302,10 +294,7 @@ export class HttpTransport {
     }
     return new NetworkError(
       `The connection to the generation service broke (${code ?? "connection closed"}).`,
-      {
-        maybeProcessed: charging,
-        cause: error,
-      },
+      { maybeProcessed: charging, cause: error },
     );
   }
 

@@ -1,7 +1,4 @@
-/**
- * The key's request budget, shared by every call of the process: background polls only spend what lies above
- * a reserve kept for the user's own calls, so waiting on many tasks never starves generate or credits.
- */
+/** The key's request budget: background polls spend only what lies above a reserve for the user's calls. */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { RateLimitError, type GenerationError } from "./errors.js";
 import { abortable } from "./sleep.js";
@@ -23,10 +20,7 @@ export function headerValue(headers: HeaderBag, name: string): string | undefine
 export interface RateBudget {
   /** Resolves when a request of this priority may be sent; rejects with AbortedError when the signal aborts. */
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void>;
-  /**
-   * Feeds the status and X-RateLimit-* headers of every answer back into the budget. Status 0 means "no
-   * answer came" (connection failed or timed out): it only frees the in-flight slot taken by `acquire`.
-   */
+  /** Feeds every answer's status and X-RateLimit-* headers back; status 0 (no answer) only frees the slot. */
   observe(status: number, headers: HeaderBag): void;
   /** Milliseconds to wait before retrying after a 429, from the last headers seen (clamped). */
   retryDelayMs(headers?: HeaderBag): number;
@@ -56,12 +50,9 @@ export interface TokenBucketOptions {
 }
 
 /**
- * Window-seeded token bucket. Until the first answer it knows nothing about the key, so it spaces requests
- * evenly at the spec's 60 per minute (the first one goes at once). Once the service has sent
- * `X-RateLimit-*`, the tokens are the window's remaining requests (minus our own requests still in flight),
- * refilled to the limit when the window resets. Foreground requests may spend every token; background
- * requests only the tokens above the reserve, served first-in first-out and spread evenly over what is left
- * of the window.
+ * Window-seeded token bucket: until the first X-RateLimit-* headers it spaces requests at the spec's 60 per
+ * minute; then the tokens are the window's remaining requests less ours in flight. Background requests spend
+ * only the tokens above the reserve, first-in first-out, spread over the rest of the window.
  */
 export class TokenBucketBudget implements RateBudget {
   private readonly now: () => number;
@@ -116,8 +107,7 @@ export class TokenBucketBudget implements RateBudget {
 
     if (status === 429) {
       const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
-      // Without a usable hint (headers missing or garbage) a whole window would outlast the tool call:
-      // back off briefly instead, doubling while such 429s keep coming.
+      // Without a usable hint a whole window would outlast the call: back off briefly, doubling.
       const until =
         retryAfter !== undefined
           ? now + Math.min(retryAfter, DEFAULT_MAX_WAIT_MS)
@@ -131,8 +121,7 @@ export class TokenBucketBudget implements RateBudget {
 
     this.refresh(now);
     if (headerReset === undefined && headerRemaining === 0) {
-      // "Nothing left" with a reset we cannot read (absent, garbage, absurdly far): believing a whole window
-      // would hold every call for a minute. Probe again soon instead; a 429 then tells us more.
+      // "Nothing left" without a readable reset: probe again soon rather than hold every call a minute.
       this.remaining = 0;
       this.seeded = true;
       this.resetAt = now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintlessEmpty++);
@@ -241,9 +230,8 @@ export class TokenBucketBudget implements RateBudget {
 type HeaderInput = string | readonly string[] | number | undefined;
 
 /**
- * Reads `X-RateLimit-Reset` as an epoch in milliseconds, whatever the service meant: epoch seconds (~1.7e9),
- * epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs +
- * maxWaitMs]; undefined for values that are malformed, negative, or epochs far from our clock.
+ * Reads `X-RateLimit-Reset` (epoch seconds or milliseconds, seconds from now, an HTTP-date) as an epoch in ms
+ * within [nowMs, nowMs + maxWaitMs]; undefined when malformed, negative, or far from our clock.
  */
 export function parseResetHeader(value: HeaderInput, nowMs: number, maxWaitMs = DEFAULT_MAX_WAIT_MS) {
   const n = parseNumber(value);
@@ -258,10 +246,7 @@ export function parseResetHeader(value: HeaderInput, nowMs: number, maxWaitMs = 
   return Math.min(Math.max(at, nowMs), nowMs + maxWaitMs);
 }
 
-/**
- * Reads `Retry-After` as a delay in milliseconds: delta seconds or an HTTP-date (an epoch in seconds is
- * tolerated too). Not clamped; undefined for malformed or negative values. A past date means 0.
- */
+/** Reads `Retry-After` (delta seconds, an HTTP-date, or an epoch) as a delay in ms, not clamped; past: 0. */
 export function parseRetryAfter(value: HeaderInput, nowMs: number): number | undefined {
   const text = firstText(value);
   const n = parseNumber(text);
