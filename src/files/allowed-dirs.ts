@@ -8,10 +8,7 @@ import type { Config } from "../config/index.js";
 const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
 interface AllowedDirsInput {
-  /**
-   * GENERATION_ALLOWED_DIRS, split. `undefined` (unset): the home folders above and the output folder. When
-   * set it replaces the defaults, so `[]` allows no folder but the client's roots. `~/` expands to `home`.
-   */
+  /** GENERATION_ALLOWED_DIRS, split; unset: the home folders above and the output folder. */
   configured: readonly string[] | undefined;
   /** MCP client roots: `file://` URIs or absolute paths. Other schemes are ignored. */
   roots: readonly string[];
@@ -22,10 +19,7 @@ interface AllowedDirsInput {
   onSkipped?: ((entry: string, reason: string) => void) | undefined;
 }
 
-/**
- * The allowed folders as real paths (symlinks resolved), without duplicates; entries that are not folders
- * now are dropped, so resolve again per request: the output folder may appear later, roots may change.
- */
+/** The allowed folders as real paths, without entries that are not folders now: resolved per request. */
 export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<string[]> {
   const candidates = [
     ...(

@@ -1,7 +1,6 @@
 /**
- * Fetching finished media: to memory for a preview, or to a file. Both carry no credentials (media may sit on
- * a third-party CDN), reach public addresses only unless the host is allowed (public-address.ts), follow at
- * most 3 redirects to http(s), cap the size from Content-Length and while reading, and keep one deadline.
+ * Fetching finished media, to memory (a preview) or to a file: no credentials (media may sit on a third-party
+ * CDN), public addresses only (public-address.ts), at most 3 redirects, a size cap and one deadline.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants, createWriteStream } from "node:fs";
@@ -13,6 +12,7 @@ import type { Agent, Dispatcher } from "undici";
 
 import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { headerValue } from "../api/rate-budget.js";
 import { joinSignals } from "../api/sleep.js";
 import { errorCode } from "./local-path.js";
 import { NonPublicAddressError, checkPublicUrl, createPublicAgent, showUrl } from "./public-address.js";
@@ -47,12 +47,9 @@ const RETRY_DOWNLOAD =
   "Call get_status with download: true to try again (it gives a fresh media URL), or open the URL directly.";
 
 /**
- * Downloads media to `dir`, named `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes. It
- * is written to a private temporary file, then linked into place without ever replacing a file (`name-1.ext`,
- * `name-2.ext` ... on collision); when a numbered name already holds the same bytes that path is returned,
- * `reused: true`. Returns the absolute path, the size, the SHA-256 (hex) and the Content-Type as received
- * (informational). A failure leaves no file. Errors: `AbortedError`, `TimeoutError`, `NetworkError`,
- * `NonPublicAddressError`, or `GenerationError` (`internal_error`, with `status` for a non-2xx answer).
+ * Downloads media to `dir` as `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes, via a
+ * private temporary file linked into place without ever replacing a file (`name-1.ext` ...); a name already
+ * holding the same bytes is returned, `reused: true`. A failure leaves no file.
  */
 export async function downloadMedia(opts: DownloadMediaOptions) {
   const name = sanitizeBaseName(opts.baseName);
@@ -79,7 +76,7 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
       const extension = sniffMediaExtension(head) ?? fallback;
       const sha256 = hash.digest("hex");
       const placed = await place(temp, opts.dir, `${name}.${extension}`, { bytes, sha256 });
-      const contentType = header(response, "content-type");
+      const contentType = headerValue(response.headers, "content-type");
       return { path: path.resolve(placed.path), bytes, sha256, reused: placed.reused, contentType };
     } finally {
       // Once linked into place, the hidden .part name is only a second link to drop.
@@ -102,10 +99,7 @@ async function* capped(response: Response, shown: string, maxBytes: number): Asy
   }
 }
 
-/**
- * A file name stem safe on every platform: only `A-Z a-z 0-9 . _ -`, other runs collapsed to `_`, no
- * leading (or trailing) dots, at most 100 characters, `media` when nothing is left.
- */
+/** A file name stem safe everywhere: `A-Za-z0-9._-`, no dots at the ends, 100 characters, else `media`. */
 export function sanitizeBaseName(baseName: string): string {
   const cleaned = baseName
     .replace(/[^A-Za-z0-9._-]+/g, "_")
@@ -138,7 +132,8 @@ async function fetchMedia<T>(
     if (status < 200 || status > 299) {
       throw failure(`${shown} answered HTTP ${status}; nothing was saved.`, RETRY_DOWNLOAD, status);
     }
-    if (Number(header(response, "content-length") ?? 0) > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
+    const length = Number(headerValue(response.headers, "content-length") ?? 0);
+    if (length > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
     return await read(response, shown);
   } catch (error) {
     if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
@@ -183,7 +178,7 @@ async function follow(start: URL, agent: Agent, allowHosts: readonly string[], s
       });
     if (![301, 302, 303, 307, 308].includes(response.statusCode)) return { url, response };
     response.body.on("error", () => {}).destroy();
-    const location = header(response, "location");
+    const location = headerValue(response.headers, "location");
     if (location === undefined) {
       const message = `${showUrl(url)} answered HTTP ${response.statusCode} without a Location; nothing was saved.`;
       throw failure(message, RETRY_DOWNLOAD, response.statusCode);
@@ -212,10 +207,7 @@ function mediaUrl(raw: string, context: string, base?: URL): URL {
   return url;
 }
 
-/**
- * Links `temp` under `file` or the first free numbered name, unless one of them already holds the same bytes.
- * Every numbered name is looked at first: the user may have deleted some, and a copy may sit after a gap.
- */
+/** Links `temp` under the first free numbered name, unless one holds the same bytes (even after a gap). */
 async function place(temp: string, dir: string, file: string, expected: { bytes: number; sha256: string }) {
   const present = new Set(await readdir(dir));
   const names = Array.from({ length: MAX_NAME_SUFFIX + 1 }, (_, n) =>
@@ -255,8 +247,7 @@ async function holdsSame(file: string, expected: { bytes: number; sha256: string
   }
 }
 
-// link() fails with EEXIST instead of replacing, unlike rename(); copyFile with COPYFILE_EXCL where there
-// are no hard links (FAT, some network shares).
+// link() fails with EEXIST where rename() would replace; COPYFILE_EXCL where there are no hard links (FAT).
 async function linkExclusive(temp: string, candidate: string): Promise<boolean> {
   try {
     await link(temp, candidate);
@@ -282,11 +273,6 @@ function isLocalFsError(error: unknown): boolean {
     path !== undefined ||
     ["open", "write", "close", "fsync", "link", "mkdir", "copyfile"].includes(String(syscall))
   );
-}
-
-function header(response: Response, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function tooLarge(shown: string, maxBytes: number): GenerationError {
