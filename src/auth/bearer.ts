@@ -1,12 +1,7 @@
 /**
- * How `--http` turns each request's `Authorization` header into a `Caller`, or a refusal (HTTP 401 with its
- * `WWW-Authenticate` challenge), in the mode the operator configured:
- * - passthrough (the default): the bearer is the caller's own service key. It is not judged here: the
- *   service judges it when the caller first needs the service (runtime-pool.ts), and nothing is kept for a
- *   key before that.
- * - gateway (GENERATION_HTTP_TOKENS): the server holds the service key; callers present tokens whose
- *   SHA-256 hashes the operator listed. The token never leaves this module except as its digest.
- * - OAuth (GENERATION_OAUTH_ISSUER): the team's authorization server signs callers in (oauth.ts).
+ * How `--http` turns a request's `Authorization` header into a `Caller` or a 401 (docs/http-and-sign-in.md):
+ * passthrough (the bearer is the caller's own key, judged by the service on first use), gateway (tokens whose
+ * SHA-256 the operator listed; a token leaves this module only as its digest), or OAuth (oauth.ts).
  */
 import { timingSafeEqual } from "node:crypto";
 import type { HttpConfig } from "../config/index.js";
@@ -18,9 +13,8 @@ const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
 /**
- * The mode `config` names. `oauth`: the resource server's metadata, challenges and readiness; `callerKeys`:
- * each caller's bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when
- * this server has no OAuth; `mode`: a few words for the start-up line.
+ * The mode `config` names. `callerKeys`: each bearer is its caller's own service key; `bearerHint`: what
+ * OAuth's discovery paths answer without OAuth; `mode`: words for the start-up line.
  */
 export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger) {
   if (config.oauth !== undefined) {
