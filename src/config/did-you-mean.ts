@@ -1,16 +1,10 @@
-/**
- * The first mistakes answered: an unknown flag or an unknown GENERATION_* variable is named with the nearest
- * known one, the way git answers a mistyped command.
- */
+/** An unknown flag or GENERATION_* variable is named with the nearest known one, as git answers a typo. */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError, SETTINGS } from "./schema.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
-/**
- * node:util's parseArgs (strict, positionals allowed; `--no-<switch>` too when `negatives`), with an unknown
- * flag refused as a ConfigError that names the nearest known one instead of the parser's own text.
- */
+/** node:util's parseArgs (strict, positionals allowed); an unknown flag is refused naming the nearest one. */
 export function parseFlags<T extends Options>(args: string[], options: T, negatives = false) {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true, allowNegative: negatives });

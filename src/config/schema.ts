@@ -1,7 +1,6 @@
 /**
- * The one table of settings: for each environment variable, its flag, how it is read, its default and what
- * it does. `--help`, the flag -> variable mapping, README's configuration table (scripts/config-table.mjs)
- * and the settings the install forms offer (scripts/distribution.mjs) are all made from it.
+ * The one table of settings (variable, flag, reader, default, what it does): `--help`, the flag mapping,
+ * README's table (scripts/config-table.mjs) and the install forms (scripts/distribution.mjs) come from it.
  */
 import type { ParseArgsConfig } from "node:util";
 
@@ -14,8 +13,7 @@ export const isUnfilledPlaceholder = (value: string): boolean =>
   /^\$\{user_config\.[^}]*\}$/.test(value.trim());
 
 /**
- * How a setting is read: its kind tells the install forms which field to show; `parse` gets the trimmed,
- * non-blank value and returns it read, or throws the problem (readSettings names the variable and flag).
+ * How a setting is read: `kind` picks the install form's field; `parse` reads the trimmed value or throws.
  * Plain functions, not zod: a few strings read once at start, and the stdio cold start is measured.
  */
 type Kind = "text" | "secret" | "dir" | "dirs" | "switch" | "on-off" | "number" | "credits";
@@ -60,10 +58,7 @@ export const DEFAULTS = {
   redisPrefix: "generation-mcp:",
 } as const;
 
-/**
- * One setting: the heading it is listed under, its flag with its argument (`--port N`; undefined: the
- * variable only), how it is read, and its default and one-line description, in Markdown.
- */
+/** One setting: its heading, flag with argument (`--port N`; none: variable only), reader, default, text. */
 const set = <T>(
   section: string,
   flag: string | undefined,
@@ -125,10 +120,7 @@ export const COMMANDS = {
 } as const;
 export type Command = keyof typeof COMMANDS;
 
-/**
- * One flag of the commands: its argument, the commands that take it, the tool input it fills (a number when
- * `number`), and what it does. A switch has no argument; `--wait` also has `--no-wait`.
- */
+/** A command flag: its argument (none: a switch), the commands taking it, the tool input it fills. */
 const cmd = (flag: string, commands: string, description: string, input?: string, number = false) => ({
   flag,
   commands: commands.split(" ") as Command[],
