@@ -29,7 +29,6 @@ export class Account {
     this.hundredths = toHundredths(value);
   }
 
-  /** Charges `amount` when the balance covers it; a short balance is left untouched. */
   tryCharge(amount: number): boolean {
     const cost = toHundredths(amount);
     if (cost > this.hundredths) return false;
@@ -101,7 +100,6 @@ export class RateLimiter {
     if (!(config.windowMs > 0)) throw new RangeError("rateLimit.windowMs must be > 0");
   }
 
-  /** Counts one request; `allowed` is false once the window's limit is spent. */
   consume(bucket: string): RateLimitState & { allowed: boolean } {
     return this.state(bucket, true);
   }

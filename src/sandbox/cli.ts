@@ -69,7 +69,6 @@ export function describeSandbox(handle: SandboxHandle, entryScript: string): str
   ].join("\n");
 }
 
-/** One line per sandbox API key: the key, its account and what it may do. */
 export function describeSandboxKeys(handle: Pick<SandboxHandle, "accounts">): string[] {
   return handle.accounts.map((account) => {
     const plan = account.paidAccess

@@ -38,7 +38,6 @@ function hugeResponse(status: number, bytes: number): SandboxResponse {
   return { status, headers, body: Readable.from(pieces()) };
 }
 
-/** The patchNext fault: the answer's `data` object shallow-merged with the patch, removed keys deleted. */
 export function patchedResponse(
   response: SandboxResponse,
   { patch, remove }: Plans["patch"],

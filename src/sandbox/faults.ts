@@ -6,7 +6,6 @@ export type SandboxRoute =
 export type FaultRoute = SandboxRoute | "*";
 export type MalformedKind = "invalid-json" | "html" | "empty" | "no-data" | "huge";
 
-/** See `Faults.earlyAnswer`. */
 export interface EarlyAnswer {
   status: number;
   /** Default by status: 400 validation_error, 413 request_too_large, ... (EARLY_CODES). */
@@ -19,7 +18,6 @@ export interface EarlyAnswer {
   html?: boolean;
 }
 
-/** What each armed knob holds, by knob. */
 export interface Plans {
   error: { status: number; code: string; message: string };
   malformed: { kind: MalformedKind; status: number; bytes: number };
@@ -149,7 +147,6 @@ export class Faults {
     this.tasks.failNextTask(message);
   }
 
-  /** Turns every knob off. */
   clear(): void {
     this.latencies.clear();
     this.armed.length = 0;

@@ -50,7 +50,6 @@ export function validationError(field: string, problem: string, closeConnection 
   return new HttpError(400, "validation_error", `${field}: ${problem}`, closeConnection);
 }
 
-/** A percent-decoded path segment, or undefined when its encoding is broken. */
 export function decodeSegment(raw: string): string | undefined {
   try {
     return decodeURIComponent(raw);

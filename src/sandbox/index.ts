@@ -31,7 +31,6 @@ export const DEMO_TIMINGS: Readonly<SandboxTimings> = { queuedMs: 2000, processi
 
 const PREFIX = { video: "vid", image: "img", upload: "upl", request: "req" } as const;
 
-/** Random, URL-safe ids with a readable kind prefix, like most services hand out. */
 const randomId = (kind: IdKind): string => `${PREFIX[kind]}_${randomBytes(9).toString("base64url")}`;
 
 /** Deterministic ids for tests: vid_1, vid_2, img_1 ... */

@@ -41,7 +41,6 @@ export function matchRoute(path: string): Target | undefined {
   return API_ROUTES[api];
 }
 
-/** The other paths under /api/v1. */
 const API_ROUTES: Record<string, Target> = {
   "/generate": { route: "generate", methods: ["POST"], handle: generateVideo },
   "/generate-image": { route: "generate-image", methods: ["POST"], handle: generateImage },

@@ -35,7 +35,9 @@ export function createSandboxServer(ctx: SandboxContext): Server {
 }
 
 async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { requests: log, shutdown } = ctx;
+  const { requests: log } = ctx;
+  // Ends early, resolving false, when the sandbox closes.
+  const wait = (ms: number) => sleep(ms, true, { signal: ctx.shutdown }).catch(() => false);
   const method = req.method ?? "GET";
   const [path = "/", search = ""] = (req.url ?? "/").split(/\?(.*)/s);
   const query = new URLSearchParams(search);
@@ -92,9 +94,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
     res.flushHeaders();
     const size = Math.ceil(body.length / drip.chunks);
     for (let offset = 0; offset < body.length; offset += size) {
-      if (offset > 0 && !(await sleep(drip.chunkDelayMs, true, { signal: shutdown }).catch(() => false)))
-        return;
-      if (res.destroyed) return;
+      if ((offset > 0 && !(await wait(drip.chunkDelayMs))) || res.destroyed) return;
       res.write(body.subarray(offset, offset + size));
     }
     res.end();
@@ -108,7 +108,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
   }
   const { route } = target;
   const latency = ctx.faults.latencyFor(route);
-  if (latency > 0 && !(await sleep(latency, true, { signal: shutdown }).catch(() => false))) return;
+  if (latency > 0 && !(await wait(latency))) return;
   if (ctx.faults.take("drop-before", route)) return void req.socket.destroy();
 
   if (!media) {
