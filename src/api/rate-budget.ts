@@ -4,7 +4,6 @@ import { RateLimitError, type GenerationError } from "./errors.js";
 import { abortable } from "./sleep.js";
 import type { RequestPriority } from "./types.js";
 
-/** Response headers as undici gives them. */
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
 /** Case-insensitive; the first value when the header came more than once. */
@@ -216,7 +215,6 @@ export class TokenBucketBudget implements RateBudget {
     this.timer.unref?.();
   }
 
-  /** The earliest time a request of this priority may go, given the current state. */
   private grantTime(priority: RequestPriority, now: number): number {
     if (!this.seeded) return Math.max(now, this.nextPacedAt);
     const usable = priority === "foreground" ? this.remaining : this.remaining - this.reserve();

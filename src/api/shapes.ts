@@ -303,8 +303,6 @@ export function findImageId(data: unknown): string | undefined {
   return [data["image_id"], data["id"], data["task_id"]].map(safeId).find((id) => id !== undefined);
 }
 
-// ---- what an answer held, without its values (for messages about an answer that lacked something)
-
 /** `result.output[].url`: keys cleaned to `[A-Za-z0-9_$-]`, at most 32 characters each, 100 in all. */
 export function pathOf(node: WalkNode): string {
   const parts: string[] = [];
