@@ -7,15 +7,6 @@ import path from "node:path";
 import { isHttpUrl } from "../api/shapes.js";
 import { COMMAND_FLAGS, COMMANDS, ConfigError, type Command } from "../config/index.js";
 
-export const TOOL_OF: Record<Exclude<Command, "check">, string> = {
-  video: "generate_video",
-  image: "generate_image",
-  upload: "upload_image",
-  status: "get_status",
-  list: "list_videos",
-  credits: "get_credits",
-};
-
 /** A person waits at a terminal longer than a client waits for a tool call (GENERATION_WAIT_TIMEOUT_S). */
 export const COMMAND_WAIT_S = 600;
 
@@ -75,7 +66,7 @@ export function toolArguments(command: Exclude<Command, "check">, values: Values
   // The files named on the command line are the person's own choice: their folders count as the MCP roots a
   // client would offer (runtime.ts), so no upload folder needs configuring for them.
   const local = command === "upload" ? [args["path"] as string] : paths;
-  return { tool: TOOL_OF[command], args, roots: local.map((file) => path.dirname(file)) };
+  return { tool: COMMANDS[command].tool, args, roots: local.map((file) => path.dirname(file)) };
 }
 
 const hint = (command: Command) => ` See generation-mcp ${command} --help.`;

@@ -108,15 +108,16 @@ export const SETTINGS = {
   GENERATION_REDIS_WHEN_DOWN:       set("Replicas (Redis)", "--redis-when-down refuse|alone", choice("text", ["refuse", "alone"], "must be refuse or alone"), "`refuse`", "while Redis takes no writes: send no start (`refuse`) or let each replica decide alone (`alone`)"),
 };
 
-/** The commands (`generation-mcp video ...`, src/cli/), each with its positional argument, if any. */
+/** The commands (`generation-mcp video ...`, src/cli/): the positional argument, the tool each runs. */
+// prettier-ignore
 export const COMMANDS = {
-  video: { argument: "<prompt>", summary: "start a video (generate_video) and wait for it" },
-  image: { argument: "<prompt>", summary: "make an image (generate_image)" },
-  upload: { argument: "<path>", summary: "upload a reference image (upload_image); prints its URL" },
-  status: { argument: "<video_id>", summary: "a video's status (get_status); --wait keeps waiting" },
-  list: { argument: "", summary: "your video history (list_videos)" },
-  credits: { argument: "", summary: "credits, and the models this account may use (get_credits)" },
-  check: { argument: "", summary: "checks the configuration and the key against the service" },
+  video:   { argument: "<prompt>",   tool: "generate_video", summary: "start a video (generate_video) and wait for it" },
+  image:   { argument: "<prompt>",   tool: "generate_image", summary: "make an image (generate_image)" },
+  upload:  { argument: "<path>",     tool: "upload_image",   summary: "upload a reference image (upload_image); prints its URL" },
+  status:  { argument: "<video_id>", tool: "get_status",     summary: "a video's status (get_status); --wait keeps waiting" },
+  list:    { argument: "",           tool: "list_videos",    summary: "your video history (list_videos)" },
+  credits: { argument: "",           tool: "get_credits",    summary: "credits, and the models this account may use (get_credits)" },
+  check:   { argument: "",           tool: undefined,        summary: "checks the configuration and the key against the service" },
 } as const;
 export type Command = keyof typeof COMMANDS;
 
