@@ -22,12 +22,10 @@ import {
   errorFromResponse,
 } from "./errors.js";
 import {
-  DEFAULT_MAX_WAIT_MS,
   MAX_FOREGROUND_429_WAIT_MS,
   headerValue,
   type HeaderBag,
-  parseResetHeader,
-  parseRetryAfter,
+  retryHint,
   tooLongToWait,
   type RateBudget,
 } from "./rate-budget.js";
@@ -220,7 +218,7 @@ export class HttpTransport {
     const code = typeof error?.["code"] === "string" ? error["code"] : undefined;
     throw errorFromResponse(status, code, message, {
       requestId,
-      retryAtMs: retryAt(status, headers),
+      retryAtMs: retryHint(headers, Date.now(), status),
       maybeProcessed: charging && (status >= 500 || status === 408),
     });
   }
@@ -305,15 +303,6 @@ export class HttpTransport {
     const ceiling = Math.min(10_000, 500 * 2 ** attempt);
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
-}
-
-/** When a 429 or 503 says to ask again: Retry-After, else (429) the window's reset. */
-function retryAt(status: number, headers: HeaderBag): number | undefined {
-  if (status !== 429 && status !== 503) return undefined;
-  const now = Date.now();
-  const delay = parseRetryAfter(headerValue(headers, "retry-after"), now);
-  if (delay !== undefined) return now + Math.min(delay, DEFAULT_MAX_WAIT_MS);
-  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) : undefined;
 }
 
 function budgetSpent(waitMs: number): RateLimitError {

@@ -105,12 +105,9 @@ export class TokenBucketBudget implements RateBudget {
     const headerReset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
 
     if (status === 429) {
-      const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
       // Without a usable hint a whole window would outlast the call: back off briefly, doubling.
       const until =
-        retryAfter !== undefined
-          ? now + Math.min(retryAfter, DEFAULT_MAX_WAIT_MS)
-          : (headerReset ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++));
+        retryHint(headers, now) ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++);
       this.seeded = true;
       this.remaining = 0;
       this.resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
@@ -140,11 +137,8 @@ export class TokenBucketBudget implements RateBudget {
 
   retryDelayMs(headers?: HeaderBag): number {
     const now = this.now();
-    let delay = headers && parseRetryAfter(headerValue(headers, "retry-after"), now);
-    if (headers && delay === undefined) {
-      const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
-      if (reset !== undefined) delay = reset - now;
-    }
+    const hinted = headers && retryHint(headers, now);
+    let delay = hinted === undefined ? undefined : hinted - now;
     if (delay === undefined && this.seeded && this.remaining <= 0) delay = this.resetAt - now;
     const jitter = this.random() * 250;
     return Math.round(Math.min(DEFAULT_MAX_WAIT_MS, Math.max(MIN_RETRY_DELAY_MS, delay ?? 1000) + jitter));
@@ -232,16 +226,10 @@ type HeaderInput = string | readonly string[] | number | undefined;
  * within [nowMs, nowMs + maxWaitMs]; undefined when malformed, negative, or far from our clock.
  */
 export function parseResetHeader(value: HeaderInput, nowMs: number, maxWaitMs = DEFAULT_MAX_WAIT_MS) {
-  const n = parseNumber(value);
-  if (n === undefined) {
-    // Some services send an HTTP-date here, as in Retry-After.
-    const delay = parseRetryAfter(value, nowMs);
-    return delay === undefined ? undefined : nowMs + Math.min(delay, maxWaitMs);
-  }
-  if (n < 0) return undefined;
-  const at = n >= 1e11 ? n : n >= 1e9 ? n * 1000 : nowMs + n * 1000;
-  if (Math.abs(at - nowMs) > SANE_EPOCH_DISTANCE_MS) return undefined;
-  return Math.min(Math.max(at, nowMs), nowMs + maxWaitMs);
+  const delay = parseRetryAfter(value, nowMs);
+  // Read as Retry-After is, but seconds from now may reach no further than an epoch may (an HTTP-date may).
+  const tooFar = delay !== undefined && delay > SANE_EPOCH_DISTANCE_MS && parseNumber(value) !== undefined;
+  return delay === undefined || tooFar ? undefined : nowMs + Math.min(delay, maxWaitMs);
 }
 
 /** Reads `Retry-After` (delta seconds, an HTTP-date, or an epoch) as a delay in ms, not clamped; past: 0. */
@@ -263,6 +251,14 @@ function firstText(value: HeaderInput): string | undefined {
   const raw = typeof value === "number" ? String(value) : Array.isArray(value) ? value[0] : value;
   const text = typeof raw === "string" ? raw.trim() : "";
   return text === "" ? undefined : text;
+}
+
+/** When an answer says to ask again (epoch ms): a 429's or 503's Retry-After, else a 429's window reset. */
+export function retryHint(headers: HeaderBag, nowMs: number, status = 429): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const delay = parseRetryAfter(headerValue(headers, "retry-after"), nowMs);
+  if (delay !== undefined) return nowMs + Math.min(delay, DEFAULT_MAX_WAIT_MS);
+  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), nowMs) : undefined;
 }
 
 /** A leading decimal number ("60", "59.5", "60, 60" from a folded duplicate header); nothing else. */
