@@ -176,7 +176,6 @@ function onShutdown(close: () => Promise<unknown>): () => void {
   const shutdown = () => {
     if (closing) return;
     closing = true;
-    // A stuck close must not keep a client's server alive.
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     void close().finally(() => process.exit(0));
   };

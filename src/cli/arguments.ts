@@ -63,8 +63,7 @@ export function toolArguments(command: Exclude<Command, "check">, values: Values
   const waits =
     command === "video" ? args["wait"] !== false && args["dry_run"] !== true : args["wait"] === true;
   if (waits && command !== "image") args["timeout_seconds"] ??= COMMAND_WAIT_S;
-  // The files named on the command line are the person's own choice: their folders count as the MCP roots a
-  // client would offer (runtime.ts), so no upload folder needs configuring for them.
+  // Files named on the command line are the person's choice: their folders count as the client's roots.
   const local = command === "upload" ? [args["path"] as string] : paths;
   return { tool: COMMANDS[command].tool, args, roots: local.map((file) => path.dirname(file)) };
 }

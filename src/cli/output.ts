@@ -79,10 +79,7 @@ export function exitCodeOf(result: CallToolResult): number {
   return isFinalStatus(status) ? EXIT.done : EXIT.processing;
 }
 
-/**
- * Moves what the tool saved to where `--out` asked for and keeps the video's frame sheet beside it; the
- * saved paths in structuredContent then name where the files are.
- */
+/** Moves what the tool saved to where `--out` asked (the video's frame sheet beside it), paths updated. */
 export async function placeMedia(result: CallToolResult, out: OutTarget | undefined): Promise<string[]> {
   if (out === undefined || !isObject(result.structuredContent) || result.isError) return [];
   const fields = result.structuredContent;

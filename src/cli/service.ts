@@ -1,8 +1,4 @@
-/**
- * What the MCP server and the commands both stand on: the service (the real one, or a sandbox of this
- * process's own with `--sandbox`) and the state shared with other replicas (Redis), each loaded only when
- * the configuration asks for it.
- */
+/** What the server and the commands stand on: the service (or a `--sandbox` of our own) and Redis, lazily. */
 import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { registerSecret } from "../redact.js";
