@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
@@ -73,6 +74,7 @@ export interface CallOptions extends RequestOptions {
 const DEFAULT_CALL_DEADLINE_MS = 45_000;
 /** Answers larger than this are not read (a status or a list is a few kilobytes). */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const TOO_LARGE = `The service's answer exceeded ${MAX_RESPONSE_BYTES} bytes; it was not read.`;
 /** Below this much time left, another attempt could not get an answer in: stop and report. */
 const MIN_ATTEMPT_MS = 1000;
 /** Failures of the connection phase: no byte of the request reached the service, nothing was charged. */
@@ -162,7 +164,8 @@ export class HttpTransport {
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
       this.options.budget.observe(response.statusCode, response.headers);
       this.options.onStatus?.(response.statusCode);
-      text = await readCapped(response.body, MAX_RESPONSE_BYTES);
+      const tooLarge = () => new InternalServiceError(TOO_LARGE);
+      text = (await buffer(capped(response.body, MAX_RESPONSE_BYTES, tooLarge))).toString("utf8");
       answered(response.statusCode);
     } catch (error) {
       answered?.(response?.statusCode ?? 0);
@@ -316,18 +319,13 @@ function budgetSpent(waitMs: number): RateLimitError {
   );
 }
 
-async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?: () => void }, cap: number) {
-  const chunks: Buffer[] = [];
-  let size = 0;
+/** A body's chunks, failing with `tooLarge()` once they pass `maxBytes` (leaving the loop drops the rest). */
+export async function* capped(body: AsyncIterable<Uint8Array>, maxBytes: number, tooLarge: () => Error) {
+  let bytes = 0;
   for await (const chunk of body) {
-    size += chunk.length;
-    if (size > cap) {
-      body.destroy?.();
-      throw new InternalServiceError(`The service's answer exceeded ${cap} bytes; it was not read.`);
-    }
-    chunks.push(Buffer.from(chunk));
+    if ((bytes += chunk.length) > maxBytes) throw tooLarge();
+    yield chunk;
   }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function errorCode(error: unknown): string | undefined {

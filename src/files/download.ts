@@ -12,6 +12,7 @@ import type { Agent, Dispatcher } from "undici";
 
 import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { capped } from "../api/http.js";
 import { headerValue } from "../api/rate-budget.js";
 import { joinSignals } from "../api/sleep.js";
 import { errorCode } from "./local-path.js";
@@ -53,7 +54,7 @@ const RETRY_DOWNLOAD =
  */
 export async function downloadMedia(opts: DownloadMediaOptions) {
   const name = sanitizeBaseName(opts.baseName);
-  return fetchMedia(opts, async (response, shown) => {
+  return fetchMedia(opts, async (body, response, shown) => {
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
     const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
     // Opened here with "wx", so the cleanup can never race a lazily opened stream.
@@ -62,7 +63,7 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
       const hash = createHash("sha256");
       let head = Buffer.alloc(0);
       let bytes = 0;
-      const tap = async function* (source: AsyncIterable<Buffer>) {
+      const tap = async function* (source: AsyncIterable<Uint8Array>) {
         for await (const chunk of source) {
           bytes += chunk.length;
           if (head.length < SNIFF_LENGTH) head = Buffer.concat([head, chunk]);
@@ -70,7 +71,7 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
           yield chunk;
         }
       };
-      await pipeline(capped(response, shown, opts.maxBytes), tap, createWriteStream(temp, { fd: handle }));
+      await pipeline(body, tap, createWriteStream(temp, { fd: handle }));
       if (bytes === 0) throw failure(`${shown} answered with no data; nothing was saved.`);
       const fallback = opts.expected === "video" ? "mp4" : opts.expected === "image" ? "png" : "bin";
       const extension = sniffMediaExtension(head) ?? fallback;
@@ -87,16 +88,7 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
 
 /** Fetches media into memory (for a preview) under the same guards and errors as `downloadMedia`. */
 export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
-  return fetchMedia(opts, (response, shown) => buffer(capped(response, shown, opts.maxBytes)));
-}
-
-/** The body, failing once it passes `maxBytes` (Content-Length may be missing or lie). */
-async function* capped(response: Response, shown: string, maxBytes: number): AsyncGenerator<Buffer> {
-  let bytes = 0;
-  for await (const chunk of response.body as AsyncIterable<Buffer>) {
-    if ((bytes += chunk.length) > maxBytes) throw tooLarge(shown, maxBytes);
-    yield chunk;
-  }
+  return fetchMedia(opts, (body) => buffer(body));
 }
 
 /** A file name stem safe everywhere: `A-Za-z0-9._-`, no dots at the ends, 100 characters, else `media`. */
@@ -111,7 +103,7 @@ export function sanitizeBaseName(baseName: string): string {
 
 async function fetchMedia<T>(
   opts: FetchMediaOptions,
-  read: (response: Response, shown: string) => Promise<T>,
+  read: (body: AsyncIterable<Uint8Array>, response: Response, shown: string) => Promise<T>,
 ): Promise<T> {
   if (opts.signal?.aborted) throw new AbortedError();
   const start = mediaUrl(opts.url, "The media address");
@@ -132,9 +124,10 @@ async function fetchMedia<T>(
     if (status < 200 || status > 299) {
       throw failure(`${shown} answered HTTP ${status}; nothing was saved.`, RETRY_DOWNLOAD, status);
     }
-    const length = Number(headerValue(response.headers, "content-length") ?? 0);
-    if (length > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
-    return await read(response, shown);
+    // Content-Length may be missing or lie: the body is capped as it is read too.
+    const tooBig = () => tooLarge(shown, opts.maxBytes);
+    if (Number(headerValue(response.headers, "content-length") ?? 0) > opts.maxBytes) throw tooBig();
+    return await read(capped(response.body, opts.maxBytes, tooBig), response, shown);
   } catch (error) {
     if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
     if (error instanceof GenerationError) throw error;
