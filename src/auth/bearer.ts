@@ -6,7 +6,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
-import { bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
+import { bearerToken, digestOf, unauthorized, type Caller, type Refusal } from "./caller.js";
 
 /** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
 const MAX_TOKEN_CHARS = 1024;
@@ -62,12 +62,8 @@ function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
     const digest = digestOf(token);
     const given = Buffer.from(digest, "hex");
     if (!hashes.some((hash) => timingSafeEqual(hash, given))) {
-      return {
-        status: 401,
-        challenge: `${REALM}, error="invalid_token"`,
-        error: "invalid_token",
-        message: "this token is not accepted by this server.",
-      };
+      const refused = "this token is not accepted by this server.";
+      return unauthorized(`${REALM}, error="invalid_token"`, "invalid_token", refused);
     }
     // One service key serves every admitted caller; what each sees and reuses stays its own.
     return { id: digest, serviceKey, scope: digest.slice(0, 16) };
@@ -75,5 +71,5 @@ function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
 }
 
 function missing(message: string): Refusal {
-  return { status: 401, challenge: REALM, error: "invalid_request", message };
+  return unauthorized(REALM, "invalid_request", message);
 }

@@ -22,6 +22,10 @@ export interface Refusal {
   message: string;
 }
 
+export function unauthorized(challenge: string, error: string, message: string): Refusal {
+  return { status: 401, challenge, error, message };
+}
+
 /** The token of `Authorization: Bearer <token>`, or undefined when the header is missing or malformed. */
 export function bearerToken(header: string | undefined, maxChars: number): string | undefined {
   if (header === undefined || header.length > maxChars + 16) return undefined;

@@ -7,7 +7,7 @@ import { errors, jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { OAuthConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { keepIssuerKeys } from "./issuer-keys.js";
-import { SCOPES, bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
+import { SCOPES, bearerToken, digestOf, unauthorized, type Caller, type Refusal } from "./caller.js";
 
 /** Longest access token accepted: JWTs run to a few KB; anything much longer is not one of them. */
 const MAX_ACCESS_TOKEN_CHARS = 8192;
@@ -28,15 +28,12 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
     return `Bearer realm="generation-mcp", ${parts.join(", ")}`;
   };
 
-  const invalid = (): Refusal => ({
-    status: 401,
-    challenge: challenge({
-      error: "invalid_token",
-      description: "The access token is not valid for this server.",
-    }),
-    error: "invalid_token",
-    message: "the access token is not valid for this server: sign in again.",
-  });
+  const invalid = () =>
+    unauthorized(
+      challenge({ error: "invalid_token", description: "The access token is not valid for this server." }),
+      "invalid_token",
+      "the access token is not valid for this server: sign in again.",
+    );
 
   const verify = async (token: string, keySet: JWTVerifyGetKey) =>
     (
@@ -70,12 +67,8 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
       // A bearer too long or malformed is a token that does not pass, not a missing one.
       if (token === undefined && header !== undefined && /^Bearer[ \t]+\S/i.test(header)) return invalid();
       if (token === undefined) {
-        return {
-          status: 401,
-          challenge: challenge(),
-          error: "invalid_request",
-          message: "sign in: this server takes an OAuth access token as 'Authorization: Bearer <token>'.",
-        };
+        const signIn = "sign in: this server takes an OAuth access token as 'Authorization: Bearer <token>'.";
+        return unauthorized(challenge(), "invalid_request", signIn);
       }
       const keySet = keys.current();
       if (keySet === undefined) {
