@@ -1,12 +1,7 @@
 /**
- * Advice that fits how the server runs. A next step that asks the user to change a setting must name what
- * that user can actually change, by mode: `stdio`, a variable in the MCP client's configuration; `mcpb`, a
- * field of Claude Desktop's extension form (the MCPB bundle); `http-key`, the `Authorization` header their
- * client sends (each caller's own key); `shared`, nothing at all (one key and every setting are the server
- * operator's: gateway tokens, OAuth subjects); `cli`, the person at the command line (src/cli/): a variable or flag.
- *
- * The layers that find a problem do not know the mode: they write a token for the setting (`fix("api_key")`
- * completes "Ask the user to ..."), and the edge renders it once, for the mode of the call (`renderAdvice`).
+ * A next step that asks the user to change a setting names what that user can change in the way the server
+ * runs (a client variable, the MCPB form, their own header, nothing but the operator, a flag). The layers
+ * write a token (`fix("api_key")`), and the edge renders it once for the mode of the call (`renderAdvice`).
  */
 
 import path from "node:path";
@@ -85,10 +80,7 @@ const PHRASES: Record<AdviceMode, Record<Setting, string>> = {
   },
 };
 
-/**
- * The mode of a call: over HTTP, a caller with a scope shares the server's key (gateway token, OAuth subject),
- * one without brings its own; on stdio, the Claude Desktop bundle's form or the client's configuration.
- */
+/** The mode of a call: over HTTP a caller with a scope shares the server's key, one without has its own. */
 export function adviceModeFor(
   config: { http: unknown; settingsForm: "env" | "mcpb" },
   scope: string | undefined,

@@ -1,11 +1,9 @@
 #!/usr/bin/env node
 /**
- * bin entry: `generation-mcp` (stdio, real service), `generation-mcp --sandbox` (stdio, embedded sandbox),
- * `--http` (Streamable HTTP), `generation-mcp sandbox` (only the sandbox REST service). stdout belongs to
- * the protocol: nothing else is ever written there but what --help and --version ask for.
+ * bin entry: the MCP server (stdio or `--http`; the real service or `--sandbox`), `generation-mcp sandbox`
+ * and the commands. stdout belongs to the protocol: nothing else goes there but what --help or --version ask.
  */
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import * as z from "zod";
 import {
   COMMANDS,
@@ -17,16 +15,16 @@ import {
   isOn,
   isUnfilledPlaceholder,
   loadConfig,
+  settingFlags,
 } from "./config/index.js";
 import { parseFlags, unknownVariables } from "./config/did-you-mean.js";
 import { adviceModeFor } from "./advice.js";
 import { localCaller } from "./auth/caller.js";
 import { Logger } from "./logger.js";
 import { redact, registerSecret } from "./redact.js";
-import { missingFolders, resolveAllowedDirs } from "./files/allowed-dirs.js";
-import { openSharedState, serviceTarget } from "./cli/service.js";
-// The runtime (the API client, the journal, the task store), the commands and the HTTP server load once
-// something needs them: only the stdio session's opening path is imported statically (one chunk of the bundle).
+import { existingUploadFolders, missingFolders } from "./files/allowed-dirs.js";
+import { openService } from "./cli/service.js";
+// Only the stdio session's opening path is imported statically (one chunk of the bundle); the rest is lazy.
 import type { ServiceTarget } from "./runtime.js";
 import { serveStdio } from "./transports/stdio.js";
 import type { UploadDesk } from "./uploads/desk.js";
@@ -72,7 +70,6 @@ async function main(argv: string[]): Promise<void> {
   // Registered before the configuration is checked: a refusal may quote a value the key was pasted into.
   const rawKey = process.env["GENERATION_API_KEY"]?.trim();
   if (rawKey !== undefined && !isUnfilledPlaceholder(rawKey)) registerSecret(rawKey);
-  // A mistyped variable would be ignored without a word: named, with the one probably meant.
   for (const warning of unknownVariables(process.env)) process.stderr.write(`generation-mcp: ${warning}\n`);
   const command = argv[0] ?? "";
   if (Object.hasOwn(COMMANDS, command)) {
@@ -91,17 +88,12 @@ async function main(argv: string[]): Promise<void> {
     help: { type: "boolean", short: "h" },
     version: { type: "boolean", short: "v" },
   });
-  // Asked for, so they are the output: stdout (no server runs, so no protocol is on it).
+  // Asked for, so they are the output (no server runs, so no protocol is on stdout).
   if (values.help) {
     return void process.stdout.write(`${USAGE}\n${describeCommands()}\n${describeOptions()}\n`);
   }
   if (values.version) return void process.stdout.write(`${VERSION}\n`);
-  const flags = Object.fromEntries(
-    Object.entries(values).flatMap(([name, value]) =>
-      typeof value === "string" || value === true ? [[`--${name}`, value]] : [],
-    ),
-  );
-  const config = loadConfig({ env: process.env, flags, directories: positionals });
+  const config = loadConfig({ env: process.env, flags: settingFlags(values), directories: positionals });
   const logger = new Logger();
   // Dropped from the allowed folders without a word, a typo would only show as refused uploads later.
   const missing = await missingFolders(config.allowedDirs ?? []);
@@ -112,13 +104,7 @@ async function main(argv: string[]): Promise<void> {
     );
   }
   if (config.http === undefined && config.allowedDirs === undefined) {
-    const found = await resolveAllowedDirs({
-      configured: undefined,
-      roots: [],
-      outputDir: config.outputDir,
-      home: homedir(),
-    });
-    if (found.length === 0) {
+    if ((await existingUploadFolders(config)).length === 0) {
       logger.warning(
         "no upload folder exists (~/Pictures, ~/Downloads, ~/Desktop or the output folder), so local images can be " +
           "uploaded only from the client's MCP roots: set GENERATION_ALLOWED_DIRS (or --allowed-dirs) to the folders to allow.",
@@ -141,18 +127,12 @@ class StartError extends Error {
   override name = "StartError";
 }
 
-/**
- * The service (the real one, or a sandbox of this process's own), the state shared with other replicas
- * (Redis), then MCP over stdio (one client, one runtime) or Streamable HTTP (one runtime per service key),
- * until the client leaves or SIGTERM/SIGINT. Each way shuts down within SHUTDOWN_LIMIT_MS.
- */
+/** MCP over stdio (one client, one runtime) or Streamable HTTP (a runtime per service key) until stopped. */
 async function serve(config: Config, logger: Logger): Promise<void> {
-  const { target, closeSandbox } = await serviceTarget(config, logger);
-  const hub = await openSharedState(config, logger);
+  const { target, hub, close: closeAll } = await openService(config, logger);
   const makeRuntime = async (serving: ServiceTarget, uploads?: UploadDesk) =>
     (await import("./runtime.js")).createRuntime(config, serving, logger, VERSION, {}, hub, uploads);
   const mediaOrigin = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).origin : undefined;
-  const closeAll = () => Promise.allSettled([closeSandbox(), hub?.close()]);
   if (config.http === undefined) {
     const serving = serveStdio({
       version: VERSION,
@@ -203,7 +183,6 @@ function onShutdown(close: () => Promise<unknown>): () => void {
   const shutdown = () => {
     if (closing) return;
     closing = true;
-    // A stuck close must not keep a client's server alive.
     setTimeout(() => process.exit(0), SHUTDOWN_LIMIT_MS).unref();
     void close().finally(() => process.exit(0));
   };

@@ -1,7 +1,6 @@
 /**
- * Logs go to stderr (stdout is the protocol channel) and to the sinks (a connected client's MCP log
- * notifications, one call's request stream). Each message passes the logger's redactor once, and a stderr
- * line stays one line whatever it holds, so text from the service or the client cannot forge log lines.
+ * Logs go to stderr (stdout is the protocol's) and to sinks (MCP log notifications), each message redacted
+ * once; a stderr line stays one line, so text from the service or a client cannot forge log lines.
  */
 import { PROCESS_REDACTOR, type Redactor } from "./redact.js";
 
@@ -68,8 +67,7 @@ export class Logger {
   readonly error: LogLine = (message, data) => this.log("error", message, data);
 }
 
-// Controls (C0, DEL, C1 such as NEL), line and paragraph separators, and the bidi controls that can make a
-// line read as something else. JSON.stringify escapes only the C0 ones, so this runs on data too.
+// Controls, line separators and bidi controls; JSON.stringify escapes only C0, so this runs on data too.
 // eslint-disable-next-line no-control-regex
 const LINE_BREAKERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 const SHORT_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };

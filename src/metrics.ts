@@ -1,8 +1,6 @@
 /**
- * Prometheus metrics (`GENERATION_METRICS=on`, `--http` only): the one place that names metrics and bounds
- * their labels. The hot paths report to `metrics()`, a no-op until `startMetrics` loads prom-client (a lazy
- * chunk: a stdio session never loads it). No label carries a key, token, subject, prompt or id: tools are the
- * server's own names, routes templates, outcomes and statuses from fixed sets; anything else is "other".
+ * Prometheus metrics (`--http` only): the one place that names metrics. Hot paths report to `metrics()`, a
+ * no-op until `startMetrics` loads prom-client; labels come from fixed sets (else "other"), never an id.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { ERROR_CODES } from "./api/errors.js";

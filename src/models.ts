@@ -1,7 +1,6 @@
 /**
- * Facts of the generation service (spec sections 2.6, 4 and 8), plus the documented choices we made where
- * the spec says "not shown". Both ends of the wire read them: the client to validate and estimate before
- * spending credits, the sandbox to behave like the service. Nothing else in the code base hard-codes them.
+ * Facts of the generation service (spec sections 2.6, 4 and 8) and our documented choices where it says
+ * "not shown": the client validates and estimates by them, the sandbox acts by them; nothing else has them.
  */
 
 export const VIDEO_MODELS = ["vendor-video-1-5-pro", "vendor-video-2-0", "vendor-video-2-0-fast"] as const;

@@ -1,13 +1,8 @@
 /**
- * Secrets masked at the one exit every output passes (tool results, progress, log lines, task records). The
- * process's own secrets (the stdio key, the gateway's key, a Redis password) are registered once and masked
- * everywhere; a caller's own bearer never is (it could censor other callers' answers: a bearer `completed`),
- * its runtime masks that caller's outputs with `PROCESS_REDACTOR.with(key)` for its whole life.
- *
- * Matching sees the text case-folded (full-width ASCII as ASCII) without junk: controls, whitespace, format
- * characters (zero-width, bidi, soft hyphen, BOM ...), ANSI sequences (also `[31m` without its ESC) and escape
- * text (`\n`, `\u200b`, `\x1b`, `\033`, `\\n`). Every run of max(8, ceil(length / 3)) characters of a secret is
- * masked, junk inside included (6-7 character secrets only whole): a key cut in two never shows in full.
+ * Secrets masked at the one exit every output passes (docs/security.md). The process's own are masked
+ * everywhere; a caller's bearer only in its own runtime's outputs (a bearer `completed` would censor others).
+ * Matching sees the text case-folded without junk (controls, format characters, ANSI, escape text); every run
+ * of max(8, ceil(length / 3)) characters of a secret is masked, so a key cut in two never shows in full.
  */
 const MASK = "[redacted]";
 const BEARER = /\b(Bearer\s+)(?![<[])[^\s"',;]{6,}/gi;
@@ -156,10 +151,7 @@ export function cleanText(value: unknown, maxChars = 300): string {
 
 export const SANITIZE_LIMITS = { maxDepth: 8, maxNodes: 1_000, maxChars: 20_000 } as const;
 
-/**
- * Strings cleaned (`cleanText`), shape kept to 8 levels, at most 50 entries per array or object, and the
- * whole bounded by a budget of values and characters (recursion is bounded by the depth limit).
- */
+/** Strings cleaned, shape kept to 8 levels and 50 entries a container, within a budget of values and text. */
 export function sanitizeValue(value: unknown, limits: { maxNodes?: number } = {}): unknown {
   const budget = { nodes: limits.maxNodes ?? SANITIZE_LIMITS.maxNodes, chars: SANITIZE_LIMITS.maxChars };
   const text = (raw: string, max: number) => {

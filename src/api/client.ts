@@ -24,15 +24,9 @@ import type {
 } from "./types.js";
 
 export interface ClientOptions extends Omit<HttpOptions, "onStatus"> {
-  /**
-   * Told when an answer carried something unusable that was replaced or dropped (a hostile status, a
-   * completed task without a usable URL). The text holds field paths only, never the service's values.
-   */
+  /** Told what an answer carried that was unusable and replaced or dropped: field paths, never values. */
   onWarning?: (message: string, data: { video_id?: string }) => void;
-  /**
-   * The key is the operator's (stdio, gateway) and trusted as it is. False for a caller's own key over
-   * HTTP: until the service has accepted it, `keyState` is "unknown" and `ensureAccepted` asks.
-   */
+  /** False for a caller's own key over HTTP: `keyState` is "unknown" until the service accepts it. */
   trustedKey?: boolean;
 }
 
@@ -91,9 +85,8 @@ export class GenerationClient implements GenerationApi {
   }
 
   /**
-   * POST /upload as multipart field `image`, streamed with its exact length; uploads spend no credits, so
-   * they may be retried, each attempt reading the source afresh from byte 0. An error of the source itself
-   * (the file changed) is what the call rejects with, and no attempt is made after it.
+   * POST /upload as multipart field `image`, streamed with its exact length; free, so retried, each attempt
+   * reading the source afresh. An error of the source itself (the file changed) ends the call.
    */
   async upload(source: UploadSource, options: RequestOptions = {}) {
     const boundary = `----generation-mcp-${randomBytes(12).toString("hex")}`;
@@ -162,10 +155,7 @@ export class GenerationClient implements GenerationApi {
     return this.state;
   }
 
-  /**
-   * Resolves once the service has accepted the key, asking it (GET /credits, free) when nothing has shown it
-   * yet; rejects with the service's refusal. Called before anything is written for a caller's own key.
-   */
+  /** Resolves once the service has accepted the key (asking GET /credits, free, if need be), else rejects. */
   async ensureAccepted(): Promise<void> {
     if (this.state === "accepted") return;
     if (this.state === "refused" && this.refusal !== undefined) throw this.refusal;

@@ -1,7 +1,4 @@
-/**
- * One error class per failure class, each carrying the code a tool result starts with, the HTTP status (when
- * there was one), the service's request id, a next step for the assistant, and whether it may have charged.
- */
+/** One error class per failure class: the code a tool result starts with, status, request id, next step. */
 import { fix } from "../advice.js";
 import { PRICE_LIST, isUsable } from "../models.js";
 
@@ -82,10 +79,7 @@ export class UpstreamError extends errorClass("UpstreamError", "upstream_error",
 /** The service could not be reached, or the connection broke. */
 export class NetworkError extends errorClass("NetworkError", "network_error") {}
 export class TimeoutError extends errorClass("TimeoutError", "timeout") {}
-/**
- * A spend limit of this server (GENERATION_MAX_CREDITS_PER_CALL, GENERATION_DAILY_CREDITS, or a cost the user
- * could not be asked to confirm) refused the call before anything reached the service.
- */
+/** A spend limit of this server refused the call before anything reached the service. */
 export class BudgetExceededError extends errorClass("BudgetExceededError", "budget_exceeded", {
   transient: false,
 }) {}

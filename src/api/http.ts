@@ -1,11 +1,10 @@
 /**
- * HTTP to the generation service: auth, the `{data, error}` envelope (shapes.ts reads its `data`), timeouts
- * joined with the caller's signal and deadline, capped bodies, the rate budget, and retries for reads only. A
- * POST that may charge is sent once: whether to try again is decided above this layer, where the cost of a
- * second charge is known.
+ * HTTP to the generation service: auth, the `{data, error}` envelope, timeouts joined with the caller's
+ * signal and deadline, capped bodies, the rate budget, and retries for reads only (a charging POST: once).
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import type * as UndiciModule from "undici";
 import type { Dispatcher } from "undici";
 import { fix } from "../advice.js";
@@ -24,12 +23,10 @@ import {
   errorFromResponse,
 } from "./errors.js";
 import {
-  DEFAULT_MAX_WAIT_MS,
   MAX_FOREGROUND_429_WAIT_MS,
   headerValue,
   type HeaderBag,
-  parseResetHeader,
-  parseRetryAfter,
+  retryHint,
   tooLongToWait,
   type RateBudget,
 } from "./rate-budget.js";
@@ -38,10 +35,7 @@ import type { RequestOptions } from "./types.js";
 
 let undici: Promise<typeof UndiciModule> | undefined;
 
-/**
- * undici, loaded on first use (a large module most of a session's start never needs). It is CommonJS: its
- * names sit on the namespace under Node, but only on `default` once bundled.
- */
+/** undici, loaded on first use (a large module); CommonJS, so its names sit on `default` once bundled. */
 export function loadUndici(): Promise<typeof UndiciModule> {
   undici ??= import("undici").then((module) =>
     "Agent" in module ? module : (module as { default: typeof UndiciModule }).default,
@@ -80,6 +74,7 @@ export interface CallOptions extends RequestOptions {
 const DEFAULT_CALL_DEADLINE_MS = 45_000;
 /** Answers larger than this are not read (a status or a list is a few kilobytes). */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const TOO_LARGE = `The service's answer exceeded ${MAX_RESPONSE_BYTES} bytes; it was not read.`;
 /** Below this much time left, another attempt could not get an answer in: stop and report. */
 const MIN_ATTEMPT_MS = 1000;
 /** Failures of the connection phase: no byte of the request reached the service, nothing was charged. */
@@ -91,7 +86,7 @@ const TLS_CODE =
 
 export class HttpTransport {
   private readonly base: URL;
-  /** Made on the first request: undici is loaded only once something is sent (a faster cold start). */
+  /** Made on the first request, so undici loads only once something is sent. */
   private dispatcher: Promise<Dispatcher> | undefined;
 
   constructor(private readonly options: HttpOptions) {
@@ -169,7 +164,8 @@ export class HttpTransport {
       // One observe per acquire: as soon as the headers are in, the budget learns the window.
       this.options.budget.observe(response.statusCode, response.headers);
       this.options.onStatus?.(response.statusCode);
-      text = await readCapped(response.body, MAX_RESPONSE_BYTES);
+      const tooLarge = () => new InternalServiceError(TOO_LARGE);
+      text = (await buffer(capped(response.body, MAX_RESPONSE_BYTES, tooLarge))).toString("utf8");
       answered(response.statusCode);
     } catch (error) {
       answered?.(response?.statusCode ?? 0);
@@ -225,15 +221,12 @@ export class HttpTransport {
     const code = typeof error?.["code"] === "string" ? error["code"] : undefined;
     throw errorFromResponse(status, code, message, {
       requestId,
-      retryAtMs: retryAt(status, headers),
+      retryAtMs: retryHint(headers, Date.now(), status),
       maybeProcessed: charging && (status >= 500 || status === 408),
     });
   }
 
-  /**
-   * Waits for the rate budget, never past the deadline: when the budget already knows the wait would be
-   * longer than a call of the user's can afford, it answers rate_limit_exceeded at once (nothing was sent).
-   */
+  /** Waits for the rate budget, never past the deadline; a known wait too long for the user is a 429 now. */
   private async acquireBefore(call: CallOptions, deadline: number): Promise<void> {
     const priority = call.priority ?? "foreground";
     const left = deadline - Date.now();
@@ -302,10 +295,7 @@ export class HttpTransport {
     }
     return new NetworkError(
       `The connection to the generation service broke (${code ?? "connection closed"}).`,
-      {
-        maybeProcessed: charging,
-        cause: error,
-      },
+      { maybeProcessed: charging, cause: error },
     );
   }
 
@@ -316,15 +306,6 @@ export class HttpTransport {
     const ceiling = Math.min(10_000, 500 * 2 ** attempt);
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
-}
-
-/** When a 429 or 503 says to ask again: Retry-After, else (429) the window's reset. */
-function retryAt(status: number, headers: HeaderBag): number | undefined {
-  if (status !== 429 && status !== 503) return undefined;
-  const now = Date.now();
-  const delay = parseRetryAfter(headerValue(headers, "retry-after"), now);
-  if (delay !== undefined) return now + Math.min(delay, DEFAULT_MAX_WAIT_MS);
-  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) : undefined;
 }
 
 function budgetSpent(waitMs: number): RateLimitError {
@@ -338,18 +319,13 @@ function budgetSpent(waitMs: number): RateLimitError {
   );
 }
 
-async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy?: () => void }, cap: number) {
-  const chunks: Buffer[] = [];
-  let size = 0;
+/** A body's chunks, failing with `tooLarge()` once they pass `maxBytes` (leaving the loop drops the rest). */
+export async function* capped(body: AsyncIterable<Uint8Array>, maxBytes: number, tooLarge: () => Error) {
+  let bytes = 0;
   for await (const chunk of body) {
-    size += chunk.length;
-    if (size > cap) {
-      body.destroy?.();
-      throw new InternalServiceError(`The service's answer exceeded ${cap} bytes; it was not read.`);
-    }
-    chunks.push(Buffer.from(chunk));
+    if ((bytes += chunk.length) > maxBytes) throw tooLarge();
+    yield chunk;
   }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function errorCode(error: unknown): string | undefined {

@@ -1,13 +1,9 @@
-/**
- * The key's request budget, shared by every call of the process: background polls only spend what lies above
- * a reserve kept for the user's own calls, so waiting on many tasks never starves generate or credits.
- */
+/** The key's request budget: background polls spend only what lies above a reserve for the user's calls. */
 import { DEFAULT_RATE_LIMIT_PER_MINUTE } from "../models.js";
 import { RateLimitError, type GenerationError } from "./errors.js";
 import { abortable } from "./sleep.js";
 import type { RequestPriority } from "./types.js";
 
-/** Response headers as undici gives them. */
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
 /** Case-insensitive; the first value when the header came more than once. */
@@ -23,10 +19,7 @@ export function headerValue(headers: HeaderBag, name: string): string | undefine
 export interface RateBudget {
   /** Resolves when a request of this priority may be sent; rejects with AbortedError when the signal aborts. */
   acquire(priority: RequestPriority, signal?: AbortSignal): Promise<void>;
-  /**
-   * Feeds the status and X-RateLimit-* headers of every answer back into the budget. Status 0 means "no
-   * answer came" (connection failed or timed out): it only frees the in-flight slot taken by `acquire`.
-   */
+  /** Feeds every answer's status and X-RateLimit-* headers back; status 0 (no answer) only frees the slot. */
   observe(status: number, headers: HeaderBag): void;
   /** Milliseconds to wait before retrying after a 429, from the last headers seen (clamped). */
   retryDelayMs(headers?: HeaderBag): number;
@@ -56,12 +49,9 @@ export interface TokenBucketOptions {
 }
 
 /**
- * Window-seeded token bucket. Until the first answer it knows nothing about the key, so it spaces requests
- * evenly at the spec's 60 per minute (the first one goes at once). Once the service has sent
- * `X-RateLimit-*`, the tokens are the window's remaining requests (minus our own requests still in flight),
- * refilled to the limit when the window resets. Foreground requests may spend every token; background
- * requests only the tokens above the reserve, served first-in first-out and spread evenly over what is left
- * of the window.
+ * Window-seeded token bucket: until the first X-RateLimit-* headers it spaces requests at the spec's 60 per
+ * minute; then the tokens are the window's remaining requests less ours in flight. Background requests spend
+ * only the tokens above the reserve, first-in first-out, spread over the rest of the window.
  */
 export class TokenBucketBudget implements RateBudget {
   private readonly now: () => number;
@@ -115,13 +105,9 @@ export class TokenBucketBudget implements RateBudget {
     const headerReset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
 
     if (status === 429) {
-      const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
-      // Without a usable hint (headers missing or garbage) a whole window would outlast the tool call:
-      // back off briefly instead, doubling while such 429s keep coming.
+      // Without a usable hint a whole window would outlast the call: back off briefly, doubling.
       const until =
-        retryAfter !== undefined
-          ? now + Math.min(retryAfter, DEFAULT_MAX_WAIT_MS)
-          : (headerReset ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++));
+        retryHint(headers, now) ?? now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintless429s++);
       this.seeded = true;
       this.remaining = 0;
       this.resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
@@ -131,8 +117,7 @@ export class TokenBucketBudget implements RateBudget {
 
     this.refresh(now);
     if (headerReset === undefined && headerRemaining === 0) {
-      // "Nothing left" with a reset we cannot read (absent, garbage, absurdly far): believing a whole window
-      // would hold every call for a minute. Probe again soon instead; a 429 then tells us more.
+      // "Nothing left" without a readable reset: probe again soon rather than hold every call a minute.
       this.remaining = 0;
       this.seeded = true;
       this.resetAt = now + Math.min(WINDOW_MS, HINTLESS_429_BASE_MS * 2 ** this.hintlessEmpty++);
@@ -152,11 +137,8 @@ export class TokenBucketBudget implements RateBudget {
 
   retryDelayMs(headers?: HeaderBag): number {
     const now = this.now();
-    let delay = headers && parseRetryAfter(headerValue(headers, "retry-after"), now);
-    if (headers && delay === undefined) {
-      const reset = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now);
-      if (reset !== undefined) delay = reset - now;
-    }
+    const hinted = headers && retryHint(headers, now);
+    let delay = hinted === undefined ? undefined : hinted - now;
     if (delay === undefined && this.seeded && this.remaining <= 0) delay = this.resetAt - now;
     const jitter = this.random() * 250;
     return Math.round(Math.min(DEFAULT_MAX_WAIT_MS, Math.max(MIN_RETRY_DELAY_MS, delay ?? 1000) + jitter));
@@ -227,7 +209,6 @@ export class TokenBucketBudget implements RateBudget {
     this.timer.unref?.();
   }
 
-  /** The earliest time a request of this priority may go, given the current state. */
   private grantTime(priority: RequestPriority, now: number): number {
     if (!this.seeded) return Math.max(now, this.nextPacedAt);
     const usable = priority === "foreground" ? this.remaining : this.remaining - this.reserve();
@@ -241,27 +222,17 @@ export class TokenBucketBudget implements RateBudget {
 type HeaderInput = string | readonly string[] | number | undefined;
 
 /**
- * Reads `X-RateLimit-Reset` as an epoch in milliseconds, whatever the service meant: epoch seconds (~1.7e9),
- * epoch milliseconds (~1.7e12), seconds from now, or an HTTP-date. The answer lies in [nowMs, nowMs +
- * maxWaitMs]; undefined for values that are malformed, negative, or epochs far from our clock.
+ * Reads `X-RateLimit-Reset` (epoch seconds or milliseconds, seconds from now, an HTTP-date) as an epoch in ms
+ * within [nowMs, nowMs + maxWaitMs]; undefined when malformed, negative, or far from our clock.
  */
 export function parseResetHeader(value: HeaderInput, nowMs: number, maxWaitMs = DEFAULT_MAX_WAIT_MS) {
-  const n = parseNumber(value);
-  if (n === undefined) {
-    // Some services send an HTTP-date here, as in Retry-After.
-    const delay = parseRetryAfter(value, nowMs);
-    return delay === undefined ? undefined : nowMs + Math.min(delay, maxWaitMs);
-  }
-  if (n < 0) return undefined;
-  const at = n >= 1e11 ? n : n >= 1e9 ? n * 1000 : nowMs + n * 1000;
-  if (Math.abs(at - nowMs) > SANE_EPOCH_DISTANCE_MS) return undefined;
-  return Math.min(Math.max(at, nowMs), nowMs + maxWaitMs);
+  const delay = parseRetryAfter(value, nowMs);
+  // Read as Retry-After is, but seconds from now may reach no further than an epoch may (an HTTP-date may).
+  const tooFar = delay !== undefined && delay > SANE_EPOCH_DISTANCE_MS && parseNumber(value) !== undefined;
+  return delay === undefined || tooFar ? undefined : nowMs + Math.min(delay, maxWaitMs);
 }
 
-/**
- * Reads `Retry-After` as a delay in milliseconds: delta seconds or an HTTP-date (an epoch in seconds is
- * tolerated too). Not clamped; undefined for malformed or negative values. A past date means 0.
- */
+/** Reads `Retry-After` (delta seconds, an HTTP-date, or an epoch) as a delay in ms, not clamped; past: 0. */
 export function parseRetryAfter(value: HeaderInput, nowMs: number): number | undefined {
   const text = firstText(value);
   const n = parseNumber(text);
@@ -280,6 +251,14 @@ function firstText(value: HeaderInput): string | undefined {
   const raw = typeof value === "number" ? String(value) : Array.isArray(value) ? value[0] : value;
   const text = typeof raw === "string" ? raw.trim() : "";
   return text === "" ? undefined : text;
+}
+
+/** When an answer says to ask again (epoch ms): a 429's or 503's Retry-After, else a 429's window reset. */
+export function retryHint(headers: HeaderBag, nowMs: number, status = 429): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const delay = parseRetryAfter(headerValue(headers, "retry-after"), nowMs);
+  if (delay !== undefined) return nowMs + Math.min(delay, DEFAULT_MAX_WAIT_MS);
+  return status === 429 ? parseResetHeader(headerValue(headers, "x-ratelimit-reset"), nowMs) : undefined;
 }
 
 /** A leading decimal number ("60", "59.5", "60, 60" from a folded duplicate header); nothing else. */

@@ -1,11 +1,7 @@
 /**
- * Reading the `data` of the service's answers (CONTRACT.md "Tolerance"; http.ts unwraps the envelope). A field
- * the spec names (`video_id`, `status`, `video_url`, `error`, a list's totals, a list item's request fields)
- * is read by that name at any depth: breadth-first, the shallowest first, then in the answer's order. Where
- * the spec shows no name the rule is plain: the upload's URL is the first http(s) URL, image results are
- * every http(s) URL, a list is the first array of objects, paid access is the first boolean keyed "paid".
- * Every walk is bounded, so a huge or deep answer costs bounded work; an id, a status or a URL that cannot be
- * relayed is never returned.
+ * Reading the `data` of the service's answers (CONTRACT.md "Tolerance"): a field the spec names is read by
+ * that name at any depth, the shallowest first; where it shows no name, by a plain rule (the upload's URL is
+ * the first http(s) URL). Every walk is bounded; an id, status or URL that cannot be relayed is not returned.
  */
 import { InternalServiceError } from "./errors.js";
 import type { ImageResult, JsonObject, StartedVideo, VideoPage, VideoStatus } from "./types.js";
@@ -23,7 +19,6 @@ function* keysOf(value: object): Generator<string | number> {
 const isEmpty = (value: unknown) => typeof value === "object" && value !== null && keysOf(value).next().done;
 
 // Single fields are relayed whole or never: a repaired id or URL would name what the service did not.
-// Longer strings never qualify as an id, a status or a URL.
 const MAX_FIELD_CHARS = 2048;
 // Controls, format (bidi, zero-width), surrogate, private-use characters and every kind of whitespace.
 const UNSAFE_CHAR = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}\p{Zs}\s]/u;
@@ -60,10 +55,7 @@ export const WALK_LIMITS = { maxDepth: 8, maxNodes: 10_000, maxChildren: 1_000 }
 /** `key`: in the parent object; undefined for the root and for array items. */
 export type WalkNode = { value: unknown; key: string | undefined; depth: number; parent?: WalkNode };
 
-/**
- * Visits `root` and its contents iteratively, breadth-first (or in document order with `inOrder`), within
- * WALK_LIMITS (one huge array cannot spend it all); `"skip"` leaves a node's contents unseen, `"stop"` ends.
- */
+/** Visits `root` breadth-first (or in document order) within WALK_LIMITS; "skip" its contents, "stop". */
 export function walk(root: unknown, visit: (node: WalkNode) => "skip" | "stop" | undefined, inOrder = false) {
   const queue: WalkNode[] = [{ value: root, key: undefined, depth: 0 }];
   let [head, nodes, truncated] = [0, 1, false];
@@ -118,9 +110,8 @@ export const findVideoId = (data: unknown) => named(data, "video_id", safeId);
 export const findVideoUrl = (data: unknown) => named(data, "video_url", safeUrl);
 
 /**
- * A history item (GET /videos), as a lost start is matched against it (generations/settlement.ts): its id, prompt,
- * model and status at any depth; duration and aspect ratio as the item echoes the request (at its top level,
- * or under request/input/params); `created_at` as epoch ms when it reads as ISO text, seconds or milliseconds.
+ * A history item (GET /videos), as generations/settlement.ts matches a lost start: duration and aspect ratio as it
+ * echoes the request (top level, or under request/input/params); `created_at` as epoch ms.
  */
 export function toHistoryItem(item: JsonObject) {
   const echoed = (key: string): unknown => {
@@ -151,11 +142,7 @@ function readTime(value: unknown): number | undefined {
   return Number.isNaN(parsed) ? undefined : parsed;
 }
 
-/**
- * GET /credits (field names "not shown"): the first boolean, outside arrays (an account's access is not a list
- * item), whose key has the word "paid" (`paid_access`, `hasPaidAccess`, `access.paid`; not `unpaid`);
- * undefined when the answer says nothing we can read.
- */
+/** GET /credits: the first boolean, outside arrays, whose key has the word "paid" (not `unpaid`). */
 export const findPaidAccess = (data: unknown): boolean | undefined =>
   find(
     data,
@@ -295,10 +282,7 @@ export function toUploadResult(data: unknown) {
   throw error;
 }
 
-/**
- * POST /generate-image: every http(s) URL of the answer in its own order, deduplicated, at most 50, never one
- * of the references the request sent; none when the service answered with a task to follow up.
- */
+/** POST /generate-image: the answer's http(s) URLs in order, unique, at most 50, never a reference sent. */
 export function toImageResult(data: unknown, sentReferences: readonly string[] = []): ImageResult {
   const sent = new Set(sentReferences.flatMap((reference) => [reference, safeUrl(reference) ?? reference]));
   const urls = new Set<string>();
@@ -318,8 +302,6 @@ export function findImageId(data: unknown): string | undefined {
   if (!isObject(data)) return undefined;
   return [data["image_id"], data["id"], data["task_id"]].map(safeId).find((id) => id !== undefined);
 }
-
-// ---- what an answer held, without its values (for messages about an answer that lacked something)
 
 /** `result.output[].url`: keys cleaned to `[A-Za-z0-9_$-]`, at most 32 characters each, 100 in all. */
 export function pathOf(node: WalkNode): string {

@@ -1,26 +1,20 @@
 /**
- * How `--http` turns each request's `Authorization` header into a `Caller`, or a refusal (HTTP 401 with its
- * `WWW-Authenticate` challenge), in the mode the operator configured:
- * - passthrough (the default): the bearer is the caller's own service key. It is not judged here: the
- *   service judges it when the caller first needs the service (runtime-pool.ts), and nothing is kept for a
- *   key before that.
- * - gateway (GENERATION_HTTP_TOKENS): the server holds the service key; callers present tokens whose
- *   SHA-256 hashes the operator listed. The token never leaves this module except as its digest.
- * - OAuth (GENERATION_OAUTH_ISSUER): the team's authorization server signs callers in (oauth.ts).
+ * How `--http` turns a request's `Authorization` header into a `Caller` or a 401 (docs/http-and-sign-in.md):
+ * passthrough (the bearer is the caller's own key, judged by the service on first use), gateway (tokens whose
+ * SHA-256 the operator listed; a token leaves this module only as its digest), or OAuth (oauth.ts).
  */
 import { timingSafeEqual } from "node:crypto";
 import type { HttpConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
-import { bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
+import { bearerToken, digestOf, unauthorized, type Caller, type Refusal } from "./caller.js";
 
 /** Longest bearer token accepted: anything longer is not a key, and is not hashed or sent anywhere. */
 const MAX_TOKEN_CHARS = 1024;
 const REALM = 'Bearer realm="generation-mcp"';
 
 /**
- * The mode `config` names. `oauth`: the resource server's metadata, challenges and readiness; `callerKeys`:
- * each caller's bearer is its own service key; `bearerHint`: what the discovery paths of OAuth answer when
- * this server has no OAuth; `mode`: a few words for the start-up line.
+ * The mode `config` names. `callerKeys`: each bearer is its caller's own service key; `bearerHint`: what
+ * OAuth's discovery paths answer without OAuth; `mode`: words for the start-up line.
  */
 export async function authFor(config: HttpConfig, serviceKey: string, logger: Logger) {
   if (config.oauth !== undefined) {
@@ -68,12 +62,8 @@ function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
     const digest = digestOf(token);
     const given = Buffer.from(digest, "hex");
     if (!hashes.some((hash) => timingSafeEqual(hash, given))) {
-      return {
-        status: 401,
-        challenge: `${REALM}, error="invalid_token"`,
-        error: "invalid_token",
-        message: "this token is not accepted by this server.",
-      };
+      const refused = "this token is not accepted by this server.";
+      return unauthorized(`${REALM}, error="invalid_token"`, "invalid_token", refused);
     }
     // One service key serves every admitted caller; what each sees and reuses stays its own.
     return { id: digest, serviceKey, scope: digest.slice(0, 16) };
@@ -81,5 +71,5 @@ function gatewayAuth(tokenHashes: readonly string[], serviceKey: string) {
 }
 
 function missing(message: string): Refusal {
-  return { status: 401, challenge: REALM, error: "invalid_request", message };
+  return unauthorized(REALM, "invalid_request", message);
 }

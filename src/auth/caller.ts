@@ -1,22 +1,13 @@
 /**
- * Who is asking: made once at the edge (a stdio user, an HTTP bearer that is a service key, a gateway token,
- * an OAuth subject) and carried everywhere that scopes something: the runtime (by service key), the
- * concurrency cap, MCP task records, the duplicate guard, settlement, ownership of tasks and spend. No place
- * derives "who" on its own. And what a signed-in caller's grants must hold for a request.
+ * Who is asking: made once at the edge (a stdio user, a bearer, a gateway token, an OAuth subject), carried
+ * everywhere that scopes something, so no place derives "who" on its own; and what its grants must hold.
  */
 export interface Caller {
-  /**
-   * Stable and opaque: a hex SHA-256 of what identifies the caller (its bearer, its token, `iss` + `sub`).
-   * Caps, cancellations and spend are counted per id. Never the credential itself.
-   */
+  /** Stable and opaque: a hex SHA-256 of what identifies the caller, never the credential itself. */
   id: string;
   /** The service key this caller's calls use: its own (stdio, passthrough) or the one the server holds. */
   serviceKey: string;
-  /**
-   * Set when one service key serves several callers (gateway tokens, OAuth subjects): tasks, reuse and the
-   * history a caller sees are its own, never another's. Undefined when the caller owns the key's whole
-   * account (stdio, passthrough).
-   */
+  /** Set when one service key serves several callers: what each sees and reuses is its own. */
   scope: string | undefined;
   /** For OAuth: the scopes the token grants (`generation:read`, `generation:create`). */
   grants?: ReadonlySet<string> | undefined;
@@ -31,6 +22,10 @@ export interface Refusal {
   message: string;
 }
 
+export function unauthorized(challenge: string, error: string, message: string): Refusal {
+  return { status: 401, challenge, error, message };
+}
+
 /** The token of `Authorization: Bearer <token>`, or undefined when the header is missing or malformed. */
 export function bearerToken(header: string | undefined, maxChars: number): string | undefined {
   if (header === undefined || header.length > maxChars + 16) return undefined;
@@ -38,10 +33,7 @@ export function bearerToken(header: string | undefined, maxChars: number): strin
   return token === undefined || token.length > maxChars ? undefined : token;
 }
 
-/**
- * Hex SHA-256 of a credential: how callers and runtimes are named anywhere (never by the secret). node:crypto
- * loads on the first digest, not on the stdio start-up path (it costs ~5 ms to load).
- */
+/** Hex SHA-256 of a credential; node:crypto (~5 ms) loads at the first, off the stdio start-up path. */
 export function digestOf(secret: string): string {
   return process.getBuiltinModule("node:crypto").createHash("sha256").update(secret).digest("hex");
 }
@@ -59,11 +51,7 @@ export function localCaller(serviceKey: string): Caller {
   };
 }
 
-/**
- * What an OAuth access token must grant: `generation:read` to look (get_status, list_videos, get_credits,
- * and tasks), `generation:create` to start or upload (what spends credits or writes). Checked before
- * anything reaches the service; a token without it gets HTTP 403 `insufficient_scope` naming it.
- */
+/** What an OAuth token must grant: `read` to look (and tasks), `create` to start or upload; else HTTP 403. */
 export const SCOPES = { read: "generation:read", create: "generation:create" } as const;
 
 const TOOL_SCOPES: Readonly<Record<string, string>> = {
@@ -75,11 +63,7 @@ const TOOL_SCOPES: Readonly<Record<string, string>> = {
   get_credits: SCOPES.read,
 };
 
-/**
- * The scopes `caller` lacks for the requests of a message (a batch: all of them). Discovery, lists and
- * notifications need none beyond a valid token; an unknown tool none either (its call is refused as bad
- * input). Callers without grants (not OAuth) lack none.
- */
+/** The scopes `caller` lacks for a message's requests (tool calls and tasks need one); no grants: none. */
 export function missingScopes(
   caller: Caller,
   messages: ReadonlyArray<{ method?: unknown; params?: unknown }>,

@@ -1,14 +1,7 @@
 /**
- * The issuer's signing keys, as auth/oauth.ts verifies tokens with them. Its `jwks_uri` is found once through
- * its discovery document; the key set is fetched at start, again every 60 s while all is well (every 5 s
- * while it fails), and on demand: for a key id no key in hand has, or when a readiness probe finds the last
- * fetch older than 10 s. On-demand fetches come at most once per cool-down (5 s), and one fetch at a time
- * serves everyone waiting for it, so forged key ids cannot turn this server into a fetch cannon.
- *
- * The last good key set is kept whatever the issuer does meanwhile: while it is away (no answer, an error
- * status, something that is not a key set), tokens under the keys in hand still verify. A good fetch replaces
- * the whole set, so a key the issuer removed stops verifying. A set without a good fetch for 24 h is no
- * longer used: keys the issuer may long have revoked are not trusted forever.
+ * The issuer's signing keys (docs/http-and-sign-in.md): fetched at start, every 60 s (5 s while failing) and
+ * on demand at most once per cool-down, one fetch serving all waiters, so forged key ids cannot make this a
+ * fetch cannon. The last good set is kept through outages, but not past 24 h: revoked keys are not trusted.
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import type { Logger } from "../logger.js";
@@ -73,10 +66,7 @@ export async function keepIssuerKeys(issuer: string, logger: Logger) {
 
   return {
     current,
-    /**
-     * Fetches the key set again, unless a fetch began less than `coolDownMs` ago (then joins the one under way,
-     * if any). True when it brought a new set.
-     */
+    /** Fetches the key set again unless one began within `coolDownMs` (joins one under way); true if new. */
     refetch(coolDownMs = COOL_DOWN_MS): Promise<boolean> {
       if (fetching !== undefined) return fetching;
       return Date.now() - attemptedAt < coolDownMs ? Promise.resolve(false) : fetchOnce();

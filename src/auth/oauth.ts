@@ -1,24 +1,13 @@
 /**
- * OAuth 2.1 resource server (MCP authorization; RFC 9728 Protected Resource Metadata; RFC 8707 audience;
- * RFC 6750 errors) in front of the one service key the server holds. It never issues tokens: the team's
- * authorization server does (Keycloak, Auth0, Okta, Entra ID ...), and handles registration and login.
- *
- * Every request's access token is a JWT checked here, locally, against the issuer's keys (issuer-keys.ts):
- * the signature with an asymmetric algorithm this server names (never the token's say), `iss` exactly, `aud`
- * containing the audience (a token for another resource never passes), `exp` and `nbf` with a few seconds of
- * leeway, and a `sub`. Anything else is 401 `invalid_token`, with nothing that helps an attacker; so is a
- * token under a key id the issuer does not publish, whether or not the issuer answers just then. While the
- * issuer is away, the keys in hand keep verifying. Only while no keys are usable (the issuer never reached,
- * or not for 24 h) is nothing let through: requests are answered 503 and /readyz says not ready. Each
- * subject (`iss` + `sub`) is one caller.
- *
- * Loaded only when GENERATION_OAUTH_ISSUER is set (jose is a lazy chunk).
+ * OAuth 2.1 resource server (RFC 9728 metadata, RFC 8707 audience, RFC 6750 errors) in front of the one key
+ * the server holds (docs/http-and-sign-in.md). Each JWT is checked locally: an asymmetric algorithm we name
+ * (never the token's say), `iss`, `aud`, `exp`/`nbf` with leeway, a `sub`; anything else is 401. Lazy (jose).
  */
 import { errors, jwtVerify, type JWTVerifyGetKey } from "jose";
 import type { OAuthConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { keepIssuerKeys } from "./issuer-keys.js";
-import { SCOPES, bearerToken, digestOf, type Caller, type Refusal } from "./caller.js";
+import { SCOPES, bearerToken, digestOf, unauthorized, type Caller, type Refusal } from "./caller.js";
 
 /** Longest access token accepted: JWTs run to a few KB; anything much longer is not one of them. */
 const MAX_ACCESS_TOKEN_CHARS = 8192;
@@ -39,15 +28,12 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
     return `Bearer realm="generation-mcp", ${parts.join(", ")}`;
   };
 
-  const invalid = (): Refusal => ({
-    status: 401,
-    challenge: challenge({
-      error: "invalid_token",
-      description: "The access token is not valid for this server.",
-    }),
-    error: "invalid_token",
-    message: "the access token is not valid for this server: sign in again.",
-  });
+  const invalid = () =>
+    unauthorized(
+      challenge({ error: "invalid_token", description: "The access token is not valid for this server." }),
+      "invalid_token",
+      "the access token is not valid for this server: sign in again.",
+    );
 
   const verify = async (token: string, keySet: JWTVerifyGetKey) =>
     (
@@ -81,12 +67,8 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
       // A bearer too long or malformed is a token that does not pass, not a missing one.
       if (token === undefined && header !== undefined && /^Bearer[ \t]+\S/i.test(header)) return invalid();
       if (token === undefined) {
-        return {
-          status: 401,
-          challenge: challenge(),
-          error: "invalid_request",
-          message: "sign in: this server takes an OAuth access token as 'Authorization: Bearer <token>'.",
-        };
+        const signIn = "sign in: this server takes an OAuth access token as 'Authorization: Bearer <token>'.";
+        return unauthorized(challenge(), "invalid_request", signIn);
       }
       const keySet = keys.current();
       if (keySet === undefined) {
@@ -95,8 +77,7 @@ export async function createOAuthGate(config: OAuthConfig, serviceKey: string, l
         return { unavailable: "the identity provider cannot be reached to check tokens" };
       }
       const payload = await verify(token, keySet).catch(async (error: unknown) => {
-        // A key id none of the keys in hand has: perhaps the issuer rotated, so its set is fetched again
-        // (once per cool-down, whoever asks); if that brings nothing new, the token does not pass.
+        // An unknown key id: perhaps the issuer rotated, so its set is fetched again (once per cool-down).
         const rotated = error instanceof errors.JWKSNoMatchingKey && (await keys.refetch());
         const fresh = rotated ? keys.current() : undefined;
         return fresh === undefined ? undefined : verify(token, fresh).catch(() => undefined);

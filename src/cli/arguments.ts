@@ -7,15 +7,6 @@ import path from "node:path";
 import { isHttpUrl } from "../api/shapes.js";
 import { COMMAND_FLAGS, COMMANDS, ConfigError, type Command } from "../config/index.js";
 
-export const TOOL_OF: Record<Exclude<Command, "check">, string> = {
-  video: "generate_video",
-  image: "generate_image",
-  upload: "upload_image",
-  status: "get_status",
-  list: "list_videos",
-  credits: "get_credits",
-};
-
 /** A person waits at a terminal longer than a client waits for a tool call (GENERATION_WAIT_TIMEOUT_S). */
 export const COMMAND_WAIT_S = 600;
 
@@ -72,10 +63,9 @@ export function toolArguments(command: Exclude<Command, "check">, values: Values
   const waits =
     command === "video" ? args["wait"] !== false && args["dry_run"] !== true : args["wait"] === true;
   if (waits && command !== "image") args["timeout_seconds"] ??= COMMAND_WAIT_S;
-  // The files named on the command line are the person's own choice: their folders count as the MCP roots a
-  // client would offer (runtime.ts), so no upload folder needs configuring for them.
+  // Files named on the command line are the person's choice: their folders count as the client's roots.
   const local = command === "upload" ? [args["path"] as string] : paths;
-  return { tool: TOOL_OF[command], args, roots: local.map((file) => path.dirname(file)) };
+  return { tool: COMMANDS[command].tool, args, roots: local.map((file) => path.dirname(file)) };
 }
 
 const hint = (command: Command) => ` See generation-mcp ${command} --help.`;

@@ -1,16 +1,13 @@
 /**
- * `generation-mcp check`: what a newcomer wants to know before a first paid call. The settings that are set
- * (never a secret), whether the service takes the key (get_credits, as any command calls it), the models
- * this account may use, the upload folders that exist, ffmpeg, and the first thing to fix. Exit 0 only when a
- * generation call would work.
+ * `generation-mcp check`: before a first paid call, the settings set (never a secret), whether the service
+ * takes the key (get_credits), upload folders, ffmpeg, the first thing to fix; exit 0 if a call would work.
  */
 import { execFile } from "node:child_process";
-import { homedir } from "node:os";
 import { promisify } from "node:util";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "../config/index.js";
 import { unknownVariables } from "../config/did-you-mean.js";
-import { resolveAllowedDirs } from "../files/allowed-dirs.js";
-import { EXIT } from "./output.js";
+import { existingUploadFolders } from "../files/allowed-dirs.js";
+import { EXIT, textOf } from "./output.js";
 import { openSession } from "./session.js";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -55,7 +52,7 @@ async function checkService(config: Config, version: string, problems: string[])
   try {
     const result = await session.call("get_credits", {}, { yes: false });
     if (result === "interrupted") throw new ConfigError("interrupted");
-    const text = result.content.flatMap((item) => (item.type === "text" ? [item.text] : [])).join("\n");
+    const text = textOf(result);
     if (result.isError) return void problems.push(text);
     const where = config.sandbox ? "the built-in sandbox (--sandbox)" : config.baseUrl;
     say(`The service at ${where} accepts the key.`);
@@ -68,12 +65,7 @@ async function checkService(config: Config, version: string, problems: string[])
 /** The upload folders that exist and ffmpeg: missing ones only make a call poorer, never fail it. */
 async function checkLocal(config: Config): Promise<string[]> {
   const warnings: string[] = [];
-  const folders = await resolveAllowedDirs({
-    configured: config.allowedDirs,
-    roots: [],
-    outputDir: config.outputDir,
-    home: homedir(),
-  });
+  const folders = await existingUploadFolders(config);
   say(`Upload folders that exist: ${folders.length > 0 ? folders.join(", ") : "none"}`);
   if (folders.length === 0) {
     warnings.push(

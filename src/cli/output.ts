@@ -1,7 +1,6 @@
 /**
- * What a command prints (clig.dev's rules): the result on stdout, a short summary or with --json exactly
- * the tool's structuredContent; progress, errors and questions on stderr, progress and questions only on a
- * terminal. Each exit code means one thing.
+ * What a command prints (clig.dev): the result on stdout (with --json exactly the structuredContent);
+ * errors on stderr, and progress and questions too, only on a terminal. Each exit code means one thing.
  */
 import { link, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -62,7 +61,7 @@ export const canAsk = () => process.stdin.isTTY === true && stderrIsTerminal();
 
 export const fieldsOf = (result: CallToolResult) =>
   isObject(result.structuredContent) ? result.structuredContent : {};
-const textOf = (result: CallToolResult) =>
+export const textOf = (result: CallToolResult) =>
   result.content.flatMap((item) => (item.type === "text" ? [item.text] : [])).join("\n");
 
 /** What a result means for the exit code. */
@@ -80,10 +79,7 @@ export function exitCodeOf(result: CallToolResult): number {
   return isFinalStatus(status) ? EXIT.done : EXIT.processing;
 }
 
-/**
- * Moves what the tool saved to where `--out` asked for and keeps the video's frame sheet beside it; the
- * saved paths in structuredContent then name where the files are.
- */
+/** Moves what the tool saved to where `--out` asked (the video's frame sheet beside it), paths updated. */
 export async function placeMedia(result: CallToolResult, out: OutTarget | undefined): Promise<string[]> {
   if (out === undefined || !isObject(result.structuredContent) || result.isError) return [];
   const fields = result.structuredContent;

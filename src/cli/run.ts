@@ -1,9 +1,7 @@
 /**
  * The command line (`generation-mcp video|image|upload|status|list|credits|check`): a thin face over the
  * runtime the MCP server uses. A command's flags become its tool's arguments, and the tool runs as an MCP
- * call runs it: the tool's own input check, the spend gate (a terminal's y/N, or --yes, in place of an
- * elicitation), the journal and the duplicate guard, one result with its media. Nothing here decides what a
- * tool may do.
+ * call runs it (session.ts), the spend gate asking on the terminal: nothing here decides what a tool may do.
  */
 import {
   COMMANDS,
@@ -11,6 +9,7 @@ import {
   FLAG_OPTIONS,
   describeCommands,
   loadConfig,
+  settingFlags,
   type Command,
 } from "../config/index.js";
 import { parseFlags } from "../config/did-you-mean.js";
@@ -31,13 +30,7 @@ export async function runCommand(command: Command, argv: string[], version: stri
     );
     return EXIT.done;
   }
-  const settings = Object.fromEntries(
-    Object.entries(values).flatMap(([name, value]) =>
-      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true)
-        ? [[`--${name}`, value]]
-        : [],
-    ),
-  );
+  const settings = settingFlags(values);
   if (command === "check") return (await import("./check.js")).runCheck(settings, version);
   const call = toolArguments(command, values, positionals);
   const out = typeof values["out"] === "string" ? outTarget(values["out"]) : undefined;

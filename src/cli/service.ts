@@ -1,16 +1,19 @@
-/**
- * What the MCP server and the commands both stand on: the service (the real one, or a sandbox of this
- * process's own with `--sandbox`) and the state shared with other replicas (Redis), each loaded only when
- * the configuration asks for it.
- */
+/** What the server and the commands stand on: the service (or a `--sandbox` of our own) and Redis, lazily. */
 import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { registerSecret } from "../redact.js";
 import type { ServiceTarget } from "../runtime.js";
 import type { StateHub } from "../state/records.js";
 
+/** The service and the shared state the configuration names, and how to close both. */
+export async function openService(config: Config, logger: Logger) {
+  const { target, closeSandbox } = await serviceTarget(config, logger);
+  const hub = await openSharedState(config, logger);
+  return { target, hub, close: () => Promise.allSettled([closeSandbox(), hub?.close()]) };
+}
+
 /** The real service, or a sandbox of this process's own (`--sandbox`). */
-export async function serviceTarget(config: Config, logger: Logger) {
+async function serviceTarget(config: Config, logger: Logger) {
   if (!config.sandbox) {
     const target: ServiceTarget = { baseUrl: config.baseUrl ?? "", apiKey: config.apiKey ?? "" };
     return { target, closeSandbox: async () => {} };
@@ -41,11 +44,10 @@ export async function serviceTarget(config: Config, logger: Logger) {
 }
 
 /**
- * The Redis hub when GENERATION_REDIS_URL is set, loaded only then (the client library is a lazy chunk). The
- * address may carry a password: that is registered with the redaction point (the rest of the address is not
- * a secret, and masking it would mask every loopback address in the logs).
+ * The Redis hub when GENERATION_REDIS_URL is set (the client library is a lazy chunk). A password in the
+ * address is registered with the redaction point; the rest of it is no secret.
  */
-export async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
+async function openSharedState(config: Config, logger: Logger): Promise<StateHub | undefined> {
   if (config.redis === undefined) return undefined;
   const password = URL.canParse(config.redis.url) ? new URL(config.redis.url).password : "";
   if (password !== "") registerSecret(decodeURIComponent(password));

@@ -1,6 +1,6 @@
 /**
- * One command's session: a runtime over the configured service (or the sandbox), and a tool call made as
- * mcp/tools-call.ts makes it for MCP, with the terminal in place of the client (the y/N question, Ctrl-C).
+ * A runtime for one command, and one tool call on it as tools-call.ts makes it for MCP (the schema's check,
+ * the cost confirmed on the terminal, the handler under a signal Ctrl-C aborts): what `run` and `check` share.
  */
 import { ValidationError } from "../api/errors.js";
 import type { Config } from "../config/index.js";
@@ -17,15 +17,14 @@ import {
 } from "../tools/result.js";
 import type { ServerDeps } from "../tools/define-tool.js";
 import { EXIT, askYesNo, canAsk, progressLine } from "./output.js";
-import { openSharedState, serviceTarget } from "./service.js";
+import { openService } from "./service.js";
 
 /** A runtime for one command, against the configured service (or the sandbox), closed when it is done. */
 export async function openSession(config: Config, version: string, roots: string[] = []) {
   // Start-up lines and task logs are the server's; a command shows its own progress (output.ts).
   const logger = new Logger("warning");
-  const { target, closeSandbox } = await serviceTarget(config, logger);
-  const hub = await openSharedState(config, logger);
-  const runtime = await createRuntime(config, target, logger, version, {}, hub);
+  const service = await openService(config, logger);
+  const runtime = await createRuntime(config, service.target, logger, version, {}, service.hub);
   // The person at the terminal is the client: the folders of the files they named are its roots.
   const deps: ServerDeps = { ...runtime.depsFactory({ clientRoots: async () => roots }), advice: "cli" };
   return {
@@ -33,15 +32,12 @@ export async function openSession(config: Config, version: string, roots: string
       callTool(deps, tool, args, options),
     async close() {
       await runtime.close();
-      await Promise.allSettled([closeSandbox(), hub?.close()]);
+      await service.close();
     },
   };
 }
 
-/**
- * One tool call, as tools-call.ts makes it for MCP: the arguments checked by the tool's schema, the cost
- * confirmed, the handler run under a signal Ctrl-C aborts. "interrupted" once it has said so on stderr.
- */
+/** One tool call; "interrupted" once it has said so on stderr. */
 async function callTool(
   deps: ServerDeps,
   name: string,

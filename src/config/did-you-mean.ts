@@ -1,16 +1,10 @@
-/**
- * The first mistakes answered: an unknown flag or an unknown GENERATION_* variable is named with the nearest
- * known one, the way git answers a mistyped command.
- */
+/** An unknown flag or GENERATION_* variable is named with the nearest known one, as git answers a typo. */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError, SETTINGS } from "./schema.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
-/**
- * node:util's parseArgs (strict, positionals allowed; `--no-<switch>` too when `negatives`), with an unknown
- * flag refused as a ConfigError that names the nearest known one instead of the parser's own text.
- */
+/** node:util's parseArgs (strict, positionals allowed); an unknown flag is refused naming the nearest one. */
 export function parseFlags<T extends Options>(args: string[], options: T, negatives = false) {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true, allowNegative: negatives });
@@ -23,22 +17,15 @@ export function parseFlags<T extends Options>(args: string[], options: T, negati
   }
 }
 
-/** The known word nearest `word` by edit distance, when it is near enough to be the one meant. */
-export function nearest(word: string, known: Iterable<string>): string | undefined {
+/** ` Did you mean X?` with the known word nearest `word` by edit distance, or nothing when none is near. */
+export function didYouMean(word: string, known: Iterable<string>): string {
   let best: { word: string; distance: number } | undefined;
   for (const candidate of known) {
     const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
     if (best === undefined || distance < best.distance) best = { word: candidate, distance };
   }
-  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 4))
-    ? best.word
-    : undefined;
-}
-
-/** ` Did you mean X?`, or nothing when no known word is near. */
-export function didYouMean(word: string, known: Iterable<string>): string {
-  const meant = nearest(word, known);
-  return meant === undefined ? "" : ` Did you mean ${meant}?`;
+  const near = Math.max(2, Math.floor(word.length / 4));
+  return best !== undefined && best.distance <= near ? ` Did you mean ${best.word}?` : "";
 }
 
 /** A warning for each GENERATION_* variable that no setting reads: it would be ignored without a word. */

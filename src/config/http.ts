@@ -1,8 +1,4 @@
-/**
- * The `--http` part of the configuration: where it listens, what it admits, and who the callers are: each
- * with its own service key (passthrough), with tokens of this server (gateway), or signed in at the team's
- * identity provider (OAuth: this server is then a resource server in front of the one key it holds).
- */
+/** The `--http` part of the configuration: where it listens, what it admits, and how callers are known. */
 import { getOAuthProtectedResourceMetadataUrl } from "@modelcontextprotocol/server";
 import { ConfigError, DEFAULTS, type ConfigValues } from "./schema.js";
 
@@ -87,8 +83,7 @@ function oauthConfig(values: ConfigValues) {
     );
   }
   const base = publicBase(issuer, publicUrl);
-  // The resource is `<public url>/mcp`; every token's `aud` must contain the audience (default the resource);
-  // RFC 9728 §3.1 puts the metadata of `https://host/gen/mcp` at `/.well-known/oauth-protected-resource/gen/mcp`.
+  // RFC 9728 §3.1: `https://host/gen/mcp`'s metadata is at `/.well-known/oauth-protected-resource/gen/mcp`.
   const origin = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const resource = `${origin}/mcp`;
   const metadataUrl = getOAuthProtectedResourceMetadataUrl(new URL(resource));
@@ -157,11 +152,7 @@ function tokenHashes(values: ConfigValues, readFile: (file: string) => string): 
   return [...new Set(hashes)];
 }
 
-/**
- * Which key the HTTP server uses. Without caller tokens or OAuth, each caller's Bearer is its own service
- * key, so a server-side key would be handed to anyone who can reach the port: refused. With caller tokens
- * or OAuth, the server's own key (or the sandbox's) serves them all.
- */
+/** Without caller tokens or OAuth, a server-side key would be handed to anyone reaching the port: refused. */
 export function checkHttpKeys(
   http: HttpConfig,
   apiKey: string | undefined,

@@ -1,7 +1,4 @@
-/**
- * The configuration, the only reader of the environment. Precedence: defaults < environment < flags (the
- * table in schema.ts). Every problem names the variable (or flag) to fix.
- */
+/** The configuration, the only reader of the environment: defaults < environment < flags (schema.ts). */
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
@@ -10,19 +7,7 @@ import { didYouMean } from "./did-you-mean.js";
 import { COMMANDS, ConfigError, DEFAULTS, isUnfilledPlaceholder, readSettings } from "./schema.js";
 
 export { isOn, type HttpConfig, type OAuthConfig } from "./http.js";
-export {
-  COMMANDS,
-  COMMAND_FLAGS,
-  COMMAND_OPTIONS,
-  ConfigError,
-  FLAG_OPTIONS,
-  FLAG_TO_ENV,
-  SETTINGS,
-  describeCommands,
-  describeOptions,
-  isUnfilledPlaceholder,
-  type Command,
-} from "./schema.js";
+export * from "./schema.js";
 export const DEFAULT_HTTP_MAX_BODY_BYTES = DEFAULTS.httpMaxBodyBytes;
 
 /** The largest JSON-RPC message one transport message may carry: 10 MiB, like the MCP SDK's stdio default. */
@@ -162,10 +147,8 @@ function missingService(apiKey: string | undefined, baseUrl: string | undefined)
 }
 
 /**
- * The upload folders given as arguments (`generation-mcp [options] [--] DIR...`), for MCPB: a multi-folder
- * field reaches the server only as one argument per folder, and as its bare placeholder when left blank.
- * Like a flag they win over GENERATION_ALLOWED_DIRS. Only absolute paths are taken, so a mistyped subcommand
- * (`generation-mcp sandbx`) is refused, not mistaken for a folder.
+ * Upload folders given as arguments, as MCPB passes a multi-folder field (a blank one as its placeholder);
+ * absolute paths only, so a mistyped subcommand (`generation-mcp sandbx`) is refused, not taken for a folder.
  */
 function argumentFolders(directories: readonly string[], flagToo: boolean): string[] | undefined {
   const given = directories
@@ -184,11 +167,7 @@ function argumentFolders(directories: readonly string[], flagToo: boolean): stri
   return given.map((entry) => path.resolve(entry));
 }
 
-/**
- * The platform's per-user state folder: `$XDG_STATE_HOME/generation-mcp` or `~/.local/state/generation-mcp`
- * on Linux and other Unixes, `~/Library/Application Support/generation-mcp` on macOS,
- * `%LOCALAPPDATA%\generation-mcp` on Windows.
- */
+/** The platform's per-user state folder (XDG_STATE_HOME, Application Support, LOCALAPPDATA). */
 export function defaultStateDir(env: NodeJS.ProcessEnv, platform: NodeJS.Platform, home: string): string {
   if (platform === "win32") {
     return `${(env["LOCALAPPDATA"] || `${home}\\AppData\\Local`).replace(/[\\/]+$/, "")}\\generation-mcp`;
@@ -200,9 +179,8 @@ export function defaultStateDir(env: NodeJS.ProcessEnv, platform: NodeJS.Platfor
 }
 
 /**
- * The spec's `{base_url}`: an http(s) address whose path ends in `/api/v1`, without credentials, query or
- * fragment. Anything else is refused at start with the value we think was meant, since every call against a
- * wrong base URL would fail with advice about ids instead of addresses.
+ * The spec's `{base_url}`: http(s), ending in `/api/v1`, no credentials, query or fragment; else refused at
+ * start with the value probably meant, as every call would fail with advice about ids, not addresses.
  */
 export function checkBaseUrl(value: string): string {
   const refuse = (problem: string, suggestion?: string): never => {

@@ -1,7 +1,6 @@
 /**
- * The one table of settings: for each environment variable, its flag, how it is read, its default and what
- * it does. `--help`, the flag -> variable mapping, README's configuration table (scripts/config-table.mjs)
- * and the settings the install forms offer (scripts/distribution.mjs) are all made from it.
+ * The one table of settings (variable, flag, reader, default, what it does): `--help`, the flag mapping,
+ * README's table (scripts/config-table.mjs) and the install forms (scripts/distribution.mjs) come from it.
  */
 import type { ParseArgsConfig } from "node:util";
 
@@ -14,8 +13,7 @@ export const isUnfilledPlaceholder = (value: string): boolean =>
   /^\$\{user_config\.[^}]*\}$/.test(value.trim());
 
 /**
- * How a setting is read: its kind tells the install forms which field to show; `parse` gets the trimmed,
- * non-blank value and returns it read, or throws the problem (readSettings names the variable and flag).
+ * How a setting is read: `kind` picks the install form's field; `parse` reads the trimmed value or throws.
  * Plain functions, not zod: a few strings read once at start, and the stdio cold start is measured.
  */
 type Kind = "text" | "secret" | "dir" | "dirs" | "switch" | "on-off" | "number" | "credits";
@@ -61,10 +59,7 @@ export const DEFAULTS = {
   uploadLinkTtlS: 900,
 } as const;
 
-/**
- * One setting: the heading it is listed under, its flag with its argument (`--port N`; undefined: the
- * variable only), how it is read, and its default and one-line description, in Markdown.
- */
+/** One setting: its heading, flag with argument (`--port N`; none: variable only), reader, default, text. */
 const set = <T>(
   section: string,
   flag: string | undefined,
@@ -115,22 +110,20 @@ export const SETTINGS = {
   GENERATION_REDIS_WHEN_DOWN:       set("Replicas (Redis)", "--redis-when-down refuse|alone", choice("text", ["refuse", "alone"], "must be refuse or alone"), "`refuse`", "while Redis takes no writes: send no start (`refuse`) or let each replica decide alone (`alone`)"),
 };
 
-/** The commands (`generation-mcp video ...`, src/cli/), each with its positional argument, if any. */
+/** The commands (`generation-mcp video ...`, src/cli/): the positional argument, the tool each runs. */
+// prettier-ignore
 export const COMMANDS = {
-  video: { argument: "<prompt>", summary: "start a video (generate_video) and wait for it" },
-  image: { argument: "<prompt>", summary: "make an image (generate_image)" },
-  upload: { argument: "<path>", summary: "upload a reference image (upload_image); prints its URL" },
-  status: { argument: "<video_id>", summary: "a video's status (get_status); --wait keeps waiting" },
-  list: { argument: "", summary: "your video history (list_videos)" },
-  credits: { argument: "", summary: "credits, and the models this account may use (get_credits)" },
-  check: { argument: "", summary: "checks the configuration and the key against the service" },
+  video:   { argument: "<prompt>",   tool: "generate_video", summary: "start a video (generate_video) and wait for it" },
+  image:   { argument: "<prompt>",   tool: "generate_image", summary: "make an image (generate_image)" },
+  upload:  { argument: "<path>",     tool: "upload_image",   summary: "upload a reference image (upload_image); prints its URL" },
+  status:  { argument: "<video_id>", tool: "get_status",     summary: "a video's status (get_status); --wait keeps waiting" },
+  list:    { argument: "",           tool: "list_videos",    summary: "your video history (list_videos)" },
+  credits: { argument: "",           tool: "get_credits",    summary: "credits, and the models this account may use (get_credits)" },
+  check:   { argument: "",           tool: undefined,        summary: "checks the configuration and the key against the service" },
 } as const;
 export type Command = keyof typeof COMMANDS;
 
-/**
- * One flag of the commands: its argument, the commands that take it, the tool input it fills (a number when
- * `number`), and what it does. A switch has no argument; `--wait` also has `--no-wait`.
- */
+/** A command flag: its argument (none: a switch), the commands taking it, the tool input it fills. */
 const cmd = (flag: string, commands: string, description: string, input?: string, number = false) => ({
   flag,
   commands: commands.split(" ") as Command[],
@@ -176,6 +169,16 @@ export const FLAG_OPTIONS: ParseArgsConfig["options"] = Object.fromEntries(
     { type: setting.kind === "switch" ? ("boolean" as const) : ("string" as const) },
   ]),
 );
+
+/** The setting flags among parsed values, as readSettings takes them (`--port`: "8080", a switch: true). */
+export const settingFlags = (values: Record<string, unknown>): Record<string, string | true> =>
+  Object.fromEntries(
+    Object.entries(values).flatMap(([name, value]) =>
+      name in (FLAG_OPTIONS ?? {}) && (typeof value === "string" || value === true)
+        ? [[`--${name}`, value]]
+        : [],
+    ),
+  );
 
 /** Every variable checked, flags winning (`--sandbox` alone = 1); a problem names the variable and flag. */
 export function readSettings(env: NodeJS.ProcessEnv, flags: Record<string, string | true>): ConfigValues {

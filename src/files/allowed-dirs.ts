@@ -1,15 +1,14 @@
 /** The folders local files may be read from: the configured ones (or the defaults) and the client's roots. */
 import { realpath, stat } from "node:fs/promises";
+import { homedir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Config } from "../config/index.js";
 
 const DEFAULT_ALLOWED_HOME_FOLDERS = ["Pictures", "Downloads", "Desktop"] as const;
 
 interface AllowedDirsInput {
-  /**
-   * GENERATION_ALLOWED_DIRS, split. `undefined` (unset): the home folders above and the output folder. When
-   * set it replaces the defaults, so `[]` allows no folder but the client's roots. `~/` expands to `home`.
-   */
+  /** GENERATION_ALLOWED_DIRS, split; unset: the home folders above and the output folder. */
   configured: readonly string[] | undefined;
   /** MCP client roots: `file://` URIs or absolute paths. Other schemes are ignored. */
   roots: readonly string[];
@@ -20,10 +19,7 @@ interface AllowedDirsInput {
   onSkipped?: ((entry: string, reason: string) => void) | undefined;
 }
 
-/**
- * The allowed folders as real paths (symlinks resolved), without duplicates; entries that are not folders
- * now are dropped, so resolve again per request: the output folder may appear later, roots may change.
- */
+/** The allowed folders as real paths, without entries that are not folders now: resolved per request. */
 export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<string[]> {
   const candidates = [
     ...(
@@ -39,6 +35,11 @@ export async function resolveAllowedDirs(input: AllowedDirsInput): Promise<strin
     input.onSkipped?.(candidate, why);
   });
   return [...new Set(reals.filter((real) => real !== undefined))];
+}
+
+/** The upload folders of a configuration that exist now, the client's roots aside (start-up and `check`). */
+export function existingUploadFolders({ allowedDirs, outputDir }: Pick<Config, "allowedDirs" | "outputDir">) {
+  return resolveAllowedDirs({ configured: allowedDirs, roots: [], outputDir, home: homedir() });
 }
 
 /** The configured entries that are not folders now: resolveAllowedDirs drops them, refusals name them. */

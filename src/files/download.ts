@@ -1,7 +1,6 @@
 /**
- * Fetching finished media: to memory for a preview, or to a file. Both carry no credentials (media may sit on
- * a third-party CDN), reach public addresses only unless the host is allowed (public-address.ts), follow at
- * most 3 redirects to http(s), cap the size from Content-Length and while reading, and keep one deadline.
+ * Fetching finished media, to memory (a preview) or to a file: no credentials (media may sit on a third-party
+ * CDN), public addresses only (public-address.ts), at most 3 redirects, a size cap and one deadline.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants, createWriteStream } from "node:fs";
@@ -13,6 +12,8 @@ import type { Agent, Dispatcher } from "undici";
 
 import { fix } from "../advice.js";
 import { AbortedError, GenerationError, NetworkError, TimeoutError } from "../api/errors.js";
+import { capped } from "../api/http.js";
+import { headerValue } from "../api/rate-budget.js";
 import { joinSignals } from "../api/sleep.js";
 import { errorCode } from "./local-path.js";
 import { NonPublicAddressError, checkPublicUrl, createPublicAgent, showUrl } from "./public-address.js";
@@ -47,16 +48,13 @@ const RETRY_DOWNLOAD =
   "Call get_status with download: true to try again (it gives a fresh media URL), or open the URL directly.";
 
 /**
- * Downloads media to `dir`, named `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes. It
- * is written to a private temporary file, then linked into place without ever replacing a file (`name-1.ext`,
- * `name-2.ext` ... on collision); when a numbered name already holds the same bytes that path is returned,
- * `reused: true`. Returns the absolute path, the size, the SHA-256 (hex) and the Content-Type as received
- * (informational). A failure leaves no file. Errors: `AbortedError`, `TimeoutError`, `NetworkError`,
- * `NonPublicAddressError`, or `GenerationError` (`internal_error`, with `status` for a non-2xx answer).
+ * Downloads media to `dir` as `sanitizeBaseName(baseName)` plus an extension sniffed from the bytes, via a
+ * private temporary file linked into place without ever replacing a file (`name-1.ext` ...); a name already
+ * holding the same bytes is returned, `reused: true`. A failure leaves no file.
  */
 export async function downloadMedia(opts: DownloadMediaOptions) {
   const name = sanitizeBaseName(opts.baseName);
-  return fetchMedia(opts, async (response, shown) => {
+  return fetchMedia(opts, async (body, response, shown) => {
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
     const temp = path.join(opts.dir, `.${name}.${randomBytes(8).toString("hex")}.part`);
     // Opened here with "wx", so the cleanup can never race a lazily opened stream.
@@ -65,7 +63,7 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
       const hash = createHash("sha256");
       let head = Buffer.alloc(0);
       let bytes = 0;
-      const tap = async function* (source: AsyncIterable<Buffer>) {
+      const tap = async function* (source: AsyncIterable<Uint8Array>) {
         for await (const chunk of source) {
           bytes += chunk.length;
           if (head.length < SNIFF_LENGTH) head = Buffer.concat([head, chunk]);
@@ -73,13 +71,13 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
           yield chunk;
         }
       };
-      await pipeline(capped(response, shown, opts.maxBytes), tap, createWriteStream(temp, { fd: handle }));
+      await pipeline(body, tap, createWriteStream(temp, { fd: handle }));
       if (bytes === 0) throw failure(`${shown} answered with no data; nothing was saved.`);
       const fallback = opts.expected === "video" ? "mp4" : opts.expected === "image" ? "png" : "bin";
       const extension = sniffMediaExtension(head) ?? fallback;
       const sha256 = hash.digest("hex");
       const placed = await place(temp, opts.dir, `${name}.${extension}`, { bytes, sha256 });
-      const contentType = header(response, "content-type");
+      const contentType = headerValue(response.headers, "content-type");
       return { path: path.resolve(placed.path), bytes, sha256, reused: placed.reused, contentType };
     } finally {
       // Once linked into place, the hidden .part name is only a second link to drop.
@@ -90,22 +88,10 @@ export async function downloadMedia(opts: DownloadMediaOptions) {
 
 /** Fetches media into memory (for a preview) under the same guards and errors as `downloadMedia`. */
 export async function fetchMediaBytes(opts: FetchMediaOptions): Promise<Buffer> {
-  return fetchMedia(opts, (response, shown) => buffer(capped(response, shown, opts.maxBytes)));
+  return fetchMedia(opts, (body) => buffer(body));
 }
 
-/** The body, failing once it passes `maxBytes` (Content-Length may be missing or lie). */
-async function* capped(response: Response, shown: string, maxBytes: number): AsyncGenerator<Buffer> {
-  let bytes = 0;
-  for await (const chunk of response.body as AsyncIterable<Buffer>) {
-    if ((bytes += chunk.length) > maxBytes) throw tooLarge(shown, maxBytes);
-    yield chunk;
-  }
-}
-
-/**
- * A file name stem safe on every platform: only `A-Z a-z 0-9 . _ -`, other runs collapsed to `_`, no
- * leading (or trailing) dots, at most 100 characters, `media` when nothing is left.
- */
+/** A file name stem safe everywhere: `A-Za-z0-9._-`, no dots at the ends, 100 characters, else `media`. */
 export function sanitizeBaseName(baseName: string): string {
   const cleaned = baseName
     .replace(/[^A-Za-z0-9._-]+/g, "_")
@@ -117,7 +103,7 @@ export function sanitizeBaseName(baseName: string): string {
 
 async function fetchMedia<T>(
   opts: FetchMediaOptions,
-  read: (response: Response, shown: string) => Promise<T>,
+  read: (body: AsyncIterable<Uint8Array>, response: Response, shown: string) => Promise<T>,
 ): Promise<T> {
   if (opts.signal?.aborted) throw new AbortedError();
   const start = mediaUrl(opts.url, "The media address");
@@ -138,8 +124,10 @@ async function fetchMedia<T>(
     if (status < 200 || status > 299) {
       throw failure(`${shown} answered HTTP ${status}; nothing was saved.`, RETRY_DOWNLOAD, status);
     }
-    if (Number(header(response, "content-length") ?? 0) > opts.maxBytes) throw tooLarge(shown, opts.maxBytes);
-    return await read(response, shown);
+    // Content-Length may be missing or lie: the body is capped as it is read too.
+    const tooBig = () => tooLarge(shown, opts.maxBytes);
+    if (Number(headerValue(response.headers, "content-length") ?? 0) > opts.maxBytes) throw tooBig();
+    return await read(capped(response.body, opts.maxBytes, tooBig), response, shown);
   } catch (error) {
     if (opts.signal?.aborted) throw new AbortedError("The download was cancelled; nothing was saved.");
     if (error instanceof GenerationError) throw error;
@@ -183,7 +171,7 @@ async function follow(start: URL, agent: Agent, allowHosts: readonly string[], s
       });
     if (![301, 302, 303, 307, 308].includes(response.statusCode)) return { url, response };
     response.body.on("error", () => {}).destroy();
-    const location = header(response, "location");
+    const location = headerValue(response.headers, "location");
     if (location === undefined) {
       const message = `${showUrl(url)} answered HTTP ${response.statusCode} without a Location; nothing was saved.`;
       throw failure(message, RETRY_DOWNLOAD, response.statusCode);
@@ -212,10 +200,7 @@ function mediaUrl(raw: string, context: string, base?: URL): URL {
   return url;
 }
 
-/**
- * Links `temp` under `file` or the first free numbered name, unless one of them already holds the same bytes.
- * Every numbered name is looked at first: the user may have deleted some, and a copy may sit after a gap.
- */
+/** Links `temp` under the first free numbered name, unless one holds the same bytes (even after a gap). */
 async function place(temp: string, dir: string, file: string, expected: { bytes: number; sha256: string }) {
   const present = new Set(await readdir(dir));
   const names = Array.from({ length: MAX_NAME_SUFFIX + 1 }, (_, n) =>
@@ -255,8 +240,7 @@ async function holdsSame(file: string, expected: { bytes: number; sha256: string
   }
 }
 
-// link() fails with EEXIST instead of replacing, unlike rename(); copyFile with COPYFILE_EXCL where there
-// are no hard links (FAT, some network shares).
+// link() fails with EEXIST where rename() would replace; COPYFILE_EXCL where there are no hard links (FAT).
 async function linkExclusive(temp: string, candidate: string): Promise<boolean> {
   try {
     await link(temp, candidate);
@@ -282,11 +266,6 @@ function isLocalFsError(error: unknown): boolean {
     path !== undefined ||
     ["open", "write", "close", "fsync", "link", "mkdir", "copyfile"].includes(String(syscall))
   );
-}
-
-function header(response: Response, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function tooLarge(shown: string, maxBytes: number): GenerationError {

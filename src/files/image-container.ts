@@ -1,16 +1,12 @@
 /**
- * Checks that an image ends where its container ends. Magic bytes alone admit a polyglot: a real image
- * followed by a ZIP archive, an HTML page or a video, which the service would host at a public URL. Only the
- * container is walked (chunk and segment lengths), never the pixels.
+ * Checks that an image ends where its container ends (chunk and segment lengths, never pixels): magic bytes
+ * alone admit a polyglot, an image followed by a ZIP or an HTML page the service would host publicly.
  */
 import type { UploadMimeType } from "../models.js";
 
 const NAMES = { "image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WebP" } as const;
 
-/**
- * What is wrong, as a sentence that follows the file's name ("has 1,234 bytes after ..."), ending with what
- * to do; `undefined` when the container ends exactly where the image ends.
- */
+/** What is wrong, as a sentence after the file's name ("has 1,234 bytes after ..."); undefined if nothing. */
 export function checkContainer(type: UploadMimeType, bytes: Buffer): string | undefined {
   const reexport = `re-export it as a plain ${NAMES[type]} and call again.`;
   const verdict = (end: number | undefined, short: string, broken?: string): string | undefined => {
@@ -55,10 +51,8 @@ export function checkContainer(type: UploadMimeType, bytes: Buffer): string | un
 }
 
 /**
- * Walks JPEG markers and length-delimited segments (so an EXIF thumbnail's own EOI inside APP1 is skipped)
- * and scans entropy-coded data for the next marker. After an EOI only another complete JPEG may follow: the
- * Multi-Picture layout of Ultra HDR and gain-map photos stores its extra images that way. Returns where the
- * last complete image ended, and where the structure broke, if it did.
+ * Walks JPEG segments (an EXIF thumbnail's EOI inside APP1 is skipped) and scans entropy-coded data for the
+ * next marker. After an EOI only another complete JPEG may follow (Ultra HDR's Multi-Picture layout).
  */
 function jpegEnd(bytes: Buffer): { end: number | undefined; brokenAt: number | undefined } {
   let end: number | undefined;

@@ -1,7 +1,6 @@
 /**
- * Path safety for local file intake: a path argument becomes an open handle on a regular file whose real
- * path lies inside an allowed folder, or a refusal that names the parameter and says what to do. Whether a
- * file outside the allowed folders exists is never revealed; a missing file inside them is called missing.
+ * A path argument becomes an open handle on a regular file whose real path lies in an allowed folder, or a
+ * refusal naming the parameter; whether a file outside the allowed folders exists is never revealed.
  */
 import { constants, type Stats } from "node:fs";
 import { lstat, open, readlink, realpath, type FileHandle } from "node:fs/promises";
@@ -22,8 +21,7 @@ export interface OpenInsideOptions {
   home: string;
 }
 
-// O_NOFOLLOW refuses a last component swapped for a symlink after the checks; O_NONBLOCK keeps a FIFO
-// swapped in from blocking the open. Both are absent on Windows, where the checks before still hold.
+// O_NOFOLLOW refuses a last component swapped for a symlink after the checks, O_NONBLOCK a FIFO's block.
 const OPEN_FLAGS =
   constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
 // Symlinks followed while judging a path that does not resolve; realpath(3) gives up at 40 too.
@@ -31,11 +29,9 @@ const MAX_LINK_HOPS = 40;
 const MAX_PATH_CHARS = 4096;
 
 /**
- * Opens `input` after checking, in this order: a non-empty absolute path without NUL bytes (`~/` expanded,
- * `~name` and `file://` refused, `%xx` never decoded); its real path inside an allowed folder; a regular
- * file (refused before opening: opening some devices has side effects) with a single link (a hard link's
- * other names may lie outside), opened by its real path with O_NOFOLLOW and checked again on the handle.
- * `requested` is the path as asked for (absolute, `~` expanded), `shown` as quoted in messages.
+ * Opens `input` once it is an absolute path (`~/` expanded, `%xx` never decoded) whose real path is in an
+ * allowed folder, and a regular file (opening some devices has side effects) with one link (a hard link's
+ * other names may lie outside), checked again on the handle.
  */
 export async function openInside(input: unknown, opts: OpenInsideOptions) {
   const { param } = opts;
@@ -137,10 +133,7 @@ interface UnresolvedPath {
   firstMissing?: string;
 }
 
-/**
- * Resolves `requested` as far as it exists: the nearest existing ancestor by its real path, then, when the
- * first missing name is a dangling symlink, its target the same way. `undefined` for a symlink loop.
- */
+/** Resolves `requested` as far as it exists, following a dangling symlink; undefined for a symlink loop. */
 async function resolveUnresolved(requested: string): Promise<UnresolvedPath | undefined> {
   let pending = requested;
   for (let hops = 0; hops <= MAX_LINK_HOPS; hops++) {
@@ -249,8 +242,7 @@ function notRegularFile(param: string, shown: string, stats: Stats): ValidationE
   );
 }
 
-// O_NOFOLLOW guards only the last component; a folder on the way swapped for a symlink between the checks
-// and the open would slip through. On Linux the kernel tells where the descriptor really points.
+// O_NOFOLLOW guards only the last component: on Linux the kernel tells where the descriptor really points.
 async function openedInside(handle: FileHandle, real: string, allowedDirs: readonly string[]) {
   const target = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
   if (target !== undefined) return isInsideAny(target, allowedDirs);

@@ -1,8 +1,7 @@
 /**
- * Keeps server-side fetches of addresses the service hands us (media URLs, their redirects, previews) on the
- * public internet, unless the host is one the caller allows (the configured service's own: the sandbox
- * serves media on 127.0.0.1). IP literals are refused before any connection; names at connect time, on every
- * address DNS returns for that very connection, so DNS rebinding between a check and the connect is covered.
+ * Keeps fetches of addresses the service hands us on the public internet, unless the host is allowed (the
+ * service's own). IP literals are refused before connecting; names at connect time, on every address DNS
+ * returns for that very connection, so DNS rebinding between a check and the connect is covered.
  */
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { lookup } from "node:dns/promises";
@@ -70,10 +69,7 @@ const EMBEDDINGS = [
   [range("2002::", 16, "a 6to4 (2002::/16)"), 1],
 ] as const;
 
-/**
- * Why an IP address is not public, as a phrase ("a loopback address (127.0.0.0/8)"), or undefined when it
- * is public. Anything that does not parse as an IP address counts as not public.
- */
+/** Why an IP address is not public ("a loopback address (127.0.0.0/8)"); undefined when it is public. */
 export function nonPublicReason(address: string): string | undefined {
   const bare = stripBrackets(address).replace(/%.*$/, "");
   const family = isIPv6(bare) ? "ipv6" : isIP(bare) === 4 ? "ipv4" : undefined;
@@ -94,9 +90,8 @@ function literalRefusal(host: string, allowed: ReadonlySet<string>): string | un
 }
 
 /**
- * Parses `url` and refuses it unless it is http(s) and its host is allowed or not an IP literal in a
- * non-public range. Names are left to the connect-time check of `createPublicAgent`. `context` follows the
- * URL in the message, e.g. "redirected from https://cdn.example/a".
+ * Parses `url`, refused unless http(s) with a host allowed or not a non-public IP literal (names are judged
+ * at connect time); `context` follows the URL in the message ("redirected from https://cdn.example/a").
  */
 export function checkPublicUrl(url: URL | string, allowHosts: readonly string[] = [], context?: string): URL {
   const parsed = typeof url === "string" ? URL.parse(url) : url;
@@ -116,10 +111,7 @@ export function checkPublicUrl(url: URL | string, allowHosts: readonly string[] 
   return parsed;
 }
 
-/**
- * An undici Agent that connects only to public addresses or `allowHosts`, checked as the header says;
- * refusals surface from `agent.request` as `NonPublicAddressError`. The caller destroys the agent.
- */
+/** An undici Agent that connects only to public addresses or `allowHosts` (else NonPublicAddressError). */
 export async function createPublicAgent(
   options: { allowHosts?: readonly string[]; resolveHost?: ResolveHost } = {},
 ): Promise<Agent> {
@@ -138,10 +130,7 @@ export async function createPublicAgent(
   });
 }
 
-/**
- * Wraps a resolver as a `net.connect` lookup hook that fails the connect when any returned address is not
- * public (unless the host is allowed): with Happy Eyeballs Node may try them all, not only the first.
- */
+/** A lookup hook failing the connect when any address is not public: Happy Eyeballs may try them all. */
 export function guardLookup(allowed: ReadonlySet<string>, resolveHost: ResolveHost): LookupFunction {
   return (hostname, options, callback) => {
     resolveHost(hostname, { ...options, all: true }).then(

@@ -1,7 +1,4 @@
-/**
- * The `data` of every success answer, in both forms of `shapes.nesting` (documented in routes.ts). Built
- * from plain facts, so the handlers and the earlyAnswer fault's made-up answers share one definition.
- */
+/** The `data` of each success answer, in both `shapes.nesting` forms; the earlyAnswer fault's answers too. */
 import type { Account } from "./auth.js";
 import type { SandboxContext } from "./context.js";
 import type { VideoTask } from "./store.js";
@@ -20,7 +17,6 @@ type Field = [flat: string | undefined, nested: string | undefined, value: unkno
 function shape(shapes: SandboxShapes, fields: Field[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
   for (const [flat, nested, value] of fields) {
-    // Only the nested form has paths: a flat key (a configurable name among them) is used as it is.
     const path = shapes.nesting === "nested" ? nested?.split(".") : flat === undefined ? undefined : [flat];
     const last = path?.pop();
     if (last === undefined || value === undefined) continue;
@@ -56,6 +52,7 @@ export function videoData(ctx: SandboxContext, task: VideoTask): Record<string, 
   const { request } = task;
   const completed = view.final && view.status === "completed";
   const failed = view.final && view.status === "failed";
+  const message = view.message ?? "Generation failed";
   return shape(ctx.shapes, [
     ["video_id", "task.video_id", task.id],
     ["status", "task.status", view.status],
@@ -71,11 +68,7 @@ export function videoData(ctx: SandboxContext, task: VideoTask): Record<string, 
     // The poster comes first on purpose: a client taking the first URL it meets gets a still, not the video.
     [undefined, "result.cover.url", completed ? mediaUrl(ctx, "posters", task.id, "png") : undefined],
     ["video_url", "result.video_url", completed ? mediaUrl(ctx, "videos", task.id, "mp4") : undefined],
-    [
-      "error",
-      "error",
-      failed ? { code: "generation_failed", message: view.message ?? "Generation failed" } : undefined,
-    ],
+    ["error", "error", failed ? { code: "generation_failed", message } : undefined],
     ["credits_used", "credits.used", task.creditsUsed],
     ["credits_refunded", "credits.refunded", failed ? task.creditsUsed : undefined],
   ]);

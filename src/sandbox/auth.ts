@@ -8,10 +8,7 @@ export const DEFAULT_ACCOUNTS: readonly SandboxAccount[] = [
   { key: "sk-sandbox-poor", name: "poor", credits: 3, paidAccess: true, subscription: "pro" },
 ];
 
-/**
- * Balances are kept in hundredths of a credit: 7.5 credits/s times fractional durations must add and refund
- * without drifting (0.1 + 0.2 style), and the service never sells below zero.
- */
+/** Balances in hundredths of a credit: 7.5 credits/s times fractional durations must add up without drift. */
 export class Account {
   readonly key: string;
   readonly name: string;
@@ -32,7 +29,6 @@ export class Account {
     this.hundredths = toHundredths(value);
   }
 
-  /** Charges `amount` when the balance covers it; a short balance is left untouched. */
   tryCharge(amount: number): boolean {
     const cost = toHundredths(amount);
     if (cost > this.hundredths) return false;
@@ -90,11 +86,7 @@ export interface RateLimitState {
   retryAfterS: number;
 }
 
-/**
- * Fixed windows opened by the first counted request of a bucket, like most API gateways, on the sandbox's
- * injectable clock. Buckets are API keys, or remote addresses for requests without a valid key (so key
- * guessing is throttled too); stale ones are swept so memory stays bounded.
- */
+/** Fixed windows opened by a bucket's first counted request, like most API gateways; stale ones are swept. */
 export class RateLimiter {
   private readonly windows = new Map<string, { startMs: number; used: number }>();
   private lastSweepMs = Number.NEGATIVE_INFINITY;
@@ -108,7 +100,6 @@ export class RateLimiter {
     if (!(config.windowMs > 0)) throw new RangeError("rateLimit.windowMs must be > 0");
   }
 
-  /** Counts one request; `allowed` is false once the window's limit is spent. */
   consume(bucket: string): RateLimitState & { allowed: boolean } {
     return this.state(bucket, true);
   }

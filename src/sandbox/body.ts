@@ -50,9 +50,8 @@ export function sniffImage(head: Buffer): Omit<UploadRecord, "bytes"> | undefine
 }
 
 /**
- * Streams a multipart body through busboy, keeping only the `image` file and at most MAX_UPLOAD_BYTES of it.
- * Busboy reports `limit` when a file *reaches* its fileSize, so the limit is one byte above ours: exactly
- * MAX_UPLOAD_BYTES is accepted, and on the first byte past it we stop reading and close the connection.
+ * Streams a multipart body through busboy, keeping only the `image` file. Busboy reports `limit` when a file
+ * *reaches* its fileSize, so the limit is one byte above ours: exactly MAX_UPLOAD_BYTES is accepted.
  */
 export function readUpload(req: IncomingMessage): Promise<UploadRecord> {
   const type = req.headers["content-type"];
@@ -121,9 +120,8 @@ export function readUpload(req: IncomingMessage): Promise<UploadRecord> {
 }
 
 /**
- * Reads body bytes (into `keep` if given) until at least `bytes` have come (a chunk may carry it past), the body
- * ends or the client goes; then stops reading. Resolves with the number of bytes read. Event listeners, not
- * for-await: leaving an async iterator early destroys the socket before we answer.
+ * Reads body bytes (into `keep` if given) until at least `bytes` came, the body ends or the client goes;
+ * resolves with the count. Listeners, not for-await: leaving an async iterator early destroys the socket.
  */
 export function readBodyBytes(req: IncomingMessage, bytes: number, keep?: Buffer[]): Promise<number> {
   if (bytes <= 0) return Promise.resolve(0);

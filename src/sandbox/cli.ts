@@ -1,7 +1,4 @@
-/**
- * `generation-mcp sandbox [--port N] [--host H]`: only the sandbox REST service, for trying the tools or
- * pointing another client at it. Everything goes to stderr; stdout stays free for whoever wraps us.
- */
+/** `generation-mcp sandbox [--port N] [--host H]`: only the sandbox REST service; all output on stderr. */
 import { realpathSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -49,10 +46,7 @@ export function parseSandboxArgs(args: readonly string[]): { port: number; host:
   return { port: Number(port), host, help };
 }
 
-/**
- * `entryScript` is the absolute path of the running bin script: from a clone `generation-mcp` is not on PATH,
- * so the banner shows the `node <script>` command that works from anywhere.
- */
+/** `entryScript`: the bin script; from a clone `generation-mcp` is not on PATH, so `node <script>`. */
 export function describeSandbox(handle: SandboxHandle, entryScript: string): string {
   const node = `node ${shellQuote(entryScript)}`;
   return [
@@ -75,7 +69,6 @@ export function describeSandbox(handle: SandboxHandle, entryScript: string): str
   ].join("\n");
 }
 
-/** One line per sandbox API key: the key, its account and what it may do. */
 export function describeSandboxKeys(handle: Pick<SandboxHandle, "accounts">): string[] {
   return handle.accounts.map((account) => {
     const plan = account.paidAccess
@@ -93,10 +86,7 @@ export interface SandboxCommandIo {
   entryScript?: string;
 }
 
-/**
- * Resolves once the sandbox has been stopped and closed. Usage errors reject with SandboxUsageError; a port
- * or host it cannot listen on rejects with SandboxStartError.
- */
+/** Resolves once the sandbox is stopped and closed; rejects with SandboxUsageError or SandboxStartError. */
 export async function runSandboxCommand(
   args: string[],
   io: SandboxCommandIo = { stderr: process.stderr },

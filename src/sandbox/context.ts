@@ -15,7 +15,6 @@ export interface SandboxContext {
   images: ImageCache;
   /** "http://host:port", known once the server listens; media URLs are built from it. */
   origin: string;
-  /** The request log of the handle. */
   requests: RequestRecord[];
   /** Aborted by close(): waits in progress end at once. */
   shutdown: AbortSignal;

@@ -1,7 +1,4 @@
-/**
- * The answers the fault knobs put in place of the service's own. They model what stands between a client and
- * the service (a proxy, a broken upstream), so nothing they answer is ever stored or charged.
- */
+/** What the fault knobs answer in place of the service (a proxy, a broken upstream): never stored. */
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
 import { DEFAULT_IMAGE_MODEL, DEFAULT_VIDEO_MODEL } from "../models.js";
@@ -9,8 +6,7 @@ import { imageData, startedVideoData, uploadData } from "./answers.js";
 import type { Account } from "./auth.js";
 import type { SandboxContext } from "./context.js";
 import type { Plans, SandboxRoute } from "./faults.js";
-import { JSON_TYPE, dataResponse, errorResponse } from "./http.js";
-import type { SandboxResponse } from "./http.js";
+import { JSON_TYPE, dataResponse, errorResponse, type SandboxResponse } from "./http.js";
 import { imageSize } from "./media/images.js";
 
 /** An nginx error page, as a proxy in front of the service answers; nginx's own title for 413. */
@@ -42,7 +38,6 @@ function hugeResponse(status: number, bytes: number): SandboxResponse {
   return { status, headers, body: Readable.from(pieces()) };
 }
 
-/** The patchNext fault: the answer's `data` object shallow-merged with the patch, removed keys deleted. */
 export function patchedResponse(
   response: SandboxResponse,
   { patch, remove }: Plans["patch"],
@@ -52,10 +47,7 @@ export function patchedResponse(
   return { ...response, ...dataResponse(data, response.status) };
 }
 
-/**
- * The earlyAnswer fault: what nginx answers when it refuses a body over its client_max_body_size. Undefined
- * when the route's own handler should answer: a 2xx on a route without a body to cut.
- */
+/** The earlyAnswer fault, as nginx refuses a body; undefined when the route's own handler should answer. */
 export function earlyResponse(
   ctx: SandboxContext,
   route: SandboxRoute,
@@ -71,7 +63,7 @@ export function earlyResponse(
   }
   if (!account) return undefined;
   if (route === "upload") {
-    // The type cannot be judged from bytes never read; PNG is as good a guess as any.
+    // The type of bytes never read cannot be judged: PNG.
     const upload = { id: ctx.newId("upload"), extension: "png", contentType: "image/png", size: bodyBytes };
     return dataResponse(uploadData(ctx, upload), plan.status);
   }

@@ -6,7 +6,6 @@ export type SandboxRoute =
 export type FaultRoute = SandboxRoute | "*";
 export type MalformedKind = "invalid-json" | "html" | "empty" | "no-data" | "huge";
 
-/** See `Faults.earlyAnswer`. */
 export interface EarlyAnswer {
   status: number;
   /** Default by status: 400 validation_error, 413 request_too_large, ... (EARLY_CODES). */
@@ -19,7 +18,6 @@ export interface EarlyAnswer {
   html?: boolean;
 }
 
-/** What each armed knob holds, by knob. */
 export interface Plans {
   error: { status: number; code: string; message: string };
   malformed: { kind: MalformedKind; status: number; bytes: number };
@@ -58,10 +56,7 @@ interface TaskFaults {
 
 const FAILED_TASK = "The provider could not render this video (sandbox fault)";
 
-/**
- * Each knob but latency arms the next `count` (default 1) requests of a route, in order: several can be
- * queued for one route, and "*" entries apply to any route. Nothing is armed unless a test asks for it.
- */
+/** Each knob but latency arms the next `count` (default 1) requests of a route, in order; "*" any route. */
 export class Faults {
   private readonly latencies = new Map<FaultRoute, number>();
   private readonly armed: { knob: keyof Plans; route: FaultRoute; remaining: number; value: unknown }[] = [];
@@ -90,7 +85,6 @@ export class Faults {
     kind: MalformedKind,
     options: { status?: number; count?: number; bytes?: number } = {},
   ): void {
-    // The "huge" body's default size is large enough to trip any sane client cap.
     const { status = 200, bytes = 16 * 1024 * 1024 } = options;
     this.arm("malformed", route, options.count, { kind, status: checkStatus(status, 100), bytes });
   }
@@ -112,9 +106,8 @@ export class Faults {
   }
 
   /**
-   * Reads `afterBytes` of the body, answers at once and closes without lingering, like a proxy refusing a
-   * large upload. Non-2xx: an envelope error (or an HTML page); 2xx: the route's success answer for ids never
-   * stored (body-less routes run their handler). Nothing is stored or charged.
+   * Reads `afterBytes` of the body, answers at once and closes without lingering, like a proxy refusing an
+   * upload. 2xx: the route's success answer for ids never stored (body-less routes run their handler).
    */
   earlyAnswer(route: FaultRoute, answer: EarlyAnswer): void {
     // 1xx is not an answer, and a client cannot be cut off with one.
@@ -130,10 +123,7 @@ export class Faults {
     this.arm("reset", route, count, checkBytes("bytes", bytes));
   }
 
-  /**
-   * Shallow-merges `patch` into the next success answers whose `data` is an object and deletes the `remove`
-   * keys (other answers leave it armed). Only the answer changes, never the store.
-   */
+  /** Shallow-merges `patch` into the next success answers with an object `data` (others leave it armed). */
   patchNext(
     route: FaultRoute,
     patch: Record<string, unknown>,
@@ -157,7 +147,6 @@ export class Faults {
     this.tasks.failNextTask(message);
   }
 
-  /** Turns every knob off. */
   clear(): void {
     this.latencies.clear();
     this.armed.length = 0;

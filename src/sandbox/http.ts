@@ -2,20 +2,17 @@ import type { Readable } from "node:stream";
 
 type HeaderMap = Record<string, string>;
 
-/**
- * Answers are built as values and written in one place (server.ts), so the fault knobs can replace, delay,
- * drip or drop any of them without each handler knowing.
- */
+/** Answers are values written in one place (server.ts), so the fault knobs can replace, delay or drop any. */
 export interface SandboxResponse {
   status: number;
   headers: HeaderMap;
   /** A stream is sent as it comes, with the Content-Length its maker set. */
   body: Buffer | Readable;
-  /** The `data` of a success envelope, kept beside its bytes so the patchNext fault can rewrite it. */
+  /** The `data` of a success envelope, for the patchNext fault. */
   data?: unknown;
   /** Answer with `Connection: close` and do not read what is left of the request. */
   closeConnection?: boolean;
-  /** With closeConnection: close as soon as the answer is written, without the lingering close. */
+  /** With closeConnection: close without the lingering close. */
   closeAbruptly?: boolean;
   /** An intermediary's answer: sent without the service's headers (X-RateLimit-*, X-Request-Id). */
   bare?: boolean;
@@ -53,7 +50,6 @@ export function validationError(field: string, problem: string, closeConnection 
   return new HttpError(400, "validation_error", `${field}: ${problem}`, closeConnection);
 }
 
-/** A percent-decoded path segment, or undefined when its encoding is broken. */
 export function decodeSegment(raw: string): string | undefined {
   try {
     return decodeURIComponent(raw);

@@ -1,7 +1,6 @@
 /**
- * The sandbox: a faithful local implementation of the generation service's REST interface
- * (spec/generation-service-rest.md), for tests, benchmarks and users trying the tools without an account.
- * It is the other end of the wire: it shares service facts with the client through src/models.ts only.
+ * The generation service's REST interface (spec/generation-service-rest.md) on loopback, for tests,
+ * benchmarks and trying the tools without an account; it shares service facts with the client via models.ts.
  */
 import { randomBytes } from "node:crypto";
 import { once, setMaxListeners } from "node:events";
@@ -32,7 +31,6 @@ export const DEMO_TIMINGS: Readonly<SandboxTimings> = { queuedMs: 2000, processi
 
 const PREFIX = { video: "vid", image: "img", upload: "upl", request: "req" } as const;
 
-/** Random, URL-safe ids with a readable kind prefix, like most services hand out. */
 const randomId = (kind: IdKind): string => `${PREFIX[kind]}_${randomBytes(9).toString("base64url")}`;
 
 /** Deterministic ids for tests: vid_1, vid_2, img_1 ... */
@@ -50,7 +48,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const accounts = createAccounts(options.accounts ?? DEFAULT_ACCOUNTS);
   const store = new Store(clock, timings, () => shapes.inProgressStatuses);
   const shutdown = new AbortController();
-  // Every request waiting out a latency or drip fault listens to it: any number may wait at once.
+  // Every request waiting out a latency or drip fault listens to it.
   setMaxListeners(0, shutdown.signal);
   const rateLimit = options.rateLimit ?? { limit: DEFAULT_RATE_LIMIT_PER_MINUTE, windowMs: 60_000 };
   const ctx: SandboxContext = {

@@ -1,20 +1,14 @@
 /**
- * The six endpoints of spec section 4, and media. Every answer is the envelope `{ data, error }`; the `data`
- * of each success is built in answers.ts, in the forms `shapes` selects where the spec says "not shown".
- * Credits are charged when a task starts and refunded in full if it fails. An unknown video id, or one of
- * another key, is 404 not_found (400 with `notFoundStatus: 400`); while the provider is down a status call on
- * a task not known to be final is 502 upstream_error. Outside spec section 7's table: an unknown route is 404
- * not_found, a wrong method 405 method_not_allowed with Allow; oversized bodies are 400 validation_error.
+ * The six endpoints of spec section 4, and media; each success's `data` is built in answers.ts. Our choices
+ * outside spec section 7's table: an unknown route is 404, a wrong method 405 with Allow, a huge body 400.
  */
 import type { IncomingMessage } from "node:http";
 import { SUBSCRIPTION_MODELS, imageCredits, videoCredits } from "../models.js";
 import * as answers from "./answers.js";
-import type { MediaFolder } from "./answers.js";
 import type { Account } from "./auth.js";
 import { readJsonObject, readUpload } from "./body.js";
 import type { SandboxContext } from "./context.js";
-import { HttpError, dataResponse, decodeSegment, validationError } from "./http.js";
-import type { SandboxResponse } from "./http.js";
+import { HttpError, dataResponse, decodeSegment, validationError, type SandboxResponse } from "./http.js";
 import { imageSize } from "./media/images.js";
 import { serveMedia } from "./media/serve.js";
 import type { SandboxRoute } from "./types.js";
@@ -38,7 +32,7 @@ export interface Target {
 export function matchRoute(path: string): Target | undefined {
   const [, folder, file] = /^\/media\/(videos|images|uploads|posters)\/([^/]+)$/.exec(path) ?? [];
   if (folder && file) {
-    const handle = ({ ctx, req }: Call) => serveMedia(ctx, req, folder as MediaFolder, file);
+    const handle = ({ ctx, req }: Call) => serveMedia(ctx, req, folder as answers.MediaFolder, file);
     return { route: "media", methods: ["GET", "HEAD"], handle };
   }
   const [, api = "", id] = /^\/api\/v1(\/videos\/([^/]+)|\/.*)$/.exec(path) ?? [];
@@ -47,7 +41,6 @@ export function matchRoute(path: string): Target | undefined {
   return API_ROUTES[api];
 }
 
-/** The other paths under /api/v1. */
 const API_ROUTES: Record<string, Target> = {
   "/generate": { route: "generate", methods: ["POST"], handle: generateVideo },
   "/generate-image": { route: "generate-image", methods: ["POST"], handle: generateImage },

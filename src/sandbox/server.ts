@@ -6,17 +6,14 @@
  * -> data patch (success answers only) -> headers (X-RateLimit-*, X-Request-Id, header overrides)
  * -> answer, maybe dripped.
  */
-import { createServer } from "node:http";
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { UNAUTHORIZED, parseBearer } from "./auth.js";
-import type { Account, RateLimitState } from "./auth.js";
+import { UNAUTHORIZED, parseBearer, type Account, type RateLimitState } from "./auth.js";
 import { readBodyBytes } from "./body.js";
 import type { SandboxContext } from "./context.js";
 import type { Plans } from "./faults.js";
-import { HttpError, JSON_TYPE, errorResponse } from "./http.js";
-import type { SandboxResponse } from "./http.js";
+import { HttpError, JSON_TYPE, errorResponse, type SandboxResponse } from "./http.js";
 import { earlyResponse, malformedResponse, patchedResponse } from "./fault-answers.js";
 import { matchRoute } from "./routes.js";
 import type { RequestRecord } from "./types.js";
@@ -26,10 +23,9 @@ const MAX_LOGGED_REQUESTS = 10_000;
 
 export function createSandboxServer(ctx: SandboxContext): Server {
   const options = { requestTimeout: 120_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 };
-  // Only a failed write rejects; the socket is the one thing left to clean up.
   const server = createServer(options, (req, res) => void handle(ctx, req, res).catch(() => res.destroy()));
   server.on("clientError", (_error, socket) => {
-    // Unparseable HTTP never reaches the pipeline; answer in the envelope when the socket still allows it.
+    // Unparseable HTTP: answered in the envelope when the socket still allows it.
     if (!socket.writable) return void socket.destroy();
     const { body } = errorResponse(400, "validation_error", "Malformed HTTP request");
     const head = `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}`;
@@ -39,7 +35,9 @@ export function createSandboxServer(ctx: SandboxContext): Server {
 }
 
 async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { requests: log, shutdown } = ctx;
+  const { requests: log } = ctx;
+  // Ends early, resolving false, when the sandbox closes.
+  const wait = (ms: number) => sleep(ms, true, { signal: ctx.shutdown }).catch(() => false);
   const method = req.method ?? "GET";
   const [path = "/", search = ""] = (req.url ?? "/").split(/\?(.*)/s);
   const query = new URLSearchParams(search);
@@ -57,7 +55,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
     requestId: media ? undefined : ctx.newId("request"),
   };
   log.push(record);
-  // Trimmed in place: callers may hold a reference to the array.
+  // In place: callers may hold the array.
   if (log.length > MAX_LOGGED_REQUESTS) log.splice(0, log.length - MAX_LOGGED_REQUESTS);
   const account = bearer.kind === "token" ? ctx.accounts.get(bearer.token) : undefined;
   const bucket = account ? `key:${account.key}` : `addr:${req.socket.remoteAddress}`;
@@ -82,14 +80,12 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
       if (record.requestId !== undefined) headers["X-Request-Id"] = record.requestId;
     }
     if (response.closeConnection) headers.Connection = "close";
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-    for (const [name, value] of Object.entries(overrides ?? {})) {
+    // An override's empty value removes the header.
+    for (const [name, value] of [...Object.entries(headers), ...Object.entries(overrides ?? {})]) {
       if (value === "") res.removeHeader(name);
       else res.setHeader(name, value);
     }
     res.statusCode = record.status = status;
-    // Without lingering, Node's own close for `Connection: close`: end, then destroy once the answer is
-    // written. What the client still sends then meets a closed socket, and the kernel answers with a reset.
     if (response.closeConnection && !response.closeAbruptly) lingerThenClose(res);
     // HEAD: the headers describe the body, none of which is sent (nor dripped, nor streamed).
     if (req.method === "HEAD") return void res.end();
@@ -98,9 +94,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
     res.flushHeaders();
     const size = Math.ceil(body.length / drip.chunks);
     for (let offset = 0; offset < body.length; offset += size) {
-      if (offset > 0 && !(await sleep(drip.chunkDelayMs, true, { signal: shutdown }).catch(() => false)))
-        return;
-      if (res.destroyed) return;
+      if ((offset > 0 && !(await wait(drip.chunkDelayMs))) || res.destroyed) return;
       res.write(body.subarray(offset, offset + size));
     }
     res.end();
@@ -114,7 +108,7 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
   }
   const { route } = target;
   const latency = ctx.faults.latencyFor(route);
-  if (latency > 0 && !(await sleep(latency, true, { signal: shutdown }).catch(() => false))) return;
+  if (latency > 0 && !(await wait(latency))) return;
   if (ctx.faults.take("drop-before", route)) return void req.socket.destroy();
 
   if (!media) {
@@ -160,10 +154,8 @@ async function handle(ctx: SandboxContext, req: IncomingMessage, res: ServerResp
 }
 
 /**
- * Answering early and closing at once makes the kernel reset the connection while the client is still
- * sending, and a reset can destroy our answer before the client reads it. So, like Apache's lingering close:
- * send the answer, half-close, discard (never store) what still arrives for a moment, then close. Node would
- * otherwise destroy the socket as soon as a `Connection: close` answer is written.
+ * Closing while the client still sends makes the kernel reset the connection, which can destroy our answer
+ * unread. So, like Apache's lingering close: answer, half-close, discard what still arrives for a moment.
  */
 function lingerThenClose(res: ServerResponse): void {
   const socket = res.req.socket;

@@ -1,12 +1,7 @@
 /**
- * The service's records: video tasks, images and uploads, with the task lifecycle and its credits; and the
- * images rendered from them.
- *
- * The lifecycle is derived from the clock instead of timers: the provider's view of a task is a pure function
- * of (start time, timings, now), and the service's record catches up with it ("settles") when it can reach
- * the provider. Tests are deterministic with an injected clock, and it models the spec's "the status call
- * asks the upstream provider": during an outage nothing settles, so a status call on a task whose record is
- * not final fails with 502, while final records are still served from the store.
+ * The service's records (video tasks, images, uploads) and the images rendered from them. A task's provider
+ * view is a pure function of (start, timings, now), so tests need no timers; the record catches up with it
+ * ("settles") only while the provider answers, as the spec's status call "asks the upstream provider".
  */
 import type { Account } from "./auth.js";
 import type { SandboxTimings } from "./types.js";
@@ -60,15 +55,7 @@ export class Store {
     if (this.videos.has(id)) throw new Error(`idGenerator returned a duplicate video id "${id}"`);
     const message = this.pendingFailures.shift();
     const failure = message === undefined ? undefined : { message };
-    const task = {
-      id,
-      owner,
-      request,
-      creditsUsed,
-      createdAt: this.clock(),
-      final: undefined,
-      failure,
-    };
+    const task = { id, owner, request, creditsUsed, createdAt: this.clock(), final: undefined, failure };
     this.videos.set(id, task);
     return task;
   }
@@ -113,14 +100,11 @@ export class Store {
     const view = this.providerView(task);
     if (!view.final) return;
     task.final = view;
-    // Our documented choice: credits are taken when a task starts and given back in full if it fails.
+    // Our documented choice: a failed task's credits are given back in full.
     if (view.status === "failed") task.owner.refund(task.creditsUsed);
   }
 
-  /**
-   * What the service tells the caller. While the provider is down a task that already ended upstream still
-   * shows its last in-progress status: the service has not learned the end yet.
-   */
+  /** What the service tells the caller: an end not yet learned shows as the last in-progress status. */
   view(task: VideoTask): TaskView {
     if (task.final) return task.final;
     const upstream = this.providerView(task);
@@ -165,10 +149,7 @@ export class Store {
   }
 }
 
-/**
- * Images are rendered when first fetched, not when generated, and only the last 8 are kept: a demo that
- * generates hundreds of 4k images keeps a bounded amount of memory.
- */
+/** Images are rendered when first fetched and only the last 8 kept, so a long demo's memory stays bounded. */
 export class ImageCache {
   private readonly entries = new Map<string, Promise<Buffer>>();
 

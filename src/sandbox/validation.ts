@@ -1,10 +1,6 @@
 /**
- * Validation of spec section 4's bodies and queries. Deliberately strict, so the client's own checks are
- * proven by its tests: a wrong type (null included) is refused rather than coerced, and every message starts
- * with the field's name. Unknown fields are ignored, as most JSON APIs do. Our choices where the spec is
- * silent: prompt 1..MAX_PROMPT_LENGTH characters; duration a JSON number in (0, MAX_DURATION_S], fractions
- * priced pro rata; resolution only for RESOLUTION_MODEL (default 720p); image URLs http(s) only; a
- * text_to_video request with an image_url is accepted and the image ignored.
+ * Spec section 4's bodies and queries, strict so the client's own checks are proven by its tests: a wrong
+ * type (null too) is refused, not coerced; unknown fields are ignored. Open limits: models.ts.
  */
 import * as models from "../models.js";
 import { validationError } from "./http.js";
@@ -18,11 +14,9 @@ export function validateVideoRequest(body: Body) {
   const prompt = requirePrompt(body);
   const asked = optionalString(body, "model");
   const model = models.resolveVideoModel(asked);
+  const known = models.VIDEO_MODELS.join(", ");
   if (model === undefined)
-    throw validationError(
-      "model",
-      `unknown video model "${asked}"; expected one of ${models.VIDEO_MODELS.join(", ")}`,
-    );
+    throw validationError("model", `unknown video model "${asked}"; expected one of ${known}`);
   const generationType = optionalEnum(body, "generation_type", models.GENERATION_TYPES) ?? "text_to_video";
   const imageUrl = optionalString(body, "image_url");
   if (imageUrl !== undefined) requireHttpUrl("image_url", imageUrl);
@@ -60,11 +54,9 @@ function requirePrompt(body: Body): string {
   if (body.prompt === undefined) throw validationError("prompt", "required");
   const prompt = optionalString(body, "prompt") ?? "";
   if (prompt.trim() === "") throw validationError("prompt", "must not be empty");
-  if (prompt.length > models.MAX_PROMPT_LENGTH)
-    throw validationError(
-      "prompt",
-      `must be at most ${models.MAX_PROMPT_LENGTH} characters (got ${prompt.length})`,
-    );
+  const max = models.MAX_PROMPT_LENGTH;
+  if (prompt.length > max)
+    throw validationError("prompt", `must be at most ${max} characters (got ${prompt.length})`);
   return prompt;
 }
 
@@ -84,11 +76,8 @@ function optionalEnum<T extends string>(body: Body, field: string, allowed: read
 
 function aspectRatioField(body: Body, fallback: string): string {
   const value = optionalString(body, "aspect_ratio") ?? fallback;
-  if (models.parseAspectRatio(value) === undefined)
-    throw validationError(
-      "aspect_ratio",
-      `must be "W:H" with whole numbers from 1 to 64, like 16:9 (got "${value}")`,
-    );
+  const form = `must be "W:H" with whole numbers from 1 to 64, like 16:9 (got "${value}")`;
+  if (models.parseAspectRatio(value) === undefined) throw validationError("aspect_ratio", form);
   return value;
 }
 
@@ -107,11 +96,9 @@ function imagesField(body: Body): string[] {
   if (!Object.hasOwn(body, "images")) return [];
   const value = body.images;
   if (!Array.isArray(value)) throw validationError("images", "must be an array of image URLs");
-  if (value.length > models.MAX_REFERENCE_IMAGES)
-    throw validationError(
-      "images",
-      `must hold at most ${models.MAX_REFERENCE_IMAGES} URLs (got ${value.length})`,
-    );
+  const max = models.MAX_REFERENCE_IMAGES;
+  if (value.length > max)
+    throw validationError("images", `must hold at most ${max} URLs (got ${value.length})`);
   return value.map((entry: unknown, index) => {
     if (typeof entry !== "string") throw validationError(`images[${index}]`, "must be a string URL");
     return requireHttpUrl(`images[${index}]`, entry);

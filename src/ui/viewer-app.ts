@@ -1,8 +1,6 @@
 /**
- * The MCP Apps viewer's script (built by scripts/viewer.mjs into src/ui/viewer.html): the View side of MCP
- * Apps (SEP-1865) over postMessage JSON-RPC, the subset it needs rather than ext-apps' `App` class (bundled
- * for the browser, the SDK client and zod: about 670 KB against a few KB). The same wire in both MCP revisions;
- * every message is typed by the SDK's own types, so a method or field it does not know fails the typecheck.
+ * The MCP Apps viewer's script (scripts/viewer.mjs): the View side of SEP-1865 over postMessage, the subset
+ * it needs instead of ext-apps' `App` (with the SDK client and zod, ~670 KB against a few); typed by the SDK.
  */
 import type {
   LATEST_PROTOCOL_VERSION,
@@ -214,10 +212,7 @@ function link(url: string, text = url): HTMLAnchorElement {
   return anchor;
 }
 
-/**
- * A picture or a video at most at its natural size, captioned with what is known of it and a link to it.
- * When it cannot load (a host whose policy leaves out our media origin, or has no media-src), the link.
- */
+/** A picture or video at most its natural size, captioned with a link; only the link when it cannot load. */
 function media(node: HTMLImageElement | HTMLVideoElement, url: string, facts: () => (string | undefined)[]) {
   const kind = node instanceof HTMLVideoElement ? "video" : "image";
   const figure = element("figure");
@@ -295,10 +290,7 @@ function showProgress(videoId: string, status: string, elapsedSeconds: unknown):
   scheduleRefresh(videoId);
 }
 
-/**
- * Asks the server for the task's status through the host, which forwards the call (serverTools). A failed
- * ask (a rate limit, a network blip) leaves the status on screen and asks again later.
- */
+/** Asks get_status through the host (serverTools); a failed ask keeps the status shown and asks again. */
 function scheduleRefresh(videoId: string): void {
   if (!canCallTools || Date.now() - (startedAt ?? 0) >= REFRESH_LIMIT_MS) return;
   refresher = setTimeout(() => {

@@ -1,8 +1,6 @@
 /**
- * The MCP Apps viewer as the server offers it: one `ui://` HTML resource that generate_video, get_status and
- * generate_image name in their `_meta.ui.resourceUri`. Hosts without MCP Apps ignore the `_meta` and never
- * read the resource. The ext-apps server entry is two constants and two small helpers with no import of its
- * own; its root entry would bring the App class's SDK client and zod.
+ * The MCP Apps viewer: one `ui://` HTML resource the tools name in `_meta.ui.resourceUri`; hosts without MCP
+ * Apps never read it. From ext-apps only its server entry: its root would bring the SDK client and zod.
  */
 import type { McpUiResourceMeta, McpUiToolMeta } from "@modelcontextprotocol/ext-apps";
 import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY } from "@modelcontextprotocol/ext-apps/server";
@@ -18,10 +16,7 @@ export function viewerToolMeta(): { ui: McpUiToolMeta; [RESOURCE_URI_META_KEY]: 
   return { ui: { resourceUri: VIEWER_URI }, [RESOURCE_URI_META_KEY]: VIEWER_URI };
 }
 
-/**
- * The page may load media from `mediaOrigin` only (the configured service's origin, where the service
- * serves its media) and connects nowhere: the host turns this into the iframe's Content-Security-Policy.
- */
+/** The page loads media from the service's origin only and connects nowhere: the host makes it the CSP. */
 function resourceMeta(mediaOrigin: string | undefined): { ui: McpUiResourceMeta } {
   const resourceDomains = mediaOrigin === undefined ? [] : [mediaOrigin];
   return { ui: { csp: { resourceDomains, connectDomains: [] }, prefersBorder: true } };

@@ -5,8 +5,7 @@
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { crc32, createDeflate } from "node:zlib";
-import { parseAspectRatio } from "../../models.js";
-import type { ImageResolution } from "../../models.js";
+import { parseAspectRatio, type ImageResolution } from "../../models.js";
 
 export const IMAGE_TYPES = { png: "image/png", jpg: "image/jpeg", webp: "image/webp" } as const;
 
@@ -59,10 +58,7 @@ export async function encodePng(width: number, height: number, seed: number): Pr
   ]);
 }
 
-/**
- * With the Sub filter on the first row and Up on the others every row is a repeated three-byte pattern,
- * which deflate shrinks to almost nothing; rows are made as deflate takes them, so memory stays bounded.
- */
+/** Sub on the first row, Up on the others: each row repeats three bytes, which deflate shrinks to nothing. */
 function* pngRows(width: number, height: number, blue: number): Generator<Buffer> {
   const rowBytes = 1 + width * 3;
   const first = Buffer.alloc(rowBytes);
@@ -88,10 +84,8 @@ function flatColour(seed: number): [number, number, number] {
 }
 
 /**
- * A baseline JPEG of one flat colour: 4:4:4 YCbCr, every 8x8 block carrying only its DC term and an
- * end-of-block, so no DCT is needed. The DC table is ITU T.81 Annex K's luminance one; the AC table holds the
- * single symbol EOB, coded "0". Only the first block differs from its left neighbour: each later block is
- * "00" (DC difference 0) then "0" (EOB), per component.
+ * A baseline JPEG of one flat colour: 4:4:4 YCbCr, each 8x8 block only a DC term and EOB, so no DCT. DC
+ * table: ITU T.81 Annex K's luminance one; AC: EOB alone, coded "0". Later blocks: "00" (no DC change), "0".
  */
 export function encodeJpeg(width: number, height: number, seed: number): Buffer {
   const segment = (marker: number, ...payload: number[]): number[] => {
@@ -134,10 +128,7 @@ export function encodeJpeg(width: number, height: number, seed: number): Buffer 
   return Buffer.concat([headers, ...pieces, scan.subarray(start), Buffer.of(0xff, 0xd9)]);
 }
 
-/**
- * A lossless (VP8L) WebP of one flat colour. Each of its five prefix codes is a "simple code" with a single
- * symbol, which costs zero bits per pixel, so the file is about 40 bytes at any size up to 16384 px.
- */
+/** A lossless (VP8L) WebP of one flat colour: five one-symbol prefix codes cost 0 bits per pixel. */
 export function encodeWebp(width: number, height: number, seed: number): Buffer {
   if (width < 1 || height < 1 || width > 16384 || height > 16384)
     throw new RangeError("WebP sides must be 1..16384");

@@ -1,21 +1,16 @@
-/**
- * Media lives outside /api/v1, like files on a CDN: no auth, no rate limit, GET and HEAD with one byte range.
- * A file name is `<id>.<ext>`; an extension that does not match the record is a 404, as a CDN would answer.
- */
+/** Media lives outside /api/v1 like a CDN's files: no auth, no rate limit; a wrong `<id>.<ext>` is 404. */
 import type { IncomingMessage } from "node:http";
 import type { MediaFolder } from "../answers.js";
 import type { SandboxContext } from "../context.js";
-import { HttpError, decodeSegment, errorResponse } from "../http.js";
-import type { SandboxResponse } from "../http.js";
+import { HttpError, decodeSegment, errorResponse, type SandboxResponse } from "../http.js";
 import { ENCODERS, IMAGE_TYPES, encodePng, seedOf } from "./images.js";
 import { SAMPLE_VIDEO_MP4 } from "./sample-video.js";
 
 const CDN_HEADERS = { "Accept-Ranges": "bytes", "Cache-Control": "public, max-age=3600" };
 
 /**
- * One byte range per request (206 + Content-Range), 416 with `Content-Range: bytes *\/size` when it starts
- * past the end. A Range that is not a single well-formed bytes range is ignored and the whole file sent, which
- * RFC 9110 allows.
+ * One byte range per request (206), 416 when it starts past the end; a Range that is not one well-formed
+ * bytes range is ignored and the whole file sent, as RFC 9110 allows.
  */
 export async function serveMedia(
   ctx: SandboxContext,
@@ -48,11 +43,9 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
   const completed = video?.final?.status === "completed" ? video : undefined;
   switch (folder) {
     case "videos":
-      // Only a completed task has a video; a running or failed one has nothing to download yet.
       return extension === "mp4" && completed ? { bytes: SAMPLE_VIDEO_MP4, type: "video/mp4" } : undefined;
     case "posters": {
-      // The still the nested status answer links as `result.cover.url`; like the video, only once completed,
-      // and the video's size.
+      // The still the nested status answer links as `result.cover.url`, at the video's size.
       if (extension !== "png" || !completed) return undefined;
       const render = () => encodePng(320, 180, seedOf(completed.request.prompt));
       // "poster:" keeps posters apart from images in the shared cache, whatever ids the generator makes.
@@ -63,8 +56,7 @@ async function find(ctx: SandboxContext, folder: MediaFolder, id: string, extens
       const format = record?.request.outputFormat;
       if (!record || extension !== format) return undefined;
       const seed = seedOf(record.request.prompt);
-      // Keyed by what the bytes depend on, not by id: the same prompt at the same size renders once (a 4k PNG
-      // takes the sandbox about 150 ms, which would otherwise hide the client's own cost in the previews bench).
+      // Keyed by what the bytes depend on: a 4k PNG takes ~150 ms, which would skew the previews bench.
       const key = `image:${format}:${record.width}x${record.height}:${seed}`;
       const bytes = await ctx.images.get(key, () => ENCODERS[format](record.width, record.height, seed));
       return { bytes, type: IMAGE_TYPES[format] };
