@@ -73,14 +73,14 @@ const D = DEFAULTS;
 // One line per setting, so the table reads as one.
 // prettier-ignore
 export const SETTINGS = {
-  GENERATION_API_KEY:               set("The service", undefined, asIs("secret"), "none", "the service API key, sent as `Authorization: Bearer`; from the environment only, never a flag (with `--http`: only beside gateway tokens or OAuth)"),
-  GENERATION_BASE_URL:              set("The service", "--base-url URL", plain, "none", "the service address up to and including `/api/v1` (checked at start)"),
-  GENERATION_SANDBOX:               set("The service", "--sandbox", onSwitch, "off", "use the built-in sandbox instead of the service (`1` or `true`): no account, no credits"),
+  GENERATION_API_KEY:               set("Most people set these", undefined, asIs("secret"), "none", "the service API key, sent as `Authorization: Bearer`; from the environment only, never a flag (with `--http`: only beside gateway tokens or OAuth)"),
+  GENERATION_BASE_URL:              set("Most people set these", "--base-url URL", plain, "none", "the service address up to and including `/api/v1` (checked at start)"),
+  GENERATION_SANDBOX:               set("Most people set these", "--sandbox", onSwitch, "off", "use the built-in sandbox instead of the service (`1` or `true`): no account, no credits"),
+  GENERATION_ALLOWED_DIRS:          set("Most people set these", "--allowed-dirs DIRS", asIs("dirs"), "`~/Pictures`, `~/Downloads`, `~/Desktop` and the output folder (none with `--http`)", "folders whose images may be uploaded (`:`-separated, `;` on Windows); the client's MCP roots count too"),
   GENERATION_POLL_INTERVAL_MS:      set("The service", "--poll-interval-ms N", whole(100, 600_000, "number of milliseconds"), D.pollIntervalMs, "milliseconds between status polls while waiting (100-600000)"),
   GENERATION_WAIT_TIMEOUT_S:        set("The service", "--wait-timeout-s N", kind("number", number(0, 3600)), D.waitTimeoutS, "seconds one call waits before answering \"still processing\" (0-3600)"),
   GENERATION_SETTINGS_FORM:         set("The service", "--settings-form env|mcpb", choice("text", ["env", "mcpb"], "must be env or mcpb"), "`env`", "where advice tells the user to change settings: `env` (the client's configuration) or `mcpb` (Claude Desktop's form)"),
   GENERATION_OUTPUT_DIR:            set("Local files", "--output-dir DIR", asIs("dir"), "`~/Downloads/generation-mcp`", "where `download: true` saves media (with `--http`: only when set)"),
-  GENERATION_ALLOWED_DIRS:          set("Local files", "--allowed-dirs DIRS", asIs("dirs"), "`~/Pictures`, `~/Downloads`, `~/Desktop` and the output folder (none with `--http`)", "folders whose images may be uploaded (`:`-separated, `;` on Windows); the client's MCP roots count too"),
   GENERATION_STATE_DIR:             set("Local files", "--state-dir DIR", asIs("dir"), "the platform's user state folder", "where the journal of started tasks, MCP task records and the day's spend are kept"),
   GENERATION_UPLOAD_LINK_TTL_S:     set("Local files", "--upload-link-ttl-s N", whole(5, 86_400, "number of seconds"), D.uploadLinkTtlS, "seconds an upload link (`upload_image` with `from_user`) stays open (5-86400)"),
   GENERATION_PREVIEWS:              set("Previews and links", "--previews on|off", onOff, "on", "MCP `image` previews of finished images, video stills and a sheet of each finished video's frames"),
