@@ -3,10 +3,12 @@
  * takes the key (get_credits), upload folders, ffmpeg, the first thing to fix; exit 0 if a call would work.
  */
 import { execFile } from "node:child_process";
+import path from "node:path";
 import { promisify } from "node:util";
 import { ConfigError, SETTINGS, loadConfig, type Config } from "../config/index.js";
 import { unknownVariables } from "../config/did-you-mean.js";
 import { existingUploadFolders } from "../files/allowed-dirs.js";
+import { ffprobeBeside } from "../media/ffmpeg.js";
 import { EXIT, textOf } from "./output.js";
 import { openSession } from "./session.js";
 
@@ -62,7 +64,7 @@ async function checkService(config: Config, version: string, problems: string[])
   }
 }
 
-/** The upload folders that exist and ffmpeg: missing ones only make a call poorer, never fail it. */
+/** The upload folders that exist, ffmpeg and ffprobe: missing ones only make a call poorer, never fail it. */
 async function checkLocal(config: Config): Promise<string[]> {
   const warnings: string[] = [];
   const folders = await existingUploadFolders(config);
@@ -73,17 +75,20 @@ async function checkLocal(config: Config): Promise<string[]> {
         "(or --allowed-dirs). The commands take any file you name.",
     );
   }
+  // The frame sheet runs both: ffprobe finds the stream, ffmpeg decodes it (media/frames.ts).
   const ffmpeg = config.ffmpegPath ?? "ffmpeg";
-  const found = await promisify(execFile)(ffmpeg, ["-version"], { timeout: 10_000 }).then(
-    ({ stdout }) => stdout.split("\n")[0],
-    () => undefined,
-  );
-  say(`ffmpeg: ${found ?? "not found"}`);
-  if (found === undefined) {
-    warnings.push(
-      `ffmpeg (${ffmpeg}) was not found, so finished videos come without a sheet of their frames: install it ` +
-        "(apt install ffmpeg, brew install ffmpeg, winget install ffmpeg) or set GENERATION_FFMPEG_PATH.",
+  for (const binary of [ffmpeg, ffprobeBeside(ffmpeg)]) {
+    const found = await promisify(execFile)(binary, ["-version"], { timeout: 10_000 }).then(
+      ({ stdout }) => stdout.split("\n")[0],
+      () => undefined,
     );
+    say(`${path.basename(binary)}: ${found ?? `not found (${binary})`}`);
+    if (found !== undefined) continue;
+    warnings.push(
+      `${binary} was not found, so finished videos come without a sheet of their frames: install ffmpeg, which ` +
+        "brings ffprobe (apt install ffmpeg, brew install ffmpeg, winget install ffmpeg), or set GENERATION_FFMPEG_PATH.",
+    );
+    break;
   }
   return warnings;
 }

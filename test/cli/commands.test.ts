@@ -4,7 +4,7 @@
  * limit that refuses with exit 4 and sends nothing, and the exit codes. Needs `npm run build`.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,6 +13,7 @@ import { startSandbox, type SandboxHandle } from "../../src/sandbox/index.js";
 import { PNG_BYTES } from "../files/fixtures.js";
 import { outputOf } from "../helpers/processes.js";
 import { CLI } from "../helpers/stdio.js";
+import { realBinary } from "../helpers/videos.js";
 
 let sandbox: SandboxHandle;
 let root: string;
@@ -200,6 +201,7 @@ describe("check", () => {
     expect(ok.stdout).toContain("vendor-video-1-5-pro (video, 5 credits/s, no paid access needed: usable)");
     expect(ok.stdout).toContain("image-2 (image, 5 credits/image, paid access: not usable)");
     expect(ok.stdout).toMatch(/^ffmpeg: ffmpeg version/m);
+    expect(ok.stdout).toMatch(/^ffprobe: ffprobe version/m);
     expect(ok.stdout).toContain("Ready: a generation call would work.");
     expect((await check({}, ["--sandbox"])).code).toBe(0);
   });
@@ -216,6 +218,19 @@ describe("check", () => {
     expect(noPath.code).toBe(1);
     expect(noPath.stdout).toContain(`does not end in /api/v1`);
     expect(noPath.stdout).toContain(`Did you mean ${sandbox.baseUrl}?`);
+  });
+
+  it("names an ffmpeg without its ffprobe beside it, which the frame sheet needs, and still passes", async () => {
+    const alone = path.join(root, "ffmpeg-alone");
+    await mkdir(alone, { recursive: true });
+    await symlink(realBinary("ffmpeg"), path.join(alone, "ffmpeg"));
+    const answer = await check({ GENERATION_FFMPEG_PATH: path.join(alone, "ffmpeg") }, ["--sandbox"]);
+    expect(answer.code, answer.stdout).toBe(0);
+    expect(answer.stdout).toMatch(/^ffmpeg: ffmpeg version/m);
+    expect(answer.stdout).toContain(`ffprobe: not found (${path.join(alone, "ffprobe")})`);
+    expect(answer.stdout).toMatch(
+      /Warning: .*ffprobe was not found, so finished videos come without a sheet/,
+    );
   });
 
   it("lists the upload folders that exist", async () => {
