@@ -78,36 +78,22 @@ export class TaskStarter {
    * when nothing was charged, and a `maybeProcessed` error that says a charge is possible when unknown.
    */
   startVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
-    return this.start("video", options, async () => {
-      await this.settlement.settleLeftovers(options.deadline);
-      if (options.allowDuplicate) return this.sendVideo(body, options);
-      return this.guarded(
-        "video",
-        options,
-        () => this.liveDuplicate(options),
-        async () => {
-          const lost = this.lostStart(options.fingerprint);
-          return lost?.kind === "video" ? this.settleLost(lost, options) : this.sendVideo(body, options);
-        },
-      );
+    return this.start("video", options, {
+      earlier: () => this.liveDuplicate(options),
+      lost: (lost) => this.settleLost(lost, options),
+      send: () => this.sendVideo(body, options),
     });
   }
 
   /** Starts an image task; the duplicate guard and the errors work as for `startVideo`, without a history. */
   startImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
-    return this.start("image", options, async () => {
-      if (options.allowDuplicate) return this.sendImage(body, options);
-      return this.guarded(
-        "image",
-        options,
-        () => this.imageDuplicate(options.fingerprint),
-        async () => {
-          // The service keeps no image history to settle this with: only the user can say.
-          const lost = this.lostStart(options.fingerprint);
-          if (lost?.kind === "image") throw unsettledStart(lost, this.parts.now());
-          return this.sendImage(body, options);
-        },
-      );
+    return this.start("image", options, {
+      earlier: () => this.imageDuplicate(options.fingerprint),
+      // The service keeps no image history to settle this with: only the user can say.
+      lost: async (lost) => {
+        throw unsettledStart(lost, this.parts.now());
+      },
+      send: () => this.sendImage(body, options),
     });
   }
 
@@ -119,11 +105,18 @@ export class TaskStarter {
     return this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
 
-  /** One start per kind and fingerprint at a time in this process: an identical call joins it as reused. */
+  /**
+   * One start per kind and fingerprint at a time in this process (an identical call joins it as reused): an
+   * earlier identical start, else a lost one settled, else a new one sent (only that with allowDuplicate).
+   */
   private start<T extends Outcome>(
     kind: "video" | "image",
     options: StartOptions,
-    run: () => Promise<T>,
+    steps: {
+      earlier: () => T | undefined | Promise<T | undefined>;
+      lost: (lost: JournalEntry) => Promise<T>;
+      send: () => Promise<T>;
+    },
   ): Promise<T> {
     const key = `${kind}:${options.fingerprint}`;
     const joined = options.allowDuplicate ? undefined : (this.pending.get(key) as Promise<T> | undefined);
@@ -136,7 +129,12 @@ export class TaskStarter {
     const promise = (async () => {
       await this.parts.beforeWrite?.();
       await this.sender.refresh();
-      return run();
+      if (kind === "video") await this.settlement.settleLeftovers(options.deadline);
+      if (options.allowDuplicate) return steps.send();
+      return this.guarded(kind, options, steps.earlier, async () => {
+        const lost = this.lostStart(options.fingerprint);
+        return lost?.kind === kind ? steps.lost(lost) : steps.send();
+      });
     })();
     this.pending.set(key, promise);
     const clear = () => this.pending.get(key) === promise && this.pending.delete(key);
@@ -190,7 +188,7 @@ export class TaskStarter {
 
   /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */
   private lostStart(fingerprint: string): JournalEntry | undefined {
-    const lost = this.parts.journal.pendingIntent(fingerprint);
+    const lost = this.parts.journal.pendingIntents().findLast((entry) => entry.fingerprint === fingerprint);
     return lost?.key !== undefined && this.parts.now() - lost.started_at <= DUPLICATE_WINDOW_MS
       ? lost
       : undefined;

@@ -85,11 +85,6 @@ export class Journal {
     return openIntents(this.entries);
   }
 
-  pendingIntent(fingerprint: string): JournalEntry | undefined {
-    return this.pendingIntents().findLast((entry) => entry.fingerprint === fingerprint);
-  }
-
-  /** Whether it holds anything: an empty journal's folder can go when its runtime closes. */
   get empty(): boolean {
     return this.entries.length === 0;
   }
