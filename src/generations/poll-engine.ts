@@ -100,10 +100,7 @@ export class PollEngine {
     return [...this.loops.keys()];
   }
 
-  /**
-   * Waits until the task is final, the deadline passes, or the signal aborts. Only a permanent failure of
-   * the status call rejects; the end of the window is a normal result with the last status.
-   */
+  /** Until the task is final, the deadline passes or the signal aborts; only a permanent failure rejects. */
   wait(videoId: string, options: WaitOptions): Promise<WaitResult> {
     const timeoutMs = Math.min(
       MAX_WAIT_MS,
@@ -177,8 +174,7 @@ export class PollEngine {
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
     const { signal } = loop.controller;
     const { coordinator } = this.options;
-    // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
-    // take the poll over and both would ask for the same task.
+    // Waiting for a turn or the budget may outlast the lease: keep it, or two replicas would poll the task.
     const keep = setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
     try {
       if (!(await this.takeTurn(loop))) return "stop";
@@ -209,10 +205,7 @@ export class PollEngine {
     }
   }
 
-  /**
-   * Another replica polls this task: take its stored status when newer than ours, wait for the next one, and
-   * take that before trying the lease again (so a follower sees the final status rather than poll again).
-   */
+  /** Another replica polls: take its newer status, then the next one before trying the lease again. */
   private async follow(loop: Loop, coordinator: PollCoordinator): Promise<number | "stop"> {
     const takeShared = async () => {
       const shared = await coordinator.latest(loop.videoId);

@@ -1,9 +1,8 @@
 /**
- * One start once the duplicate guard (starter.ts) decided it is new: the caller's day is reserved and the
- * intent written (and mirrored) before the POST leaves, under one Idempotency-Key, sent again only after a
- * 429 (answered before the service does anything); then the entry that settles the intent. An intent that
- * cannot be written refuses the start; a settling entry that cannot be written is logged (the id still
- * reaches the caller).
+ * One start the duplicate guard (starter.ts) found new: the day reserved and the intent written before the
+ * POST leaves under one Idempotency-Key (sent again only after a 429, answered before anything is done), then
+ * the entry that settles the intent. An intent that cannot be written refuses the start; a settling entry
+ * that cannot be written is logged (the id still reaches the caller).
  */
 import { randomUUID } from "node:crypto";
 import { AbortedError, GenerationError } from "../api/errors.js";
@@ -196,10 +195,7 @@ function countStarted(kind: "video" | "image", options: SendOptions): void {
   metrics().creditsStarted(kind === "video" ? "generate_video" : "generate_image", options.spend.credits);
 }
 
-/**
- * The HTTP layer marks a start that may have been processed (timeout after sending, broken connection, 5xx);
- * a 5xx or timeout is treated the same even when unmarked. A connection that never opened is not.
- */
+/** Marked by the HTTP layer as maybe processed, or a 5xx or timeout (a connection never opened is not). */
 function isAmbiguous(error: unknown): error is GenerationError {
   return (
     error instanceof GenerationError &&

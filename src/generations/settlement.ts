@@ -1,8 +1,7 @@
 /**
- * Settling a video start whose answer was lost: the newest page of the history is searched for it, never
- * handing over a task this server already knows. One not found yet may still appear (a proxy or the service's
- * queue can hold a start a while), so it is looked for in the background until the duplicate window ends,
- * only then settled as never processed. Images have no history: their lost starts are left to the user.
+ * Settling a video start whose answer was lost: the newest page of the history is searched for it (never a
+ * task already known). One not found may still appear (a queue can hold a start a while): it is looked for
+ * in the background until the duplicate window ends. Images have no history: the user settles theirs.
  */
 import { GenerationError } from "../api/errors.js";
 import { findVideoId, toHistoryItem } from "../api/shapes.js";

@@ -73,9 +73,8 @@ export class TaskStarter {
   }
 
   /**
-   * Starts a video task, or returns the identical one started within the duplicate window (or still being
-   * started, or whose answer an earlier attempt lost) unless `allowDuplicate`. Throws the service's error
-   * when nothing was charged, and a `maybeProcessed` error that says a charge is possible when unknown.
+   * Starts a video task, or returns the identical one of the duplicate window unless `allowDuplicate`.
+   * Throws the service's error when nothing was charged, a `maybeProcessed` one when a charge is possible.
    */
   startVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
     return this.start("video", options, {

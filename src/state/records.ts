@@ -85,26 +85,20 @@ export class SharedStateRebuildingError extends GenerationError {
 }
 
 /**
- * Estimated credits started per caller (a digest) and UTC day (`YYYY-MM-DD`), in hundredths of a credit (the
- * price table has halves). Two replicas racing for the last credits of a day never both get them.
+ * Credits started per caller digest and UTC day, in hundredths (the price table has halves). Two replicas
+ * racing for the last credits of a day never both get them.
  */
 export interface SpendStore {
   /** Adds `amount` unless the day's total would pass `limit`; throws when it cannot be recorded or agreed. */
-  reserve(
-    caller: string,
-    day: string,
-    amount: number,
-    limit: number,
-  ): Promise<{ reserved: boolean; used: number }>;
+  reserve(caller: string, day: string, amount: number, limit: number): Promise<Reservation>;
   /** Gives back a reservation the service never acted on (never below zero). */
   release(caller: string, day: string, amount: number): Promise<void>;
   used(caller: string, day: string): Promise<number>;
 }
 
-/**
- * The cost confirmations already answered, by a digest of their `requestState`: a state answers one question
- * once, whichever replica it reaches, also after a restart.
- */
+type Reservation = { reserved: boolean; used: number };
+
+/** Cost confirmations answered, by a digest of `requestState`: one answer per state, on any replica. */
 export interface UsedConfirmations {
   /** True when `digest` was unused (it now is, for `ttlMs`); throws when it cannot be recorded or agreed. */
   use(digest: string, ttlMs: number): Promise<boolean>;
@@ -125,10 +119,7 @@ export interface PollCoordinator {
   nextChange(videoId: string, ms: number, signal: AbortSignal): Promise<void>;
 }
 
-/**
- * The duplicate guard across replicas: an atomic claim on each start's fingerprint, and a mirror of the
- * journal's lines another replica needs (the open intent, the started task).
- */
+/** The duplicate guard across replicas: a claim per fingerprint, and the journal lines the others need. */
 export interface StartClaims {
   /** True when this replica now holds the claim; throws when it cannot be written (unless running alone). */
   claim(fingerprint: string, ttlMs: number): Promise<boolean>;
@@ -192,8 +183,8 @@ export const readList =
     Array.isArray(value) ? value.flatMap((item) => read(item) ?? []) : [];
 
 /**
- * A line of the journal of paid starts (local/journal.ts). Optional parts that do not read are dropped, not
- * the line: it may be all that tells a paid start. Schemas are built at first use (z.lazy): cold start.
+ * A journal line (local/journal.ts): optional parts that do not read are dropped, not the line (it may be all
+ * that tells a paid start). Schemas are built at first use (z.lazy), for the cold start.
  */
 const JOURNAL_ENTRY = z.lazy(() =>
   z

@@ -14,7 +14,8 @@ export function startClaims(context: KeyContext): StartClaims {
   const entryOf = (text: string | null | undefined) => context.open(text, parseJournalEntry, "journal line");
   return {
     async claim(fingerprint, ttlMs) {
-      // A claim whose command failed (timed out) may have been written after all: retry with the same token.
+      // Exclusive within this replica too. A claim whose command timed out may have been written after all:
+      // the next try reuses its token.
       if (held.has(fingerprint)) return false;
       const claimed = key("claim", fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;

@@ -38,10 +38,7 @@ const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
 const PROBE_INTERVAL_MS = 1000;
 
-/**
- * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
- * fatal: the hub reports not ready, logs one clear line, and keeps reconnecting in the background.
- */
+/** Connects (waiting at most CONNECT_TIMEOUT_MS); unreachable, the hub reports not ready and keeps trying. */
 export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
   // The address without its password, for logs.
   const { protocol, host, pathname } = new URL(config.url);
