@@ -10,7 +10,7 @@ import {
   RESERVE_FRACTION,
   headerValue,
   parseResetHeader,
-  parseRetryAfter,
+  retryHint,
   type HeaderBag,
   type RateBudget,
   type TokenBucketBudget,
@@ -101,9 +101,7 @@ function readHeaders(status: number, headers: HeaderBag, now: number) {
   const remaining = count("x-ratelimit-remaining");
   let resetAt = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) ?? -1;
   if (status === 429) {
-    const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
-    const until =
-      retryAfter !== undefined ? now + retryAfter : resetAt >= 0 ? resetAt : now + HINTLESS_BACKOFF_MS;
+    const until = retryHint(headers, now) ?? now + HINTLESS_BACKOFF_MS;
     resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
   } else if (remaining === 0 && resetAt < 0) {
     // "Nothing left" with no reset we can read: probe again soon rather than hold every replica a minute.
