@@ -24,12 +24,11 @@ export class DailySpend {
   constructor(
     readonly limit: number,
     private readonly store: SpendStore,
-    private readonly now: () => number = Date.now,
   ) {}
 
   /** Reserves `amount` of the caller's day, or throws budget_exceeded (or the store's error). */
   async reserve(callerId: string, amount: number, what: string) {
-    const now = this.now();
+    const now = Date.now();
     const [caller, day, cents] = [spendCaller(callerId), utcDay(now), hundredths(amount)];
     const { reserved, used } = await this.store.reserve(caller, day, cents, hundredths(this.limit));
     if (!reserved) {
@@ -53,7 +52,7 @@ export class DailySpend {
 
   /** What get_credits reports of a caller's day: the count, or why it cannot be told now and what to do. */
   async allowance(callerId: string) {
-    const now = this.now();
+    const now = Date.now();
     const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
     try {
       const used = credits(await this.store.used(spendCaller(callerId), utcDay(now)));
