@@ -116,7 +116,7 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) 
 return 0
 `;
 
-/** task_finalize: writes the final record unless one is there; answers the one that holds. */
+/** task_finalize: writes the final record (ARGV: record, ttl ms) unless one exists; answers the one held. */
 export const TASK_FINALIZE = `
 local current = redis.call("GET", KEYS[1])
 if current then return current end
