@@ -1,10 +1,7 @@
 /**
- * One runtime per service key, for a server that serves many callers (Streamable HTTP): each key gets its own
- * rate budget, poll engine, journal and duplicate guard, so a caller never sees, reuses or is slowed by
- * another key's tasks or budget. A runtime is made when a call first needs one (making it may ask the
- * service whether it accepts the key: see `create`), kept while calls use it, and closed once idle. A key
- * the service refused is remembered as refused for a while, so a flood of made-up bearers costs one service
- * request each at most and leaves nothing behind. The pool is keyed by a hash of the key.
+ * One runtime per service key over HTTP, so a caller never sees, reuses or is slowed by another key's tasks
+ * or budget: made when a call first needs one, closed once idle. A key the service refused is remembered a
+ * while, so a flood of made-up bearers costs one service request each at most and leaves nothing behind.
  */
 import { UnauthorizedError } from "./api/errors.js";
 import type { KeyState } from "./api/client.js";
@@ -12,23 +9,16 @@ import { digestOf } from "./auth/caller.js";
 
 /** What the pool needs of a runtime (runtime.ts). */
 export interface PooledRuntime {
-  /** Whether calls or background task waits are running: a busy runtime is never closed for being idle. */
+  /** Whether calls or background task waits are running: a busy runtime is never closed as idle. */
   busy(): boolean;
   callsSettled(): Promise<void>;
-  /**
-   * What the service has said of the key: a caller's key not accepted yet holds nothing worth keeping (its
-   * runtime, cheap to make again, goes when its last call ends), and one it refused is remembered as refused.
-   */
+  /** Not accepted yet: nothing worth keeping (the runtime goes with its last call); refused: remembered. */
   keyState(): KeyState;
-  /**
-   * Every call still running answers at once with what it has (a started task with its video_id and "still
-   * processing"), waited for at most `graceMs`, then everything is closed.
-   */
+  /** Every call still running answers at once with what it has, waited for at most `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
 
 export interface PoolOptions<R> {
-  /** Makes the runtime of one service key (runtime.ts). */
   create(serviceKey: string): Promise<R>;
   /** A runtime with no call for this long is closed. Default 10 minutes. */
   idleMs?: number;
@@ -47,12 +37,11 @@ interface Entry<R> {
   rechecking?: boolean;
 }
 
-/** Refused keys remembered at most; the oldest is forgotten first. */
 const MAX_REFUSED = 10_000;
 
 export class RuntimePool<R extends PooledRuntime> {
   private readonly entries = new Map<string, Entry<R>>();
-  /** Keys the service refused, by digest: until when they are answered from memory. */
+  /** Until when a refused key (by digest) is answered from memory. */
   private readonly refused = new Map<string, number>();
   private readonly idleMs: number;
   private readonly now: () => number;
@@ -75,8 +64,7 @@ export class RuntimePool<R extends PooledRuntime> {
     }
     let entry = this.entries.get(digest);
     if (entry === undefined) {
-      // Nothing may await between the lookup and the insert, or two calls of a new key would each make a
-      // runtime (and split its rate budget).
+      // No await between the lookup and the insert, or two calls of a new key would each make a runtime.
       this.makeRoom();
       const fresh: Entry<R> = { runtime: this.options.create(serviceKey), calls: 0, lastUsed: this.now() };
       this.entries.set(digest, fresh);
@@ -110,12 +98,10 @@ export class RuntimePool<R extends PooledRuntime> {
     }
   }
 
-  /** Runtimes alive now; for tests and health answers. */
   get size(): number {
     return this.entries.size;
   }
 
-  /** Closes every runtime: running calls answer at once with what they have, waited for at most `graceMs`. */
   async close(graceMs?: number): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
@@ -163,7 +149,7 @@ export class RuntimePool<R extends PooledRuntime> {
   private makeRoom(): void {
     const excess = this.entries.size + 1 - Math.max(1, this.options.maxRuntimes ?? 1000);
     if (excess <= 0) return;
-    // Only idle runtimes go; with none idle, the pool grows past its size until calls end.
+    // With none idle, the pool grows past its size until calls end.
     const idle = [...this.entries]
       .filter(([, entry]) => this.idle(entry))
       .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)
@@ -173,7 +159,6 @@ export class RuntimePool<R extends PooledRuntime> {
 
   private async closeEntry(digest: string, entry: Entry<R>): Promise<void> {
     if (this.entries.get(digest) === entry) this.entries.delete(digest);
-    // It was never made, or closing failed: either way it is out of the pool.
     await entry.runtime.then((runtime) => runtime.close()).catch(() => undefined);
   }
 }

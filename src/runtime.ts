@@ -1,7 +1,6 @@
 /**
- * Wires the parts of one service key together: rate budget -> API client -> poll engine, journal, task
- * starter, MCP task records, spend. Used by both transports (stdio: one key; HTTP: one per key, in
- * runtime-pool.ts) and by the in-process tests, so all run the same assembly.
+ * Wires the parts of one service key together (budget, client, poll engine, journal, starter, MCP task
+ * records, spend): the same assembly for stdio, each HTTP key (runtime-pool.ts) and the in-process tests.
  */
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -27,31 +26,19 @@ import { UploadDesk } from "./uploads/desk.js";
 export interface ServiceTarget {
   baseUrl: string;
   apiKey: string;
-  /**
-   * The embedded sandbox: its tasks end with the process, so its journal lives in memory only. Two sandbox
-   * servers at once (a demo and a desktop client, two sessions) can then never see each other's tasks.
-   */
+  /** The embedded sandbox: its tasks end with the process, so its state lives in memory only. */
   ephemeral?: boolean;
-  /**
-   * A caller's own key (passthrough over HTTP), not the operator's: nothing is written for it, on disk or in
-   * Redis, before the service has accepted it (a 2xx answer, or GET /credits asked before a first start), so
-   * a made-up bearer leaves nothing behind; a key the service refused first is dropped (runtime-pool.ts).
-   */
+  /** A caller's own key (passthrough over HTTP): nothing is written for it before the service accepted it. */
   callerKey?: boolean;
 }
 
-/**
- * Each service and key gets its own journal folder under the state folder, so a task started on one (another
- * account, another service) is never returned as a "duplicate" or adopted as "ours" on another. The name
- * shows the host and hides the key behind a hash.
- */
+/** Each service and key gets its own folder, so another account's task is never taken as a duplicate. */
 export function journalDir(stateDir: string, target: ServiceTarget): string {
   const host = URL.canParse(target.baseUrl) ? new URL(target.baseUrl).host : "service";
   const digest = digestOf(`${target.baseUrl}\n${target.apiKey}`).slice(0, 12);
   return path.join(stateDir, `${host.replace(/[^A-Za-z0-9.-]/g, "_")}-${digest}`);
 }
 
-/** What the pool needs of a runtime (runtime-pool.ts), and the parts the transports serve calls with. */
 export type Runtime = Awaited<ReturnType<typeof createRuntime>>;
 
 /** How long a shutdown waits for running calls to answer before closing. */
@@ -62,21 +49,17 @@ export async function createRuntime(
   target: ServiceTarget,
   processLogger: Logger,
   version: string,
-  /** Tests tighten timeouts and retries here; the CLI uses the defaults. */
+  /** Tests tighten timeouts and retries here. */
   clientOverrides: Partial<Pick<ClientOptions, "timeoutMs" | "maxRetries">> = {},
-  /** Where state shared with other replicas lives (GENERATION_REDIS_URL); by default, in this process. */
   hub: StateHub = LOCAL_STATE,
-  /** The process's upload links (one desk for every key); by default its own, served once stdio attaches. */
+  /** The process's upload links (one desk for every key). */
   uploads = new UploadDesk(hub.uploadLinks, config.uploadLinkTtlS * 1000),
 ) {
-  // The key is masked for the runtime's whole life, in its answers only: never registered process-wide, so
-  // one caller's bearer can never mask (or be made to unmask) another caller's text.
+  // Masked in this runtime's answers only: one caller's bearer can never mask another caller's text.
   const redactor = PROCESS_REDACTOR.with(target.apiKey);
   const logger = processLogger.scoped(redactor);
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const dir = target.ephemeral ? undefined : journalDir(config.stateDir, target);
-  // The key's state here (its folder: the journal, the day's spend, who started what ...), and the state the
-  // replicas share over it; the embedded sandbox lives and dies with this process: nothing of it is shared.
   const local = await localState(dir, logger);
   const state = (target.ephemeral ? LOCAL_STATE : hub).forKey(target, local);
   const shared = gateShared(state, () => client);
@@ -89,7 +72,6 @@ export async function createRuntime(
     trustedKey: target.callerKey !== true,
     ...clientOverrides,
   });
-  // Files sent to an upload link of this key, received here, go to the service at once.
   const keyDigest = digestOf(target.apiKey);
   const unregister = uploads.register(keyDigest, async (image) => {
     return (await client.upload(image, { priority: "foreground", deadline: Date.now() + 60_000 })).url;
@@ -103,8 +85,7 @@ export async function createRuntime(
     coordinator: shared.polls,
   });
   const stopping = new AbortController();
-  // Every call in flight follows it (mcp/tools-call.ts) until it ends: one listener per call, not a leak, so
-  // Node's warning past 10 listeners would only alarm an operator of a busy server.
+  // One listener per call in flight, not a leak: Node's warning past 10 would only alarm an operator.
   setMaxListeners(0, stopping.signal);
   const starter = new TaskStarter({
     api: client,
@@ -119,8 +100,7 @@ export async function createRuntime(
   });
 
   const running = new Set<Promise<unknown>>();
-  // Over HTTP the caller is remote: its roots name folders of its own machine, and the documented default
-  // folders are the server's owner's. Only folders the operator configured count; downloads likewise.
+  // Over HTTP the caller's roots name folders of its own machine: only folders the operator configured count.
   const remote = config.http !== undefined;
   const base = URL.parse(target.baseUrl);
   const depsFactory: DepsFactory = ({ clientRoots, scope, callerId }) => ({
@@ -136,7 +116,6 @@ export async function createRuntime(
     mediaAllowHosts: base === null ? [] : [base.hostname],
     downloads: !remote || config.outputDirConfigured,
     scope,
-    // Without a caller (in-process assemblies), the key's one user: the id a stdio caller has.
     callerId: callerId ?? keyDigest,
     uploads: uploads.forCaller(callerId ?? keyDigest, keyDigest),
     daily,
@@ -154,8 +133,8 @@ export async function createRuntime(
       }),
   });
   const tasks = await TaskRecords.open(shared.tasks, config.pollIntervalMs, logger);
-  // Tasks that were being waited for when the process stopped are taken up again, from their video_ids.
-  // The tools (their schemas are much of the start-up work) load only when there is a task to take up.
+  // Tasks waited for when the process stopped are taken up again; the tools (much of the start-up work)
+  // load only when there is one.
   tasks.resumeAll(async (record, run) => {
     const [{ TOOLS }, { backgroundContext, toolResult }] = await Promise.all([
       import("./tools/index.js"),
@@ -191,18 +170,14 @@ export async function createRuntime(
       }
       await client.close();
       await tasks.close();
-      // Writes still on their way to the state folder finish before the process ends.
       await local.close();
     },
   };
 }
 
 /**
- * Shared state that a caller's key reaches only once the service accepted it: before that, its polls are
- * this process's own (no lease or status is written for a made-up key), and an answered confirmation is
- * recorded only once the service has accepted the key (asked, free, when nothing has shown it yet). The rate
- * budget is shared from the first request: it counts what reaches the service, refused keys included, and
- * holds no content (its two counters expire 10 minutes after the key's last request).
+ * Shared state a key reaches only once the service accepted it (nothing is written for a made-up key), but
+ * for the rate budget: it counts every request that reaches the service, and holds no content.
  */
 function gateShared(shared: SharedState, client: () => GenerationClient): SharedState {
   const { polls, confirmations } = shared;

@@ -1,14 +1,10 @@
-/**
- * Identity of a start request, for the `allow_duplicate` guard: two requests with the same fingerprint
- * would buy the same thing twice.
- */
+/** Identity of a start request, for the `allow_duplicate` guard: the same fingerprint buys the same thing. */
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../api/types.js";
 
 /**
- * sha256 (hex) over the canonical JSON of the normalized body (keys sorted, undefined dropped, prompt
- * whitespace collapsed) and the digests of the images, in order. The caller passes the body with defaults
- * applied, and a local image's digest in place of its not-yet-known upload URL.
+ * sha256 over the canonical JSON of the body (defaults applied, prompt whitespace collapsed) and the images'
+ * digests in order (a local image's in place of its not-yet-known upload URL).
  */
 export function fingerprintRequest(
   kind: "video" | "image",

@@ -1,8 +1,7 @@
 /**
- * One poll loop per video id for the whole process. Every waiter of an id shares the loop's results, so a
- * task watched by several calls costs one status request per interval; each waiter keeps its own deadline,
- * cancellation and progress callback. Requests go out as background priority, so the rate budget keeps a
- * share of the key's limit for the user's own calls.
+ * One poll loop per video id for the whole process: a task watched by several calls costs one status request
+ * per interval, each waiter keeping its own deadline, cancellation and progress. Polls go out at background
+ * priority, so the rate budget keeps a share of the key's limit for the user's own calls.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
@@ -13,11 +12,11 @@ import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/re
 
 export interface PollUpdate {
   video_id: string;
-  /** Status of the latest good poll (undefined while none has succeeded yet). */
+  /** Of the latest good poll (undefined while none has succeeded). */
   status: string | undefined;
   /** Since this waiter started. */
   elapsedMs: number;
-  /** Poll results this waiter has received, counting this one: 1, 2, 3 ... */
+  /** Poll results this waiter has received, this one included. */
   polls: number;
   /** Set when this poll failed transiently and the loop backs off and goes on. */
   error?: GenerationError;
@@ -25,10 +24,9 @@ export interface PollUpdate {
 
 export interface WaitResult {
   outcome: "final" | "timeout" | "cancelled";
-  /** The last good status seen (undefined when no poll has succeeded). */
   video: VideoStatus | undefined;
   elapsedMs: number;
-  /** The last transient failure, when the latest poll failed. */
+  /** When the latest poll failed transiently. */
   lastError?: GenerationError;
 }
 
@@ -45,30 +43,22 @@ export interface PollEngineOptions {
   /** Ceiling of the backoff after transient failures. Default max(30 s, intervalMs). */
   maxBackoffMs?: number;
   random?: () => number;
-  /** Shares each task's poll with other replicas (Redis); alone, this process leads every poll. */
   coordinator: PollCoordinator;
 }
 
 /** No wait may last longer than this, whatever the caller asks. */
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000;
-/**
- * Status requests handed to the client at once (queued in the rate budget or in flight). The rest wait here,
- * least recently polled id first, so no task starves when the budget cannot poll them all.
- */
+/** Polls handed to the client at once; the rest wait, least recently polled first (none starves). */
 const MAX_CONCURRENT_POLLS = 8;
 /** Ids whose last poll time is remembered for fairness, beyond the ones being polled. */
 const POLL_HISTORY_SIZE = 1000;
-/**
- * A poll lease lasts this many intervals: the replica that holds it renews it at every poll, so it only
- * lapses when that replica stops (or waits that long for its rate budget); then another one takes over.
- */
+/** A poll lease lasts this many intervals, renewed at every poll: it lapses only when its replica stops. */
 const LEASE_INTERVALS = 3;
 
 interface Waiter {
   startedAt: number;
   polls: number;
   onUpdate: ((update: PollUpdate) => void) | undefined;
-  /** Clears the deadline and the abort listener. */
   release: () => void;
   resolve: (result: WaitResult) => void;
   reject: (error: unknown) => void;
@@ -110,11 +100,7 @@ export class PollEngine {
     return [...this.loops.keys()];
   }
 
-  /**
-   * Waits until the task is final, the deadline passes, or the signal aborts — whichever comes first. Only
-   * a permanent failure of the status call (not_found, unauthorized ...) rejects; the end of the window is a
-   * normal result with the last status.
-   */
+  /** Until the task is final, the deadline passes or the signal aborts; only a permanent failure rejects. */
   wait(videoId: string, options: WaitOptions): Promise<WaitResult> {
     const timeoutMs = Math.min(
       MAX_WAIT_MS,
@@ -165,10 +151,7 @@ export class PollEngine {
     }
   }
 
-  /**
-   * Polls until the task is final, a permanent error comes, or no waiter is left (each has a deadline). With a
-   * coordinator, only the replica holding the task's lease polls; the others follow what it publishes.
-   */
+  /** Polls until the task is final, fails for good, or no waiter is left; only the lease holder polls. */
   private async run(loop: Loop): Promise<void> {
     const { signal } = loop.controller;
     const { coordinator } = this.options;
@@ -181,8 +164,7 @@ export class PollEngine {
         await sleep(next, undefined, { signal }).catch(() => undefined);
       }
     } finally {
-      // The last waiter here left: another replica may take the poll over at once. A final task keeps its
-      // lease until it lapses, so no follower polls it again before reading the final status.
+      // A final task keeps its lease until it lapses: no follower polls it again before reading the status.
       const final = loop.last !== undefined && isFinalStatus(loop.last.status);
       if (!final) void coordinator.release(loop.videoId);
     }
@@ -192,8 +174,7 @@ export class PollEngine {
   private async pollOnce(loop: Loop): Promise<number | "stop"> {
     const { signal } = loop.controller;
     const { coordinator } = this.options;
-    // Waiting for a turn or for the rate budget may outlast the lease: keep it, or another replica would
-    // take the poll over and both would ask for the same task.
+    // Waiting for a turn or the budget may outlast the lease: keep it, or two replicas would poll the task.
     const keep = setInterval(() => void coordinator.lead(loop.videoId, this.leaseMs), this.intervalMs);
     try {
       if (!(await this.takeTurn(loop))) return "stop";
@@ -224,11 +205,7 @@ export class PollEngine {
     }
   }
 
-  /**
-   * Another replica polls this task: take the status it stored when it is newer than ours, wait for its next
-   * one (woken as soon as it is published), and take that before trying the lease again: the poller lets
-   * the lease go once the task is final, and a follower must see the final status rather than poll again.
-   */
+  /** Another replica polls: take its newer status, then the next one before trying the lease again. */
   private async follow(loop: Loop, coordinator: PollCoordinator): Promise<number | "stop"> {
     const takeShared = async () => {
       const shared = await coordinator.latest(loop.videoId);

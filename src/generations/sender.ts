@@ -1,10 +1,8 @@
 /**
- * One start, on the wire and in the journal, once the duplicate guard (starter.ts) decided it is new: the
- * caller's day is reserved and the intent written (mirrored to the other replicas) before the POST leaves;
- * the start is sent under one Idempotency-Key, again only after a 429 (which the service answers before doing
- * anything); then the entry that settles the intent: the task that was started (with its owner, for a caller
- * of a shared key) or "void" when nothing was. An intent that cannot be written refuses the start; a settling
- * entry that cannot be written is logged: the task id still reaches the caller in the answer.
+ * One start the duplicate guard (starter.ts) found new: the day reserved and the intent written before the
+ * POST leaves under one Idempotency-Key (sent again only after a 429, answered before anything is done), then
+ * the entry that settles the intent. An intent that cannot be written refuses the start; a settling entry
+ * that cannot be written is logged (the id still reaches the caller).
  */
 import { randomUUID } from "node:crypto";
 import { AbortedError, GenerationError } from "../api/errors.js";
@@ -39,11 +37,8 @@ export interface SendOptions {
 export interface SenderParts {
   journal: Journal;
   budget: RateBudget;
-  /** The duplicate guard shared with other replicas (Redis), which mirror the entries. */
   claims: StartClaims;
-  /** Who started which task; settlement never adopts a task another caller owns. */
   ownership: OwnershipStore;
-  /** The daily limit (GENERATION_DAILY_CREDITS); undefined: none. */
   daily?: DailySpend | undefined;
   now: () => number;
   sleep: Sleep;
@@ -61,9 +56,8 @@ export class StartSender {
   }
 
   /**
-   * Sends one start. Answers the task, or the ambiguous failure (it may have been processed: the intent
-   * stays open); a failure the service said it did nothing for settles the intent, gives the day's
-   * reservation back and is thrown.
+   * Answers the task, or the ambiguous failure (the intent stays open); a failure the service did nothing
+   * for settles the intent, gives the day's reservation back and is thrown.
    */
   async send<T>(
     kind: "video" | "image",
@@ -127,7 +121,7 @@ export class StartSender {
     });
   }
 
-  /** Journals a started image task with its URLs (the service keeps no image history to find them in). */
+  /** With its URLs: the service keeps no image history to find them in. */
   async recordImage(result: ImageResult, intent: JournalEntry): Promise<void> {
     await this.record({
       ...intent,
@@ -201,10 +195,7 @@ function countStarted(kind: "video" | "image", options: SendOptions): void {
   metrics().creditsStarted(kind === "video" ? "generate_video" : "generate_image", options.spend.credits);
 }
 
-/**
- * The HTTP layer marks a start that may have been processed (timeout after sending, broken connection, 5xx);
- * a 5xx or timeout is treated the same even when unmarked. A connection that never opened is not.
- */
+/** Marked by the HTTP layer as maybe processed, or a 5xx or timeout (a connection never opened is not). */
 function isAmbiguous(error: unknown): error is GenerationError {
   return (
     error instanceof GenerationError &&

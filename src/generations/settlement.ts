@@ -1,10 +1,7 @@
 /**
- * Settling a video start whose answer was lost (an ambiguous failure, a crash, a timeout that said "a charge
- * is possible"): the newest page of the service's history is searched for it, never handing over a task this
- * server already knows. A found task is journaled as started. One not found yet may still appear (a proxy or
- * the service's own queue can hold a start for a while), so it is looked for again in the background until the
- * duplicate window ends; only then is it settled as never processed. The intents an earlier run left behind
- * are looked up once, then the same way. Images have no history: their lost starts are left to the user.
+ * Settling a video start whose answer was lost: the newest page of the history is searched for it (never a
+ * task already known). One not found may still appear (a queue can hold a start a while): it is looked for
+ * in the background until the duplicate window ends. Images have no history: the user settles theirs.
  */
 import { GenerationError } from "../api/errors.js";
 import { findVideoId, toHistoryItem } from "../api/shapes.js";
@@ -14,19 +11,19 @@ import type { JournalEntry } from "../state/records.js";
 import { normalizePrompt } from "./fingerprint.js";
 import { DUPLICATE_WINDOW_MS, type SenderParts, type StartSender } from "./sender.js";
 
-/** Clock difference tolerated between us and the service when matching a history item to our request. */
+/** Clock difference tolerated between us and the service when matching a history item. */
 export const RECONCILE_SKEW_MS = 2 * 60 * 1000;
 const RECONCILE_PAGE_LIMIT = 50;
 const RECONCILE_PAUSE_MS = 2000;
-/** An unsettled intent older than this is not looked up at all: the history page would not show it. */
+/** An intent older than this is not looked up: the history page would not show it. */
 const SETTLE_MAX_AGE_MS = 60 * 60 * 1000;
-/** The background search of a lost start: its first pause, doubled each time up to the last. */
+/** The background search's pause, doubled each time up to the max. */
 const BACKGROUND_FIRST_PAUSE_MS = 5_000;
 const BACKGROUND_MAX_PAUSE_MS = 60_000;
 
 export class Settlement {
   private leftoversSettled = false;
-  /** Lost starts being looked for in the background, by Idempotency-Key. */
+  /** By Idempotency-Key. */
   private readonly searching = new Set<string>();
 
   constructor(
@@ -100,10 +97,7 @@ export class Settlement {
       .finally(() => this.searching.delete(key));
   }
 
-  /**
-   * Looks twice, a moment apart (the service may list a new task a moment after creating it), within the
-   * deadline; not found yet, the start is looked for again in the background.
-   */
+  /** Looks twice, a moment apart (a new task may be listed late), then in the background. */
   async settle(intent: JournalEntry, deadline: number | undefined) {
     let found = await this.findOnce(intent, "foreground", deadline);
     if (!found && (deadline === undefined || this.parts.now() + RECONCILE_PAUSE_MS + 1000 <= deadline)) {
@@ -148,9 +142,8 @@ export class Settlement {
 }
 
 /**
- * Which history item is the task a start whose answer was lost created: same prompt, same model when the item
- * names one, same duration and aspect ratio when both say, created no earlier than the send (less clock skew)
- * when it carries a time, and not a task this server already knows; the newest candidate wins.
+ * The history item a lost start created: same prompt, same model when it names one, same duration and aspect
+ * ratio when both say, created no earlier than the send (less clock skew), not a known task; the newest wins.
  */
 function pickMatch(items: JsonObject[], intent: JournalEntry, known: (id: string) => boolean) {
   const body = intent.request as GenerateVideoBody;

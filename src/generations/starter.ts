@@ -1,13 +1,9 @@
 /**
  * Starts paid tasks without ever paying twice by accident, even across a crash: each start's intent is
- * journaled and synced BEFORE the POST leaves (sender.ts), and an ambiguous failure is settled from the
- * history before anyone is told to try again (settlement.ts). In the duplicate window an identical request
- * never sends a start whose outcome is unknown again by itself: it answers with what is known while the
- * history is searched in the background. `allow_duplicate: true` starts another.
- *
- * Across replicas (Redis) the replica that claims a request's fingerprint starts (or settles) it; one that
- * finds it claimed waits for the started task the claimant mirrors, copied into its own journal so the usual
- * guard answers with it as reused. A claimant that died lets its claim lapse; the next one settles its intent.
+ * journaled BEFORE the POST leaves (sender.ts), and an ambiguous failure is settled from the history
+ * (settlement.ts). In the duplicate window an identical request never sends again a start whose outcome is
+ * unknown; `allow_duplicate: true` starts another. Across replicas the one that claims the fingerprint starts
+ * it; the others wait for the task it mirrors, copied into their journal so the usual guard reuses it.
  */
 import { GenerationError } from "../api/errors.js";
 import { sleep as wait } from "../api/sleep.js";
@@ -24,10 +20,7 @@ import { Settlement } from "./settlement.js";
 
 /** The least time a start request is given, however little of the call's deadline is left. */
 const MIN_START_MS = 10_000;
-/**
- * How long a replica's claim on a fingerprint lasts at most: longer than a start and its settling take, short
- * enough that the claim of a replica that died mid-start lapses within a tool call or two.
- */
+/** Longer than a start and its settling; short enough that a dead replica's claim lapses within a call. */
 const CLAIM_TTL_MS = 60_000;
 /** How often a replica waiting on another's claim looks for the started task. */
 const CLAIM_RETRY_MS = 200;
@@ -38,7 +31,6 @@ export const IMAGE_CHARGE_POSSIBLE =
   "The request may have reached the service and a charge is possible. Do not retry blindly: call get_credits to see whether credits were spent before starting again.";
 
 export interface StartOptions extends SendOptions {
-  /** True starts a new task even when an identical one was started within the window. */
   allowDuplicate: boolean;
 }
 
@@ -81,48 +73,30 @@ export class TaskStarter {
   }
 
   /**
-   * Starts a video task, or returns the identical one started within the duplicate window (or still being
-   * started, or whose answer an earlier attempt lost) unless `allowDuplicate`. Throws the service's error
-   * when nothing was charged, and a `maybeProcessed` error that says a charge is possible when unknown.
+   * Starts a video task, or returns the identical one of the duplicate window unless `allowDuplicate`.
+   * Throws the service's error when nothing was charged, a `maybeProcessed` one when a charge is possible.
    */
   startVideo(body: GenerateVideoBody, options: StartOptions): Promise<StartOutcome> {
-    return this.start("video", options, async () => {
-      await this.settlement.settleLeftovers(options.deadline);
-      if (options.allowDuplicate) return this.sendVideo(body, options);
-      return this.guarded(
-        "video",
-        options,
-        () => this.liveDuplicate(options),
-        async () => {
-          const lost = this.lostStart(options.fingerprint);
-          return lost?.kind === "video" ? this.settleLost(lost, options) : this.sendVideo(body, options);
-        },
-      );
+    return this.start("video", options, {
+      earlier: () => this.liveDuplicate(options),
+      lost: (lost) => this.settleLost(lost, options),
+      send: () => this.sendVideo(body, options),
     });
   }
 
   /** Starts an image task; the duplicate guard and the errors work as for `startVideo`, without a history. */
   startImage(body: GenerateImageBody, options: StartOptions): Promise<ImageStartOutcome> {
-    return this.start("image", options, async () => {
-      if (options.allowDuplicate) return this.sendImage(body, options);
-      return this.guarded(
-        "image",
-        options,
-        () => this.imageDuplicate(options.fingerprint),
-        async () => {
-          // The service keeps no image history to settle this with: only the user can say.
-          const lost = this.lostStart(options.fingerprint);
-          if (lost?.kind === "image") throw unsettledStart(lost, this.parts.now());
-          return this.sendImage(body, options);
-        },
-      );
+    return this.start("image", options, {
+      earlier: () => this.imageDuplicate(options.fingerprint),
+      // The service keeps no image history to settle this with: only the user can say.
+      lost: async (lost) => {
+        throw unsettledStart(lost, this.parts.now());
+      },
+      send: () => this.sendImage(body, options),
     });
   }
 
-  /**
-   * Whether an identical request was started within the duplicate window or is being started now: lets a
-   * caller skip work that a reuse makes moot, such as uploading a local image.
-   */
+  /** Whether an identical request was started in the window or is starting: a reuse makes an upload moot. */
   async hasDuplicate(kind: "video" | "image", fingerprint: string): Promise<boolean> {
     if (this.pending.has(`${kind}:${fingerprint}`)) return true;
     if ((await this.parts.claims.read(fingerprint)).started?.kind === kind) return true;
@@ -130,11 +104,18 @@ export class TaskStarter {
     return this.parts.journal.findDuplicate(fingerprint, DUPLICATE_WINDOW_MS)?.kind === kind;
   }
 
-  /** One start per kind and fingerprint at a time in this process: an identical call joins it as reused. */
+  /**
+   * One start per kind and fingerprint at a time in this process (an identical call joins it as reused): an
+   * earlier identical start, else a lost one settled, else a new one sent (only that with allowDuplicate).
+   */
   private start<T extends Outcome>(
     kind: "video" | "image",
     options: StartOptions,
-    run: () => Promise<T>,
+    steps: {
+      earlier: () => T | undefined | Promise<T | undefined>;
+      lost: (lost: JournalEntry) => Promise<T>;
+      send: () => Promise<T>;
+    },
   ): Promise<T> {
     const key = `${kind}:${options.fingerprint}`;
     const joined = options.allowDuplicate ? undefined : (this.pending.get(key) as Promise<T> | undefined);
@@ -147,7 +128,12 @@ export class TaskStarter {
     const promise = (async () => {
       await this.parts.beforeWrite?.();
       await this.sender.refresh();
-      return run();
+      if (kind === "video") await this.settlement.settleLeftovers(options.deadline);
+      if (options.allowDuplicate) return steps.send();
+      return this.guarded(kind, options, steps.earlier, async () => {
+        const lost = this.lostStart(options.fingerprint);
+        return lost?.kind === kind ? steps.lost(lost) : steps.send();
+      });
     })();
     this.pending.set(key, promise);
     const clear = () => this.pending.get(key) === promise && this.pending.delete(key);
@@ -155,10 +141,7 @@ export class TaskStarter {
     return promise;
   }
 
-  /**
-   * What `earlier` finds, else `start`, under the claim on the fingerprint (alone, always this process's);
-   * with replicas, what `earlier` finds once another replica's start is journaled; gives up at the deadline.
-   */
+  /** What `earlier` finds, else `start` under the claim on the fingerprint; gives up at the deadline. */
   private async guarded<T>(
     kind: "video" | "image",
     options: StartOptions,
@@ -186,10 +169,7 @@ export class TaskStarter {
     }
   }
 
-  /**
-   * Copies what another replica recorded for this fingerprint into our journal, so the usual guard sees it;
-   * true when there was anything new.
-   */
+  /** Copies what another replica recorded for this fingerprint into our journal; true when any was new. */
   private async adoptShared(fingerprint: string, withIntent: boolean): Promise<boolean> {
     const shared = await this.parts.claims.read(fingerprint);
     let adopted = false;
@@ -207,7 +187,7 @@ export class TaskStarter {
 
   /** An identical start of the duplicate window whose outcome is unknown (it may have been charged). */
   private lostStart(fingerprint: string): JournalEntry | undefined {
-    const lost = this.parts.journal.pendingIntent(fingerprint);
+    const lost = this.parts.journal.pendingIntents().findLast((entry) => entry.fingerprint === fingerprint);
     return lost?.key !== undefined && this.parts.now() - lost.started_at <= DUPLICATE_WINDOW_MS
       ? lost
       : undefined;
@@ -250,10 +230,7 @@ export class TaskStarter {
     return { video_id: earlier.id, status, reused: true, reconciled: false };
   }
 
-  /**
-   * An identical start whose answer was lost: found in the history, it is returned as reused; not found (yet),
-   * nothing is sent: the answer says what is known, and the history is searched again in the background.
-   */
+  /** An identical start whose answer was lost: found in the history, reused; else nothing is sent. */
   private async settleLost(lost: JournalEntry, options: StartOptions): Promise<StartOutcome> {
     const { logger } = this.parts;
     logger("info", "An identical start lost its answer earlier; looking for it in the history.", {});
@@ -326,10 +303,7 @@ function unsettledStart(intent: JournalEntry, now: number): GenerationError {
   );
 }
 
-/**
- * An identical start held by another replica did not finish within this call's time. This call sent nothing:
- * what that replica's start did, its own caller hears; an identical call in a moment returns it.
- */
+/** An identical start held by another replica did not finish within this call's time. */
 function claimedElsewhere(kind: "video" | "image"): GenerationError {
   const tool = kind === "video" ? "generate_video" : "generate_image";
   return new GenerationError(

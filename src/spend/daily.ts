@@ -1,7 +1,6 @@
 /**
  * The daily limit (GENERATION_DAILY_CREDITS): estimated credits one caller may start per UTC day, reserved
- * when a start is about to be sent (after the duplicate guard decided it is new) and given back only when the
- * service said it did nothing. The totals live in a SpendStore: the state folder's file, or Redis.
+ * just before a start is sent and given back only when the service said it did nothing.
  */
 import { createHash } from "node:crypto";
 import { fix } from "../advice.js";
@@ -9,12 +8,10 @@ import { BudgetExceededError, GenerationError } from "../api/errors.js";
 import { StateFileError } from "../state/local/store.js";
 import type { SpendStore } from "../state/records.js";
 
-/** `YYYY-MM-DD` of the UTC day of `now`. */
 function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
-/** ISO time of the next UTC midnight, when the day's count starts again. */
 function nextUtcMidnight(now: number): string {
   return new Date(Date.parse(utcDay(now)) + 24 * 60 * 60 * 1000).toISOString();
 }
@@ -27,16 +24,11 @@ export class DailySpend {
   constructor(
     readonly limit: number,
     private readonly store: SpendStore,
-    private readonly now: () => number = Date.now,
   ) {}
 
-  /**
-   * Reserves `amount` of the caller's day, or throws budget_exceeded naming what remains and when it resets
-   * (or the store's error, when it cannot be recorded or agreed). The service may still refuse the start:
-   * `release` then gives the reservation back.
-   */
+  /** Reserves `amount` of the caller's day, or throws budget_exceeded (or the store's error). */
   async reserve(callerId: string, amount: number, what: string) {
-    const now = this.now();
+    const now = Date.now();
     const [caller, day, cents] = [spendCaller(callerId), utcDay(now), hundredths(amount)];
     const { reserved, used } = await this.store.reserve(caller, day, cents, hundredths(this.limit));
     if (!reserved) {
@@ -60,7 +52,7 @@ export class DailySpend {
 
   /** What get_credits reports of a caller's day: the count, or why it cannot be told now and what to do. */
   async allowance(callerId: string) {
-    const now = this.now();
+    const now = Date.now();
     const day = { daily_limit: this.limit, resets_at: nextUtcMidnight(now) };
     try {
       const used = credits(await this.store.used(spendCaller(callerId), utcDay(now)));
@@ -82,10 +74,7 @@ export class DailySpend {
   }
 }
 
-/**
- * The name a caller's spend is stored under: a digest of its id (itself a digest of the credential), so the
- * store never holds anything a credential could be read or replayed from.
- */
+/** A digest of the caller's id (itself a digest): the store holds nothing a credential could be read from. */
 function spendCaller(callerId: string): string {
   return createHash("sha256").update(`generation-mcp spend\n${callerId}`).digest("hex").slice(0, 32);
 }

@@ -1,7 +1,6 @@
 /**
- * What a call would cost by the price table (models.ts), and the request in the words a confirmation or a
- * refusal uses: "a 10 s 1080p video on vendor-video-2-0". The tools and the protocol edge both ask here, so
- * the estimate a user confirms is the one the daily limit counts.
+ * What a call would cost by the price table, and the request in words ("a 10 s 1080p video on ..."). The
+ * tools and the protocol edge both ask here: the estimate a user confirms is the one the daily limit counts.
  */
 import { isObject } from "../api/shapes.js";
 import {
@@ -32,10 +31,7 @@ export function estimateImage(model: string = DEFAULT_IMAGE_MODEL): CallEstimate
   return { credits: imageCredits(1), what: `an image on ${model}` };
 }
 
-/**
- * The estimate of a checked tools/call that would start something paid; undefined for the free tools and
- * for a dry run (it sends nothing).
- */
+/** The estimate of a tools/call that would start something paid; undefined for free tools and dry runs. */
 export function estimateCall(tool: string, args: unknown): CallEstimate | undefined {
   const data = isObject(args) ? args : {};
   if (data["dry_run"] === true) return undefined;

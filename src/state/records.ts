@@ -1,10 +1,7 @@
 /**
- * The state that outlives a call, as the rest of the server sees it: the interfaces of what replicas share
- * (rate budget, polls, start claims, task records, owners, spend) and the records kept in it, each with the
- * parser that checks it when it is read back from a file or from Redis. `runtime.ts` picks the implementation
- * once: local (this process and its state folder, local/) or Redis over it (redis/, loaded only when
- * GENERATION_REDIS_URL is set). Every member is always there: tools, the poll engine, the task starter and
- * the MCP task store never know which one they have, nor ask.
+ * The state that outlives a call: the interfaces the replicas share and the records kept in them, each with
+ * the parser that checks it when read back from a file or Redis. `runtime.ts` picks local/ or redis/ once;
+ * every member is always there, so no consumer asks which one it has.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -17,24 +14,20 @@ import type { LogLevel } from "../logger.js";
 import { LocalUploadLinks } from "./local/upload-links.js";
 import type { UploadLinkStore } from "./upload-links.js";
 
-/** Where the state and task machinery report: `(level, message, data) => logger.log(level, message, data)`. */
+/** Where the state and task machinery report: `(level, message, data) => logger.log(...)`. */
 export type TaskLogger = (level: LogLevel, message: string, data?: Record<string, unknown>) => void;
 export const silentLogger: TaskLogger = () => {};
 
 export interface StateHub {
-  /** False while a shared store is configured but cannot be written (unless the operator chose to run alone): /readyz is 503. */
+  /** False while a configured shared store cannot be written (unless running alone): /readyz is 503. */
   ready(): boolean;
-  /** The key's state as the replicas share it, over `local`, its state here (local/index.ts). The key itself never leaves the process. */
+  /** The key's state as the replicas share it, over its `local` state; the key never leaves the process. */
   forKey(target: { baseUrl: string; apiKey: string }, local: LocalState): SharedState;
-  /** Upload links, for every service key (upload-links.ts). */
   uploadLinks: UploadLinkStore;
   close(): Promise<void>;
 }
 
-/**
- * The state of one service key, complete whatever the deployment: this process's (local/, real stores in the
- * state folder or honest stand-ins: it leads every poll, holds every claim) or the replicas' (redis/).
- */
+/** One service key's state: this process's (local/: it leads every poll, holds every claim) or redis/. */
 export interface SharedState {
   budget: RateBudget;
   polls: PollCoordinator;
@@ -58,10 +51,7 @@ export const LOCAL_STATE: StateHub = {
   close: async () => {},
 };
 
-/**
- * A start could not be agreed with the other replicas (Redis refuses writes or does not answer), so it was
- * not sent: two replicas deciding alone could each pay for the same request.
- */
+/** A start not agreed with the other replicas is not sent: two deciding alone could each pay for it. */
 export class SharedStateUnavailableError extends GenerationError {
   override name = "SharedStateUnavailableError";
   constructor() {
@@ -77,10 +67,7 @@ export class SharedStateUnavailableError extends GenerationError {
   }
 }
 
-/**
- * Redis came back empty (restarted without persistence) and a replica that held starts there has not written
- * them back yet, so the start was not sent: starting now could pay again for a start only that replica knows.
- */
+/** Redis came back empty and a replica has not written its starts back: starting now could pay twice. */
 export class SharedStateRebuildingError extends GenerationError {
   override name = "SharedStateRebuildingError";
   constructor(retryAfterMs: number) {
@@ -98,35 +85,22 @@ export class SharedStateRebuildingError extends GenerationError {
 }
 
 /**
- * Estimated credits started per caller and UTC day, in hundredths of a credit (the price table has halves).
- * `caller` is an opaque digest, never a credential; `day` is `YYYY-MM-DD`. Two replicas racing for the last
- * credits of a day never both get them.
+ * Credits started per caller digest and UTC day, in hundredths (the price table has halves). Two replicas
+ * racing for the last credits of a day never both get them.
  */
 export interface SpendStore {
-  /**
-   * Adds `amount` unless the day's total would pass `limit`; answers whether it did and the total. Throws
-   * when it cannot be recorded or agreed (SharedStateUnavailableError, StateFileError).
-   */
-  reserve(
-    caller: string,
-    day: string,
-    amount: number,
-    limit: number,
-  ): Promise<{ reserved: boolean; used: number }>;
+  /** Adds `amount` unless the day's total would pass `limit`; throws when it cannot be recorded or agreed. */
+  reserve(caller: string, day: string, amount: number, limit: number): Promise<Reservation>;
   /** Gives back a reservation the service never acted on (never below zero). */
   release(caller: string, day: string, amount: number): Promise<void>;
   used(caller: string, day: string): Promise<number>;
 }
 
-/**
- * The 2026-07-28 cost confirmations already answered, by a digest of their `requestState` (never the state
- * itself): a state answers one question once, whichever replica it reaches, also after a restart.
- */
+type Reservation = { reserved: boolean; used: number };
+
+/** Cost confirmations answered, by a digest of `requestState`: one answer per state, on any replica. */
 export interface UsedConfirmations {
-  /**
-   * True when `digest` was not used yet (it now is, for `ttlMs`: the state's whole life); false when it was.
-   * Throws when that cannot be recorded or agreed (SharedStateUnavailableError, StateFileError).
-   */
+  /** True when `digest` was unused (it now is, for `ttlMs`); throws when it cannot be recorded or agreed. */
   use(digest: string, ttlMs: number): Promise<boolean>;
 }
 
@@ -135,26 +109,19 @@ export interface UsedConfirmations {
  * it publishes. Fails soft: an unreachable store makes `lead` answer true, so each replica polls alone.
  */
 export interface PollCoordinator {
-  /** True when this replica holds the lease on this task's poll (taken or kept for `ttlMs`): it polls now. */
+  /** True when this replica holds the lease on the task's poll (taken or kept for `ttlMs`). */
   lead(videoId: string, ttlMs: number): Promise<boolean>;
-  /** The last waiter here left: another replica takes over at once. */
   release(videoId: string): Promise<void>;
   publish(videoId: string, video: VideoStatus): Promise<void>;
-  /** What the replica that leads the task's poll stored for the others (`at`: epoch ms of that poll). */
+  /** What the leader stored (`at`: epoch ms of its poll). */
   latest(videoId: string): Promise<{ video: VideoStatus; at: number } | undefined>;
   /** Resolves after `ms`, or sooner when a result for this task is published (or the signal aborts). */
   nextChange(videoId: string, ms: number, signal: AbortSignal): Promise<void>;
 }
 
-/**
- * The duplicate guard across replicas: an atomic claim on each start's fingerprint, and a mirror of the
- * journal's lines another replica needs (the open intent, the started task).
- */
+/** The duplicate guard across replicas: a claim per fingerprint, and the journal lines the others need. */
 export interface StartClaims {
-  /**
-   * True when this replica now holds the claim. When it cannot be written: SharedStateUnavailableError,
-   * unless the operator chose to run alone (then true).
-   */
+  /** True when this replica now holds the claim; throws when it cannot be written (unless running alone). */
   claim(fingerprint: string, ttlMs: number): Promise<boolean>;
   /** Only if still ours. */
   unclaim(fingerprint: string): Promise<void>;
@@ -163,9 +130,8 @@ export interface StartClaims {
 }
 
 /**
- * Who started which task, when one key serves several callers (remembered for 30 days): a caller's
- * get_status of a video another caller started is `not_found`, its list_videos lists its own. Fails soft: a
- * store that cannot be asked knows nothing.
+ * Who started which task, when one key serves several callers: a caller's get_status of another's video is
+ * `not_found`, its list_videos lists its own. Fails soft: a store that cannot be asked knows nothing.
  */
 export interface OwnershipStore {
   record(task: OwnedTask): Promise<void>;
@@ -184,25 +150,22 @@ export async function mustOwn(owners: OwnershipStore, videoId: string, scope: st
 }
 
 /**
- * The MCP task records of a key, kept and shared. This process's records are written whole to its state
- * folder (`save`) and read back at start (`load`); every replica can answer for a record another one shared.
- * A task's final record is written once: the first replica to finish or cancel it decides for all. The
- * process following a task holds a lease on it; when it lapses (that process died), the next one asked takes
- * it over. Records come back checked (`parseRecord`); fails soft: a store that cannot be reached stores
- * nothing, finds nothing and grants every lease.
+ * The MCP task records of a key: this process's written whole to its state folder (`save`, `load`), and
+ * shared so that any replica answers for any task. A final record is written once (the first replica to end
+ * the task decides for all); the follower of a task holds a lease, and when it lapses the next one asked
+ * takes the task over. Fails soft: a store that cannot be reached shares nothing and grants every lease.
  */
 export interface TaskRecordStore {
   /** The records of an earlier run (or of another process of the folder, gone) to answer for. */
   load(): Promise<TaskRecord[]>;
-  /** Queues a write of this process's records (all of them; ephemeral ones are never kept). */
+  /** Queues a write of this process's records (ephemeral ones are never kept). */
   save(records: Iterable<TaskRecord>): void;
-  /** Resolves once what was queued is written. */
   written(): Promise<void>;
-  /** Shares the record, for as long as its ttl has left. */
+  /** Shares the record for as long as its ttl has left. */
   share(record: TaskRecord): Promise<void>;
-  /** What another process shared: the final record when there is one, else the latest working one. */
+  /** The shared final record when there is one, else the latest working one. */
   read(taskId: string): Promise<TaskRecord | undefined>;
-  /** Writes the final record unless one exists; answers the one that holds (undefined: this process decides). */
+  /** Writes the final record unless one exists; answers the one that holds (undefined: ours decides). */
   finalize(record: TaskRecord, ttlMs: number): Promise<TaskRecord | undefined>;
   /** Shared task ids, newest first. */
   list(limit: number): Promise<string[]>;
@@ -220,10 +183,9 @@ export const readList =
     Array.isArray(value) ? value.flatMap((item) => read(item) ?? []) : [];
 
 /**
- * A line of the journal of paid starts (local/journal.ts): an intent, a started task or a void. Optional
- * parts that do not read are dropped, not the line: it may be all that tells a paid start.
+ * A journal line (local/journal.ts): optional parts that do not read are dropped, not the line (it may be all
+ * that tells a paid start). Schemas are built at first use (z.lazy), for the cold start.
  */
-// Each schema is built at its first use (z.lazy), not at import: this module is on the stdio cold start.
 const JOURNAL_ENTRY = z.lazy(() =>
   z
     .object({
@@ -232,17 +194,16 @@ const JOURNAL_ENTRY = z.lazy(() =>
       phase: z.enum(["intent", "started", "void"]).optional(),
       /** The start's Idempotency-Key: links an intent to its outcome. */
       key: z.string().optional(),
-      /** The video_id, or the image task's id when the service gave one (a void may name a stale task). */
+      /** The video_id, or the image id (a void may name a stale task). */
       id: z.string().nullish(),
       fingerprint: z.string(),
-      /** Epoch ms at which the start request was sent (for a void: when it was settled). */
+      /** Epoch ms the start was sent (for a void: settled). */
       started_at: z.number(),
-      /** The normalized body that was sent (never a secret). */
       request: z.record(z.string(), z.unknown()).catch({}),
       /** For images: `{ image_urls }`. */
       result: z.record(z.string(), z.unknown()).optional().catch(undefined),
       status: z.string().optional().catch(undefined),
-      /** The caller that started it, when one key serves several (Caller.scope). */
+      /** Caller.scope, when one key serves several callers. */
       scope: z.string().optional().catch(undefined),
     })
     .transform((entry) => ({ ...entry, id: entry.id ?? undefined })),
@@ -252,25 +213,21 @@ export const parseJournalEntry = (value: unknown) => JOURNAL_ENTRY.safeParse(val
 
 export const MAX_PROMPT_CHARS = 500;
 const SCOPE = /^[A-Za-z0-9:_-]{1,80}$/;
+const MODEL = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** A task one caller started, when one service key serves several (gateway tokens, OAuth subjects). */
 const OWNED_TASK = z.lazy(() =>
   z.object({
     video_id: z.string().refine((id) => safeId(id) === id),
     scope: z.string().regex(SCOPE),
-    /** Epoch ms of the start. */
     started_at: z.number(),
     prompt: z.string().max(MAX_PROMPT_CHARS),
-    model: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]{1,64}$/)
-      .optional(),
+    model: z.string().regex(MODEL).optional(),
   }),
 );
 export type OwnedTask = z.output<typeof OWNED_TASK>;
 export const parseOwnedTask = (value: unknown) => OWNED_TASK.safeParse(value).data;
 
-/** A tool call's result as stored: text, image and resource_link content, structured output, isError. */
 export type StoredResult = CallToolResult;
 /** An MCP task's state, in the 2025-11-25 field names (the wire forms map it). */
 export type TaskState = z.output<typeof TASK_RECORD>["task"];
@@ -312,10 +269,7 @@ const cleanString = (max: number) =>
     .string()
     .max(max)
     .transform((text) => text.replace(DISGUISE, ""));
-/**
- * An MCP task record read back, checked field by field: one that is not ours in every part is skipped, never
- * relayed. Texts lose control and bidi characters.
- */
+/** An MCP task record read back: one not ours in every part is skipped; texts lose control characters. */
 const TASK_RECORD = z.lazy(() => {
   const textItem = z.object({ type: z.literal("text"), text: cleanString(1_000_000) }).loose();
   const imageItem = z
@@ -339,12 +293,10 @@ const TASK_RECORD = z.lazy(() => {
     task: z.object({
       taskId: z.string().regex(/^[0-9a-f-]{36}$/),
       status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]),
-      /** Milliseconds the task lives from `createdAt`. */
-      ttl: z.number().int().positive().max(MAX_TASK_TTL_MS),
+      ttl: z.int().positive().max(MAX_TASK_TTL_MS),
       createdAt: time,
       lastUpdatedAt: time,
-      /** Milliseconds a client should wait between two reads. */
-      pollInterval: z.number().int().positive().max(3_600_000).optional(),
+      pollInterval: z.int().positive().max(3_600_000).optional(),
       statusMessage: cleanString(2000).optional(),
     }),
     tool: z.enum(["generate_video", "generate_image"]),
@@ -356,12 +308,8 @@ const TASK_RECORD = z.lazy(() => {
       .regex(/^[^\u0000-\u001F\u007F]*$/)
       .optional(),
     saved: z.record(z.string().max(64), z.union([z.string().max(256), z.number(), z.boolean()])).optional(),
-    /**
-     * The process following it, in this machine's file (no Redis): a process that opens the file takes up a
-     * working task only when that process is gone, never while it runs.
-     */
+    /** The process following it: another process of the folder takes up the task only once it is gone. */
     pid: z
-      .number()
       .int()
       .positive()
       .max(2 ** 32)

@@ -22,7 +22,6 @@ export interface UploadLinkStore {
     link: UploadLink,
     limits: { maxOpen: number; perMinute: number },
   ): Promise<"opened" | "too_many" | "too_fast">;
-  /** The link until it expires. */
   read(id: string): Promise<UploadLink | undefined>;
   /** Replaces the link if it is still in state `from`: of two replicas racing, one wins. */
   swap(from: UploadLinkState, next: UploadLink): Promise<boolean>;

@@ -1,20 +1,17 @@
 /**
- * The cost confirmations already answered (`confirmations.json` in the key's state folder), so that a
- * 2026-07-28 `requestState` answers one question once, also after a restart. Each is kept by a digest of
- * the state (never the state itself) until the state has expired. Bounded: once full of live entries, a new
- * answer is not taken (the user is asked again) rather than an old one forgotten (it could be replayed).
+ * The cost confirmations already answered (`confirmations.json`), by a digest of the state, until it expires.
+ * Once full of live entries a new answer is not taken (the user is asked again): an old one forgotten could
+ * be replayed.
  */
 import { isObject } from "../../api/shapes.js";
 import { silentLogger, type TaskLogger, type UsedConfirmations } from "../records.js";
 import { JsonFile } from "./store.js";
 
-/** Answers kept at most while they live (10 minutes each). */
 const MAX_ENTRIES = 10_000;
 
 export class LocalConfirmations implements UsedConfirmations {
   private readonly file: JsonFile<Record<string, number>>;
 
-  /** `dir` undefined: in memory only. */
   constructor(dir: string | undefined, logger: TaskLogger = silentLogger) {
     this.file = new JsonFile(dir, "confirmations.json", {
       label: "The record of answered cost confirmations",

@@ -1,8 +1,6 @@
 /**
- * The state of one service key in this process and its state folder: the journal of paid starts and every
- * kind of state the replicas would share (records.ts), here for this process alone. Polls and start claims
- * need no store when nobody else polls or starts: this process leads every poll and holds every claim. The
- * Redis state of a key (redis/) is built over this one.
+ * The state of one service key in this process and its state folder: the journal, and every kind the replicas
+ * would share (records.ts). Alone, this process leads every poll and holds every claim. redis/ builds on it.
  */
 import { rm } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -30,7 +28,7 @@ export const ALONE_CLAIMS: StartClaims = {
   read: async () => ({}),
 };
 
-/** `dir` undefined: in memory only (the embedded sandbox, whose tasks end with the process). */
+/** `dir` undefined: in memory only. */
 export async function localState(dir: string | undefined, logger: Logger) {
   const log: TaskLogger = (level, message, data) => logger.log(level, message, data);
   const [journal, owners] = await Promise.all([
@@ -49,7 +47,7 @@ export async function localState(dir: string | undefined, logger: Logger) {
     spend,
     confirmations,
     journal,
-    /** Writes still on their way finish; a folder that holds nothing worth keeping goes (no idle state is left). */
+    /** Writes on their way finish; a folder that holds nothing worth keeping goes. */
     async close() {
       await Promise.all([journal.close(), owners.close(), tasks.written()]);
       if (dir === undefined || !journal.empty || tasks.holds() || owners.holds()) return;

@@ -1,18 +1,16 @@
 /**
- * The journal of paid starts (`tasks.json` in the key's state folder), so that a task survives a client
- * timeout, a restart or a `kill -9`: each start's intent (with its Idempotency-Key) is written before the POST
- * leaves, and its outcome after: the task that was started, or "void" when the service did nothing. An intent
- * without an outcome is a start whose answer was lost, settled (generations/settlement.ts) before an identical
- * request may pay again. Bounded: past its limits it keeps the newest half, and every intent still open.
+ * The journal of paid starts (`tasks.json`), so a task survives a timeout, a restart or a `kill -9`: each
+ * start's intent (with its Idempotency-Key) is written before the POST leaves, its outcome after (the task,
+ * or "void"). An intent without an outcome is a lost answer, settled (generations/settlement.ts) before an
+ * identical request may pay again. Bounded: past its limits it keeps the newest half and every open intent.
  */
 import { parseJournalEntry, readList, type JournalEntry, type TaskLogger } from "../records.js";
 import { JsonFile } from "./store.js";
 
 interface JournalOptions {
   now?: () => number;
-  /** Entries kept before the oldest half goes. Default 1000. */
+  /** Entries (default 1000) and bytes (1 MiB) kept before the oldest half goes. */
   maxEntries?: number;
-  /** Size of the document kept before the oldest half goes. Default 1 MiB. */
   maxBytes?: number;
   logger?: TaskLogger;
 }
@@ -36,10 +34,7 @@ export class Journal {
     this.maxBytes = Math.max(1024, options.maxBytes ?? 1024 * 1024);
   }
 
-  /**
-   * Loads what an earlier run wrote; nothing is created before the first append. `dir` undefined: the journal
-   * lives and dies with the process (the embedded sandbox's tasks do the same).
-   */
+  /** Loads what an earlier run wrote (nothing is made before a first append); `dir` undefined: in memory. */
   static async open(dir: string | undefined, options: JournalOptions = {}): Promise<Journal> {
     const journal = new Journal(dir, options);
     await journal.file.load();
@@ -54,12 +49,12 @@ export class Journal {
     return this.file.value;
   }
 
-  /** Resolves once the entry is on disk (synced), beside what other processes wrote; StateFileError if not. */
+  /** Resolves once the entry is synced to disk, beside what other processes wrote; StateFileError if not. */
   async append(entry: JournalEntry): Promise<void> {
     await this.file.update((entries) => ({ next: this.bounded([...entries, entry]), result: undefined }));
   }
 
-  /** Picks up what another server process of the folder wrote since (cheap when nothing changed: one stat). */
+  /** Picks up what another process of the folder wrote since (cheap when nothing changed: one stat). */
   async refresh(): Promise<void> {
     await this.file.load();
   }
@@ -68,10 +63,7 @@ export class Journal {
     await this.file.settled();
   }
 
-  /**
-   * The newest task started with this fingerprint within `withinMs` of now (inclusive), unless a later entry
-   * declared it void (its service no longer knows it).
-   */
+  /** The newest task started with this fingerprint within `withinMs` of now, unless a later line voids it. */
   findDuplicate(fingerprint: string, withinMs: number): JournalEntry | undefined {
     const voids = this.entries.filter((entry) => entry.phase === "void");
     const voided = (entry: JournalEntry) =>
@@ -88,16 +80,11 @@ export class Journal {
     });
   }
 
-  /** Intents whose outcome was never written (the answer was lost or is still awaited), oldest first. */
+  /** Intents whose outcome was never written (lost or still awaited), oldest first. */
   pendingIntents(): JournalEntry[] {
     return openIntents(this.entries);
   }
 
-  pendingIntent(fingerprint: string): JournalEntry | undefined {
-    return this.pendingIntents().findLast((entry) => entry.fingerprint === fingerprint);
-  }
-
-  /** Whether it holds anything: an empty journal's folder can go when its runtime closes. */
   get empty(): boolean {
     return this.entries.length === 0;
   }
@@ -108,7 +95,7 @@ export class Journal {
     return tasks.slice(Math.max(0, tasks.length - (limit ?? tasks.length))).reverse();
   }
 
-  /** Whether this very entry (same phase, key, id and fingerprint) is here: for copies from another replica. */
+  /** Whether this very entry (phase, key, id, fingerprint) is here: for copies from another replica. */
   knows(entry: JournalEntry): boolean {
     return this.entries.some(
       (known) =>
@@ -123,10 +110,7 @@ export class Journal {
     return this.entries.some((entry) => entry.id === id && isTask(entry));
   }
 
-  /**
-   * Within both bounds: the oldest entries go first, down to half of a bound, but an intent still waiting for
-   * its outcome stays whatever its age: dropping it would let a lost answer be paid for again.
-   */
+  /** The oldest go first, down to half a bound; an open intent stays (else a lost start is paid again). */
   private bounded(entries: JournalEntry[]): JournalEntry[] {
     const sizes = entries.map((entry) => Buffer.byteLength(JSON.stringify(entry)) + 1);
     let size = sizes.reduce((sum, bytes) => sum + bytes, 2);

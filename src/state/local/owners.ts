@@ -1,8 +1,6 @@
 /**
- * Which caller started which video, when one service key serves several callers (gateway tokens, OAuth
- * subjects), as this process knows it: kept in the key's state folder (`owners.json`, bounded). The settlement
- * of a lost start never adopts a task another caller owns. Callers that own the whole account (stdio,
- * passthrough keys) are not recorded: they see everything.
+ * Which caller started which video, when one service key serves several (`owners.json`, bounded). Callers
+ * that own the whole account (stdio, passthrough keys) are not recorded: they see everything.
  */
 import {
   MAX_PROMPT_CHARS,
@@ -25,7 +23,7 @@ export class LocalOwners implements OwnershipStore {
     private readonly logger: TaskLogger,
   ) {}
 
-  /** Loads `dir`'s record (none yet is fine); `dir` undefined keeps it in memory only. */
+  /** `dir` undefined: in memory only. */
   static async open(dir: string | undefined, logger: TaskLogger): Promise<LocalOwners> {
     const file = new JsonFile(dir, "owners.json", {
       label: "The record of who started which task",
@@ -37,7 +35,6 @@ export class LocalOwners implements OwnershipStore {
     return owners;
   }
 
-  /** Notes that `task.scope` started `task.video_id` (prompt shortened; no secret is ever part of it). */
   async record(task: OwnedTask): Promise<void> {
     const entry: OwnedTask = { ...task, prompt: task.prompt.slice(0, MAX_PROMPT_CHARS) };
     if (this.owners.get(entry.video_id)?.scope === entry.scope) return;
@@ -65,7 +62,6 @@ export class LocalOwners implements OwnershipStore {
     return { items: mine.slice(offset, offset + limit), total: mine.length };
   }
 
-  /** Whether anything is recorded: a folder that keeps nothing may go. */
   holds(): boolean {
     return this.owners.size > 0;
   }

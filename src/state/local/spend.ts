@@ -1,9 +1,7 @@
 /**
- * The day's spend of this process's callers (`spend.json` in the key's state folder), so that a daily limit
- * survives a restart: stdio servers are restarted by their clients all the time. Each reservation is made on
- * the file as it stands (another process of the key may have spent meanwhile) and written before it is
- * granted; one that cannot be written is refused (StateFileError): the file is what every later reservation,
- * and a restart, counts from. Only the current day is kept.
+ * The day's spend of this process's callers (`spend.json`), so a daily limit survives a restart (stdio
+ * clients restart servers all the time). Each reservation is made on the file as it stands and written before
+ * it is granted: one that cannot be written is refused. Only the current day is kept.
  */
 import { isObject } from "../../api/shapes.js";
 import { silentLogger, type SpendStore, type TaskLogger } from "../records.js";
@@ -23,7 +21,7 @@ export class LocalSpendStore implements SpendStore {
   /** The last write failed: `used` tries one again before it answers (space may have been freed). */
   private unwritable = false;
 
-  /** `dir` undefined: in memory only (the embedded sandbox, whose credits end with the process). */
+  /** `dir` undefined: in memory only. */
   constructor(
     dir: string | undefined,
     private readonly logger: TaskLogger = silentLogger,
@@ -31,7 +29,7 @@ export class LocalSpendStore implements SpendStore {
     this.file = new JsonFile(dir, "spend.json", { label: "Today's spend record", parse: parseDay, logger });
   }
 
-  /** Whether anything of today (UTC) is recorded, or it cannot be told: the folder then stays. */
+  /** Whether anything of today (UTC) is recorded, or it cannot be told. */
   async holds(): Promise<boolean> {
     const record = await this.file.load().catch(() => undefined);
     const today = new Date().toISOString().slice(0, 10);
@@ -59,7 +57,7 @@ export class LocalSpendStore implements SpendStore {
     });
   }
 
-  /** Throws StateFileError while the record cannot be read, or written (no start could be counted). */
+  /** Throws StateFileError while the record cannot be read or written (no start could be counted). */
   used(caller: string, day: string): Promise<number> {
     return this.change(day, (used) => ({
       ...(this.unwritable && { next: used }),

@@ -1,16 +1,12 @@
 /**
- * The one local store under every local state (the journal of starts, the day's spend, who started which task,
- * the MCP task records): one small JSON document per file in the key's state folder. A change is made under
- * the folder's lock on the document as the file holds it then, so the processes sharing the folder (two stdio
- * clients of one key) keep each other's records and never both take the last of anything. It is written whole
- * through a synced temporary file and a rename: a crash leaves the old document or the new one. The folder
- * (0700) and the file (0600) are made at the first change. A change that cannot be written throws
- * StateFileError and leaves the document as it was: what depends on it is refused, not done unrecorded.
+ * The one store under every local state: a JSON document per file in the key's state folder. A change is made
+ * under the folder's lock on the document as the file holds it then, so processes sharing the folder keep
+ * each other's records and never both take the last of anything; it is written whole through a synced
+ * temporary file and a rename (a crash leaves the old document or the new one). A change that cannot be
+ * written throws StateFileError: what depends on it is refused, not done unrecorded.
  *
- * The lock is a file made with O_EXCL that holds its owner's pid, held for one read and one write. A lock
- * whose owner died (kill -9 while holding it) is taken over at once, one older than STALE_MS too. Not a
- * library's: proper-lockfile cannot tell a dead owner (it waits out the lock's age) and needs a timer per
- * lock to keep a held one fresh; write-file-atomic adds nothing a synced write and a rename lack.
+ * The lock is an O_EXCL file holding its owner's pid; a dead owner's lock (kill -9) is taken over at once,
+ * one older than STALE_MS too. Not proper-lockfile: it cannot tell a dead owner and needs a timer per lock.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
@@ -26,10 +22,7 @@ const STALE_MS = 5_000;
 /** Past STALE_MS, so a dead owner's lock is always taken over before a waiter gives up. */
 const WAIT_MS = 8_000;
 
-/**
- * A record of the state folder could not be read or written, so the start that depends on it was not sent.
- * `problem` completes "<the record> ..." (get_credits says it too, when it cannot tell the allowance).
- */
+/** A record of the state folder could not be read or written. `problem` completes "<the record> ...". */
 export class StateFileError extends GenerationError {
   override name = "StateFileError";
   constructor(
@@ -48,15 +41,11 @@ export class StateFileError extends GenerationError {
 export class JsonFile<T> {
   readonly path: string | undefined;
   private doc: T;
-  /** The file as last read or written (inode, size, mtime): another process's write changes it. */
+  /** The file's inode, size and mtime as last read or written: another process's write changes it. */
   private seen = "";
   private queue: Promise<unknown> = Promise.resolve();
 
-  /**
-   * `dir` undefined: the document lives in this process only. `label`, the record in words for errors
-   * ("Today's spend record"); `parse`, the document from what the file holds, invalid parts dropped (from
-   * `undefined`: the empty one).
-   */
+  /** `dir` undefined: in this process only. `parse` drops invalid parts; from `undefined`: the empty one. */
   constructor(
     readonly dir: string | undefined,
     readonly name: string,
@@ -74,7 +63,7 @@ export class JsonFile<T> {
     return this.doc;
   }
 
-  /** The document as the file holds it now: read again only when it changed. */
+  /** The document as the file holds it now (read again only when it changed). */
   load(): Promise<T> {
     return this.serialized(() => this.read());
   }
@@ -223,10 +212,7 @@ async function tryLock(path: string): Promise<boolean> {
   return true;
 }
 
-/**
- * Removes the lock when its owner is gone (its pid no longer runs) or has held it past STALE_MS; true when it
- * did. Not when another waiter replaced it meanwhile (another inode): the window only opens after an owner died.
- */
+/** Removes the lock when its owner is gone or held it past STALE_MS, unless another waiter replaced it. */
 async function takeOverStale(path: string): Promise<boolean> {
   try {
     const [info, text] = await Promise.all([stat(path), readFile(path, "utf8")]);

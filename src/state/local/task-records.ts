@@ -1,9 +1,7 @@
 /**
- * The MCP task records of one service key in this process: kept on disk (`mcp-tasks.json` in the key's state
- * folder, created only once there is a record to keep), shared with nobody. Two processes of one key (two
- * stdio clients side by side) share the file: each writes its own records and keeps the other processes'
- * that have not expired, so neither drops what the other follows, and a process takes up a working task of
- * the file only when the process that followed it is gone, never while it runs.
+ * The MCP task records of one key in this process (`mcp-tasks.json`, made once there is a record), shared
+ * with nobody. Processes of one key sharing the file each write their own records and keep the others'
+ * unexpired ones; a working task of the file is taken up only once the process following it is gone.
  */
 import type { Logger } from "../../logger.js";
 import { expiresAt, parseRecord, readList, type TaskRecord, type TaskRecordStore } from "../records.js";
@@ -13,7 +11,7 @@ const FILE_NAME = "mcp-tasks.json";
 
 type Saved = { version: 1; records: TaskRecord[] };
 
-/** `dir` undefined: in memory only (nothing is written). */
+/** `dir` undefined: in memory only. */
 export function localTaskRecords(dir: string | undefined, logger: Logger) {
   const file = new JsonFile<Saved>(dir, FILE_NAME, {
     label: "The MCP task records",
@@ -27,7 +25,7 @@ export function localTaskRecords(dir: string | undefined, logger: Logger) {
     },
     logger: (level, message, data) => logger.log(level, message, data),
   });
-  /** Whether the file exists (or will once written): an empty record set never creates it. */
+  /** Whether the file exists (or will once written): no record never creates it. */
   let onDisk = false;
   let kept = 0;
   const store = {
@@ -42,10 +40,7 @@ export function localTaskRecords(dir: string | undefined, logger: Logger) {
       // Another process of this key, still running, follows it: left to that one (and kept in the file).
       return records.filter((record) => !followedElsewhere(record));
     },
-    /**
-     * Queues a write of `records` (those not marked ephemeral), beside the records of the file that belong
-     * to other processes and have not expired: one that runs, or one that stopped (a restart takes them up).
-     */
+    /** Beside the file's unexpired records of other processes, running or stopped (a restart takes them). */
     save(records: Iterable<TaskRecord>) {
       const ours = [...records].filter((record) => record.ephemeral !== true);
       kept = ours.length;
@@ -68,9 +63,7 @@ export function localTaskRecords(dir: string | undefined, logger: Logger) {
         });
     },
     written: () => file.settled(),
-    /** Whether this process keeps any record: a folder that keeps nothing may go. */
     holds: () => kept > 0,
-    // Nobody else to share with: this process decides, follows and ends its own tasks.
     share: async () => {},
     read: async () => undefined,
     finalize: async () => undefined,
@@ -82,7 +75,7 @@ export function localTaskRecords(dir: string | undefined, logger: Logger) {
   return store;
 }
 
-/** Whether another process, still running, follows the record: it is that process's to keep and to end. */
+/** Whether another process, still running, follows the record: it is that one's to keep and to end. */
 function followedElsewhere(record: TaskRecord): boolean {
   return record.pid !== undefined && record.pid !== process.pid && isProcessRunning(record.pid);
 }

@@ -1,8 +1,7 @@
 /**
- * The key's rate budget shared by every replica: the token bucket lives in Redis, taken from and fed by two
- * Lua scripts (scripts.ts), so replicas together stay under the service's limit. When Redis does not answer,
- * the replica falls back on its own local bucket (always kept seeded from the same headers): calls go on, at
- * the price of a possible 429 that the usual backoff absorbs.
+ * The key's rate budget shared by every replica, a token bucket in Redis (scripts.ts). When Redis does not
+ * answer, the replica falls back on its local bucket, kept seeded from the same headers: a possible 429 the
+ * usual backoff absorbs.
  */
 import { AbortedError } from "../../api/errors.js";
 import {
@@ -11,7 +10,7 @@ import {
   RESERVE_FRACTION,
   headerValue,
   parseResetHeader,
-  parseRetryAfter,
+  retryHint,
   type HeaderBag,
   type RateBudget,
   type TokenBucketBudget,
@@ -24,7 +23,7 @@ import type { KeyContext } from "./context.js";
 /** Longest one sleep between two takes: another replica's answer may free a token sooner than predicted. */
 const MAX_STEP_MS = 1000;
 const HINTLESS_BACKOFF_MS = 1000;
-/** The budget's keys outlive a window by far, and go once the key has been idle that long. */
+/** The budget's keys go once the key has been idle this long. */
 const BUDGET_TTL_MS = 10 * 60 * 1000;
 
 export class RedisBudget implements RateBudget {
@@ -73,7 +72,7 @@ export class RedisBudget implements RateBudget {
 
   observe(status: number, headers: HeaderBag): void {
     const grantId = this.grants.shift();
-    // The local bucket always learns the window too: it is what serves if Redis goes away.
+    // The local bucket learns the window too: it serves if Redis goes away.
     this.local.observe(status, headers);
     if (grantId === undefined) return;
     const { now, limit, remaining, resetAt } = readHeaders(status, headers, Date.now());
@@ -86,7 +85,7 @@ export class RedisBudget implements RateBudget {
     return this.local.retryDelayMs(headers);
   }
 
-  /** The local bucket's estimate: it follows the same headers (the service counts every replica's requests). */
+  /** The local bucket follows the same headers (the service counts every replica's requests). */
   expectedWaitMs(priority: RequestPriority): number {
     return this.local.expectedWaitMs(priority);
   }
@@ -102,9 +101,7 @@ function readHeaders(status: number, headers: HeaderBag, now: number) {
   const remaining = count("x-ratelimit-remaining");
   let resetAt = parseResetHeader(headerValue(headers, "x-ratelimit-reset"), now) ?? -1;
   if (status === 429) {
-    const retryAfter = parseRetryAfter(headerValue(headers, "retry-after"), now);
-    const until =
-      retryAfter !== undefined ? now + retryAfter : resetAt >= 0 ? resetAt : now + HINTLESS_BACKOFF_MS;
+    const until = retryHint(headers, now) ?? now + HINTLESS_BACKOFF_MS;
     resetAt = Math.min(Math.max(until, now + MIN_RETRY_DELAY_MS), now + DEFAULT_MAX_WAIT_MS);
   } else if (remaining === 0 && resetAt < 0) {
     // "Nothing left" with no reset we can read: probe again soon rather than hold every replica a minute.

@@ -1,8 +1,6 @@
 /**
- * Who starts what, across replicas: the claim on each start's fingerprint (one replica sends it, the others
- * wait for its task), and the journal entries another replica needs to settle a start whose replica died.
- * Values are sealed and checked again as records when read back; what a replica writes is kept in its
- * rebuild log, to write again should Redis lose it.
+ * Who starts what, across replicas: the claim on each start's fingerprint, and the journal entries another
+ * replica needs to settle a start whose replica died.
  */
 import { randomBytes } from "node:crypto";
 import { parseJournalEntry, type StartClaims } from "../records.js";
@@ -16,8 +14,8 @@ export function startClaims(context: KeyContext): StartClaims {
   const entryOf = (text: string | null | undefined) => context.open(text, parseJournalEntry, "journal line");
   return {
     async claim(fingerprint, ttlMs) {
-      // Exclusive, also within this replica; but a claim whose command failed (timed out while Redis was
-      // paused) may have been written after all: the next try takes it with the same token, as its own.
+      // Exclusive within this replica too. A claim whose command timed out may have been written after all:
+      // the next try reuses its token.
       if (held.has(fingerprint)) return false;
       const claimed = key("claim", fingerprint);
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;

@@ -1,12 +1,8 @@
-/**
- * The cost confirmations already answered, on Redis: one key per answered state, named by a digest of it
- * (never the state), written only if absent (`SET NX`) for the state's whole life, so the first replica to
- * take an answer is the only one. What this replica wrote is written again should Redis lose it.
- */
+/** The cost confirmations answered, on Redis: `SET NX` of a state's digest, so one replica takes it. */
 import type { UsedConfirmations } from "../records.js";
 import { px, type KeyContext } from "./context.js";
 
-/** `local` (this replica's record) serves only with GENERATION_REDIS_WHEN_DOWN=alone while Redis is away. */
+/** `local` serves only when running alone while Redis is away. */
 export function usedConfirmations(context: KeyContext, local: UsedConfirmations): UsedConfirmations {
   const { commands, key } = context;
   return {

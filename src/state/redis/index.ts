@@ -1,16 +1,12 @@
 /**
- * Shared state on Redis (GENERATION_REDIS_URL), loaded lazily: only a server configured for it loads this
- * folder and the client library. One command connection and one subscriber connection per process serve every
- * service key. The keys of one service key are `<prefix><sha256(baseUrl + "\n" + apiKey), 16 hex>:<name>`, so
- * neither the key nor anything that could be replayed is stored; every key has a TTL; every value read back
- * is sealed with a key derived from the service key (seal.ts), so one another writer planted is skipped.
+ * Shared state on Redis (GENERATION_REDIS_URL), loaded only by a server configured for it. One command and
+ * one subscriber connection per process serve every service key, whose keys are `<prefix><sha256(baseUrl +
+ * "\n" + apiKey), 16 hex>:<name>`; every key has a TTL; every value is sealed (seal.ts).
  *
- * When Redis is down, slow, full (maxmemory with noeviction) or paused for writes: a command gives up after
- * COMMAND_TIMEOUT_MS (nothing is queued while disconnected), `ready()` is false (/readyz is 503) until a probe
- * write succeeds again, and one line is logged when the outage starts and one when it ends. Reads, waits and
- * polls go on with this replica's local state, but a start whose claim cannot be written is not sent
- * (SharedStateUnavailableError): two replicas deciding alone could pay twice for one request. With
- * GENERATION_REDIS_WHEN_DOWN=alone each replica decides alone instead, and stays ready.
+ * When Redis is down, slow, full or paused for writes, a command gives up after COMMAND_TIMEOUT_MS (nothing
+ * is queued), `ready()` is false until a probe write succeeds again, and one line is logged when the outage
+ * starts and one when it ends. Reads and waits go on with local state; a start whose claim cannot be written
+ * is not sent, unless GENERATION_REDIS_WHEN_DOWN=alone.
  *
  * Redis that comes back EMPTY (restarted without persistence) lost the claims and the day's spend the
  * replicas relied on: each replica writes again what it wrote there, and nothing is started before every
@@ -42,10 +38,7 @@ const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
 const PROBE_INTERVAL_MS = 1000;
 
-/**
- * Connects to Redis (waiting at most CONNECT_TIMEOUT_MS) and returns the hub. An unreachable Redis is not
- * fatal: the hub reports not ready, logs one clear line, and keeps reconnecting in the background.
- */
+/** Connects (waiting at most CONNECT_TIMEOUT_MS); unreachable, the hub reports not ready and keeps trying. */
 export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
   // The address without its password, for logs.
   const { protocol, host, pathname } = new URL(config.url);

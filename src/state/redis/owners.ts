@@ -1,8 +1,4 @@
-/**
- * Who started which task, on Redis, over this replica's own record (local/owners.ts, which it still keeps):
- * a caller's get_status or list_videos on any replica sees the videos it started on any other. Values are
- * sealed and checked again as records when read back; what a replica writes is kept in its rebuild log.
- */
+/** Who started which task, on Redis over this replica's own record: any replica sees it. */
 import { parseOwnedTask, type OwnedTask, type OwnershipStore } from "../records.js";
 import { px, type KeyContext } from "./context.js";
 

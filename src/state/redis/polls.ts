@@ -1,15 +1,12 @@
 /**
- * One poll per task per interval, whichever replicas wait on it: the replica holding a task's lease polls it,
- * stores the service's answer and publishes a wake-up; the others read it. What is stored is the answer as
- * the service gave it (secrets masked as it is sealed, seal.ts); what is read back goes through the very
- * cleaning of a fresh answer (`toVideoStatus`), so nothing stored can reach a result unchecked.
+ * One poll per task per interval: the replica holding a task's lease polls it, stores the answer and
+ * publishes a wake-up; the others read it. What is read back is cleaned as a fresh answer (`toVideoStatus`).
  */
 import * as z from "zod";
 import { toVideoStatus } from "../../api/shapes.js";
 import type { PollCoordinator } from "../records.js";
 import type { KeyContext } from "./context.js";
 
-/** A task's latest status is kept this long after its last poll. */
 const STATUS_TTL_MS = 10 * 60 * 1000;
 const STORED = z.object({ raw: z.unknown(), at: z.number() });
 
@@ -43,7 +40,7 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
     },
     nextChange(videoId, ms, signal) {
       const name = `${digest}:${videoId}`;
-      // A loop stopped already (its last waiter left) waits for nothing: an abort listener would never fire.
+      // An abort listener added after the abort would never fire.
       if (signal.aborted) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const done = () => {
@@ -60,7 +57,6 @@ export function pollCoordinator(context: KeyContext): PollCoordinator {
   };
 }
 
-/** A stored answer, cleaned as a fresh one would be; undefined when it is not one. */
 function readStatus(value: unknown, videoId: string) {
   const stored = STORED.safeParse(value).data;
   try {

@@ -1,7 +1,6 @@
 /**
- * The Lua scripts that keep the shared invariants atomic on Redis: one script per invariant, named after it.
- * Times are the caller's epoch milliseconds (replicas of one deployment share a clock closely enough for a
- * budget whose windows are seconds long). Every write renews the key's TTL, so nothing outlives its use.
+ * The Lua scripts that keep the shared invariants atomic, one per invariant. Times are the caller's epoch ms
+ * (replicas share a clock closely enough for windows seconds long). Every write renews the key's TTL.
  */
 
 /** In both budget scripts: drops grants a window old (never answered), starts a new window past the reset. */
@@ -14,10 +13,9 @@ if seeded and now >= resetAt then
 end`;
 
 /**
- * budget_take: grants one request of the key's budget, or says how long to wait. The same rules as the local
- * TokenBucketBudget: before any header, requests are spaced evenly at the assumed limit; once seeded, the
- * tokens are the window's remaining requests, foreground calls may spend them all, background polls only
- * those above the reserve, spread over what is left of the window.
+ * budget_take: grants one request, or says how long to wait, by the local TokenBucketBudget's rules: before
+ * any header, requests spaced evenly at the assumed limit; once seeded, foreground calls may spend every
+ * token, background polls only those above the reserve, spread over what is left of the window.
  * KEYS: budget hash, in-flight sorted set. ARGV: now, background (0/1), reserve fraction, assumed limit,
  * grant id, ttl ms. Returns 0 when granted, else the milliseconds to wait.
  */
@@ -63,10 +61,9 @@ return math.ceil(at - now)
 `;
 
 /**
- * budget_observe: feeds one answer back. ARGV: now, grant id, status (0 = no answer), header limit,
- * header remaining, reset epoch ms (-1 = none; the caller has already read the headers and applied its
- * fallbacks), ttl ms. A 429 empties the window until the reset; a remaining count seeds or lowers the tokens,
- * less the requests still in flight on every replica.
+ * budget_observe: feeds one answer back. ARGV: now, grant id, status (0 = no answer), header limit, header
+ * remaining, reset epoch ms (-1 = none), ttl ms. A 429 empties the window until the reset; a remaining count
+ * seeds or lowers the tokens, less the requests in flight on every replica.
  */
 export const BUDGET_OBSERVE = `
 local now = tonumber(ARGV[1])
@@ -103,9 +100,8 @@ return 0
 `;
 
 /**
- * take_lease: takes a lease (a task's poll, the following of an MCP task) or a claim (a start's fingerprint)
- * when it is free, or renews it when it is already this holder's: a claim whose command timed out may have
- * been written after all, and is still ours. KEYS: the lease. ARGV: holder, ttl ms. Returns 1 when held.
+ * take_lease: takes a lease or claim when free, or renews it when already this holder's (a claim whose
+ * command timed out may have been written after all). KEYS: the lease. ARGV: holder, ttl ms. 1 when held.
  */
 export const TAKE_LEASE = `
 local holder = redis.call("GET", KEYS[1])
@@ -120,10 +116,7 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) 
 return 0
 `;
 
-/**
- * task_finalize: a task's outcome is decided once for every replica. Writes the final record unless one is
- * there, and answers the one that holds. KEYS: final record. ARGV: record, ttl ms.
- */
+/** task_finalize: writes the final record (ARGV: record, ttl ms) unless one exists; answers the one held. */
 export const TASK_FINALIZE = `
 local current = redis.call("GET", KEYS[1])
 if current then return current end
@@ -132,10 +125,9 @@ return ARGV[1]
 `;
 
 /**
- * spend_reserve: adds a start's estimate to the caller's day unless the day's total would pass the limit. The
- * day is a hash with one field per replica (what that replica reserved), so a replica can write its own share
- * again, idempotently, after Redis lost its data (index.ts). KEYS: the caller's day hash. ARGV: amount
- * (hundredths of a credit), limit, ttl ms, the replica's field. Returns {1, total} when reserved, else {0, total}.
+ * spend_reserve: adds to the caller's day unless its total would pass the limit. The day is a hash with a
+ * field per replica, so each can write its share again after a loss. KEYS: the day hash. ARGV: amount
+ * (hundredths of a credit), limit, ttl ms, the replica's field. Returns {1 when reserved else 0, total}.
  */
 export const SPEND_RESERVE = `
 local used = 0
@@ -147,10 +139,7 @@ redis.call("PEXPIRE", KEYS[1], ARGV[3])
 return {1, used + amount}
 `;
 
-/**
- * spend_release: gives back a reservation the service never acted on, from this replica's share, never below
- * zero. KEYS: the caller's day hash. ARGV: amount (hundredths of a credit), the replica's field.
- */
+/** spend_release: gives back from this replica's share, never below zero. ARGV: amount, replica's field. */
 export const SPEND_RELEASE = `
 local mine = tonumber(redis.call("HGET", KEYS[1], ARGV[2]) or "0") or 0
 local left = math.max(0, mine - tonumber(ARGV[1]))

@@ -1,16 +1,14 @@
 /**
- * What a replica writes to shared state, sealed: an HMAC of the value under a key derived from the service
- * key (which never reaches Redis), so a value another writer planted (anyone with access to Redis but not to
- * the service key) is recognised as foreign and skipped, never relayed. A sealed value is
- * `<43 base64url characters of HMAC-SHA256>.<the JSON text>`. Writing to Redis is an exit like any output:
- * the JSON text has the service key (and the process's secrets) masked, however the service echoed them.
+ * What a replica writes to shared state is sealed, `<43 base64url characters of HMAC-SHA256>.<JSON text>`,
+ * under a key derived from the service key (which never reaches Redis): a value planted by anyone without the
+ * service key is skipped, never relayed. Redis is an exit like any output: the text has secrets masked.
  */
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 import { PROCESS_REDACTOR } from "../../redact.js";
 
 const MAC_CHARS = 43;
 
-/** Values longer than this are not even checked: nothing this server writes comes near it. */
+/** Longer values are not even checked: nothing this server writes comes near it. */
 const MAX_SEALED_CHARS = 1024 * 1024;
 
 export type Sealer = ReturnType<typeof sealerFor>;

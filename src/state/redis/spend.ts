@@ -1,7 +1,4 @@
-/**
- * Each caller's day of spend, on Redis: one hash per caller and day with a field per replica, so that each
- * replica can write its own share again after Redis lost its data (index.ts).
- */
+/** Each caller's day of spend: a field per replica, so each can write its share again after a loss. */
 import { LocalSpendStore } from "../local/spend.js";
 import type { SpendStore } from "../records.js";
 import { px, type KeyContext } from "./context.js";
@@ -11,9 +8,9 @@ const SPEND_TTL_MS = 25 * 60 * 60 * 1000;
 
 export function spendStore(context: KeyContext): SpendStore {
   const { commands, key, owner } = context;
-  // Only with GENERATION_REDIS_WHEN_DOWN=alone while Redis is away: what this replica alone started.
+  // Running alone while Redis is away: what this replica alone started.
   const alone = new LocalSpendStore(undefined);
-  /** This replica's share of each caller's day, as Redis holds it: what it writes again after a loss. */
+  /** This replica's share of each caller's day: what it writes again after a loss. */
   const mine = new Map<string, number>();
   const share = (name: string, change: number) => {
     const total = Math.max(0, (mine.get(name) ?? 0) + change);

@@ -1,14 +1,12 @@
 /**
- * MCP task records on Redis, over this replica's own (local/task-records.ts: its file, which it still loads
- * and writes): any replica answers for any task, the follower of each holds a lease, an outcome is decided
- * once for all (a Lua script), and a cancel reaches the follower wherever it runs. The index of task ids is
- * bounded by age and by count, so a flood of calls cannot fill Redis.
+ * MCP task records on Redis, over this replica's own file. The index of task ids is bounded by age and by
+ * count, so a flood of calls cannot fill Redis.
  */
 import { MAX_TASK_TTL_MS } from "../../config/index.js";
 import { expiresAt, parseRecord, type TaskRecordStore } from "../records.js";
 import { px, type KeyContext } from "./context.js";
 
-/** Task ids the index keeps per service key, newest first: what tasks/list can page through. */
+/** Task ids the index keeps per service key: what tasks/list can page through. */
 const TASK_INDEX_MAX = 2000;
 
 export function taskRecords(context: KeyContext, local: TaskRecordStore): TaskRecordStore {

@@ -1,9 +1,7 @@
 /**
- * Upload links in Redis, so that any replica serves a link and answers for it. Keys: `<prefix>upload:<id>`
- * (the record, JSON, expiring with the link), `...:bytes` (checked bytes parked for the replica that holds
- * the key), and per caller (a digest) the set of its open links and its count of requests this minute.
- * Records are not sealed (no replica that receives a file holds the key a seal would need): each is read
- * back field by field, and parked bytes are checked again before they are uploaded.
+ * Upload links in Redis, so any replica serves a link: `<prefix>upload:<id>` (the record), `...:bytes` (the
+ * parked bytes), and per caller its open links and its requests this minute. Records are not sealed (the
+ * replica that receives a file may not hold the key a seal needs): each is read back field by field.
  */
 import type { Redis } from "ioredis";
 import * as z from "zod";
