@@ -19,7 +19,13 @@ import { metrics } from "../metrics.js";
 import { resolveVideoModel } from "../models.js";
 import type { DailySpend } from "../spend/daily.js";
 import type { Journal } from "../state/local/journal.js";
-import type { JournalEntry, OwnershipStore, StartClaims, TaskLogger } from "../state/records.js";
+import {
+  MAX_PROMPT_CHARS,
+  type JournalEntry,
+  type OwnershipStore,
+  type StartClaims,
+  type TaskLogger,
+} from "../state/records.js";
 
 /** How long an identical start request is answered with the earlier one instead of paying again. */
 export const DUPLICATE_WINDOW_MS = 10 * 60 * 1000;
@@ -116,7 +122,8 @@ export class StartSender {
       video_id: task.video_id,
       scope,
       started_at: intent.started_at,
-      prompt: body.prompt,
+      // Within the record's bound, as every store reads it back (a longer one would be skipped as foreign).
+      prompt: body.prompt.slice(0, MAX_PROMPT_CHARS),
       model: resolveVideoModel(body.model) ?? body.model,
     });
   }

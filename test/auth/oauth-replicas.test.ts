@@ -139,6 +139,17 @@ describe("each OAuth subject is one caller, on every replica", () => {
     expect(generates()).toBe(before + 2);
     expect(await listed(two, bob)).not.toContain(alices.video_id);
   });
+
+  it("finds on replica two a video alice started on replica one with a prompt of 1,500 characters", async () => {
+    const video = await start(
+      one,
+      alice,
+      `alice's long harbour scene: ${"waves against the pier, ".repeat(60)}`,
+    );
+    const status = await call(two, alice, "get_status", { video_id: video.video_id });
+    expect(resultOf(status)?.["isError"], status.text).toBeUndefined();
+    expect(await listed(two, alice)).toContain(video.video_id);
+  });
 });
 
 describe("the access tokens stay secret across replicas", () => {

@@ -3,7 +3,6 @@
  * that own the whole account (stdio, passthrough keys) are not recorded: they see everything.
  */
 import {
-  MAX_PROMPT_CHARS,
   parseOwnedTask,
   readList,
   type OwnedTask,
@@ -35,8 +34,7 @@ export class LocalOwners implements OwnershipStore {
     return owners;
   }
 
-  async record(task: OwnedTask): Promise<void> {
-    const entry: OwnedTask = { ...task, prompt: task.prompt.slice(0, MAX_PROMPT_CHARS) };
+  async record(entry: OwnedTask): Promise<void> {
     if (this.owners.get(entry.video_id)?.scope === entry.scope) return;
     this.remember(entry);
     await this.file
