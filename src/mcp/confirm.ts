@@ -52,10 +52,7 @@ const REQUESTED_SCHEMA = {
 
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
-/**
- * The states of one service key: made once per runtime (runtime.ts). `used` remembers the answered ones where
- * every replica sees them (Redis, else the state folder), for as long as a state lives.
- */
+/** The states of one service key (runtime.ts); `used` keeps those answered where every replica sees them. */
 export function confirmStatesFor(baseUrl: string, serviceKey: string, used: UsedConfirmations) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
@@ -101,9 +98,8 @@ interface GateInput {
 }
 
 /**
- * The question a checked call's cost raises under the spend limits, or undefined when it needs no answer; with
- * the refusal (budget_exceeded) and the decline that close it. The MCP gate below and the command line (src/cli/)
- * both ask it, so the rule is written once.
+ * The question a checked call's cost raises under the spend limits (undefined: none), with the refusal and
+ * the decline that close it; the command line (src/cli/) asks it too.
  */
 export function costQuestion(tool: string, data: unknown, deps: ServerDeps) {
   const limits = deps.config.spend;
@@ -128,8 +124,6 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
     accepted && isObject(content) && content["confirm"] === true ? { go: true } : cost.decline();
   if (input.revision.era === "modern") {
     const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
-    // An answer without our requestState for this very call answers nothing we asked: a client could
-    // otherwise approve its own cost on its first call.
     let verified: boolean;
     try {
       verified = await input.states.verify(ctx.mcpReq.requestState(), question, ctx);

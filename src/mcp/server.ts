@@ -1,9 +1,8 @@
 /**
- * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks: 2026-07-28 or a 2025
- * revision. No I/O at import; cheap to make (the SDK's entries may make one per probe). The low-level SDK
- * server, so that every argument check answers with our `validation_error` text and no failure escapes as a
- * crash. Every method has a params schema of ours: a request that breaks it is a clean -32602 naming the
- * field (the SDK's own check would answer its schema dump as -32603).
+ * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks. No I/O at import;
+ * cheap to make (the SDK's entries may make one per probe). The low-level SDK server, so that every argument
+ * check answers with our `validation_error` text; every method has a params schema of ours, so a request that
+ * breaks it is a -32602 naming the field (the SDK's own check answers its schema dump as -32603).
  */
 import {
   ProtocolError,
@@ -26,18 +25,14 @@ import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./rev
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
 import { callerView } from "./tasks/caller-tasks.js";
-import { registerTasks2025 } from "./tasks/wire-2025.js";
-import { registerTasks2026 } from "./tasks/wire-2026.js";
+import { registerTasks } from "./tasks/wire.js";
 
 /** The tool list computed at build time, inlined by scripts/bundle.mjs; unbundled runs use tool-list.ts. */
 declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
 
 let listed: { withTasks: Tool[]; withoutTasks: Tool[] } | undefined;
 
-/**
- * `withTasks` false leaves out `execution` (2025-11-25 tasks). The tool definitions (their zod schemas are
- * much of the start-up work) load only with `tools/call`'s module, on the first call.
- */
+/** `withTasks` false leaves out `execution`. The zod definitions (slow to load) come with the first call. */
 async function toolList(withTasks: boolean): Promise<Tool[]> {
   if (listed === undefined) {
     const tools =
@@ -73,7 +68,7 @@ export interface McpServerOptions {
   revision: Revision;
   negotiates?: boolean;
   logger: Logger;
-  /** Relayed as MCP log notifications: a 2025-era stdio session only (logging.ts). */
+  /** Relayed as MCP log notifications (a 2025 stdio session: logging.ts). */
   sessionLog?: Logger | undefined;
 }
 
@@ -187,8 +182,7 @@ export function createMcpServer(options: McpServerOptions): Server {
   });
 
   const store = async () => (await session.runtime()).tasks;
-  const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
-  register(handle, callerView(session.caller, store));
+  registerTasks(options.revision, handle, callerView(session.caller, store));
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

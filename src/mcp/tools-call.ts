@@ -33,8 +33,7 @@ import { requestLogSink } from "./logging.js";
 import { linkAsker } from "./open-link.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
 import { REFUSED_TASKS } from "./tasks/caller-tasks.js";
-import { createdTask2025 } from "./tasks/wire-2025.js";
-import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
+import { createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
 export interface CallEdge {
@@ -69,10 +68,11 @@ async function runToolCall(
 ): Promise<Result> {
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  const created = asTask?.form === "2026" ? createdTask2026 : createdTask2025;
   // Refused before anything was sent: a task of it is held in memory only (tasks/caller-tasks.ts).
   const refused = (answer: CallToolResult) =>
-    asTask === undefined ? answer : created(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+    asTask === undefined
+      ? answer
+      : createdTask(asTask.form, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
   if ("refused" in call) return refused(call.refused);
   let deps: ServerDeps;
   try {
@@ -86,7 +86,6 @@ async function runToolCall(
     );
   }
   const { tool, data } = call;
-  // A cost above the spend limits is confirmed (or refused) before anything runs or a task is made of it.
   const gate = await checkSpend({
     tool: name,
     data,
@@ -115,7 +114,7 @@ async function runToolCall(
         return toolResult(tool, running, deps, run.signal);
       },
     });
-    return created(task);
+    return createdTask(asTask.form, task);
   }
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;
@@ -131,7 +130,6 @@ async function runToolCall(
       if (progressToken === undefined || ctx.mcpReq.signal.aborted) return;
       progress += 1;
       try {
-        // Rides this request's own stream, in either era.
         await ctx.mcpReq.notify({
           method: "notifications/progress",
           params: { progressToken, progress, message },

@@ -1,22 +1,17 @@
 /**
- * One caller's view of its tasks (`callerView`): the tasks of its refused calls, held here in memory, first,
- * then the records of its runtime (store.ts, made only when a task request needs it). Both wire forms
- * (wire-2025.ts, wire-2026.ts) answer through it; anything the caller may not see is -32602 (../errors.ts).
+ * One caller's view of its tasks, for both wire forms (wire.ts): the tasks of its refused calls first, then
+ * the records of its runtime (store.ts, made only when a task request needs it).
  *
- * A refused call's task (bad arguments, a spend limit, the user's decline of the cost: nothing was sent) is
- * answered like any task, ended at once with what a plain call gets (failed for an error result; completed
- * for a decline, which is not an error, so that a client shows it rather than "task failed"), but held only
- * here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no file, nothing
- * shared, whatever the flood.
+ * A refused call's task (bad arguments, a spend limit, the user's decline: nothing was sent) ends at once
+ * with what a plain call gets (completed for a decline, which is no error, so a client does not show "task
+ * failed"), held only here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no
+ * file, nothing shared, whatever the flood.
  */
-import * as z from "zod";
 import type { Caller } from "../../auth/caller.js";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import { expiresAt, type StoredResult, type TaskRecord } from "../../state/records.js";
 import { TaskEndedError } from "../handlers.js";
 import type { TaskRecords } from "./store.js";
-
-export const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 
 /** `caller` is read when a task request comes (the local caller's id is worked out then, off the start-up path). */
 export function callerView(caller: Pick<Caller, "id" | "scope">, store: () => Promise<TaskRecords>) {

@@ -1,15 +1,12 @@
 /**
- * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts,
- * wire-2026.ts), and their background waits (runs.ts). The call is answered once the service has started the
- * generation (the tool's first progress names the video_id), so the journal and the duplicate guard work as
- * for a plain call; reading a task never reaches the service.
+ * The MCP task records of one service key, whatever wire form reads them (wire.ts), and their background
+ * waits (runs.ts). A call is answered once the tool's first progress names the video_id, so the journal and
+ * the duplicate guard work as for a plain call; reading a task never reaches the service.
  *
- * Records are kept in the key's store (state/records.ts TaskRecordStore): this process's file, and with
- * replicas (GENERATION_REDIS_URL) Redis over it. They outlive a restart: a task still `working` then is taken
- * up again from its video_id; one past its ttl is dropped. Any replica answers for any task; the one
- * following a task renews a lease at every poll, and when it lapses (that replica died) the next one asked
- * takes the task over. An outcome is decided once for all (`finalize`). Alone, the store shares nothing,
- * grants every lease and lets this process decide.
+ * Records live in the key's TaskRecordStore (a file; with replicas, Redis over it) and outlive a restart: a
+ * task still `working` is taken up again from its video_id. The replica following a task renews a lease at
+ * every poll; when it lapses (that replica died) the next one asked takes the task over. An outcome is
+ * decided once for all (`finalize`).
  */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
