@@ -1,14 +1,10 @@
 /**
- * The cost gate, before anything runs (and before a task is made of the call): a start estimated above
- * GENERATION_CONFIRM_ABOVE_CREDITS or GENERATION_MAX_CREDITS_PER_CALL goes ahead only once the user confirmed
- * its cost: an elicitation request in a 2025 session whose client declared `elicitation` (a 2025 HTTP request
- * is stateless and cannot be asked), an `input_required` result in 2026-07-28. A decline starts nothing and
- * is not an error; a client that cannot ask gets budget_exceeded.
- *
- * A 2026-07-28 answer counts only with the `requestState` minted here for that very question (caller, tool,
- * arguments, estimate), used once, and signed with the SDK's HMAC codec under a key derived from the service
- * key (the same on every replica and across restarts, unknown to a caller that does not hold the key). Each
- * state carries a nonce of its own: the same question asked twice in one second gets two states.
+ * The cost gate, before anything runs or a task is made: a start estimated above the spend limits goes ahead
+ * only once the user confirmed its cost (an elicitation in a 2025 session whose client declared it, an
+ * `input_required` result in 2026-07-28); a decline starts nothing, a client that cannot ask gets
+ * budget_exceeded. A 2026-07-28 answer counts only with the `requestState` minted for that very question
+ * (caller, tool, arguments, estimate), with a nonce of its own, used once, and signed under a key derived
+ * from the service key: the same on every replica, unknown to a caller that does not hold the key.
  */
 import { createHash, hkdfSync, randomBytes } from "node:crypto";
 import {
@@ -30,7 +26,6 @@ import type { ServerDeps } from "../tools/define-tool.js";
 import { errorResult, type CallToolResult } from "../tools/result.js";
 import { declaredCapabilities, type Revision } from "./revisions.js";
 
-/** The key of the confirmation in `inputRequests` / `inputResponses` (2026-07-28). */
 const CONFIRM_KEY = "confirm_cost";
 /** How long the user has to answer: a person reads and decides; the client may cancel sooner. */
 const DECIDE_MS = 10 * 60 * 1000;
@@ -62,10 +57,7 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string, used: Used
   return {
     mint: (question: Question) =>
       codec.mint(`${digestOf(question)}.${randomBytes(12).toString("base64url")}`),
-    /**
-     * Whether `state` was minted here for this very question, has not expired and was not used yet (on any
-     * replica, before any restart); throws when its use cannot be recorded.
-     */
+    /** Whether `state` was minted for this question, unexpired and unused; throws if its use is not kept. */
     async verify(state: unknown, question: Question, ctx: ServerContext) {
       if (typeof state !== "string" || state.length > MAX_STATE_CHARS) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
@@ -187,12 +179,9 @@ function refuse(
   why?: string,
 ): { refused: CallToolResult } {
   const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
-  const error = new BudgetExceededError(
-    `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
-    {
-      nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
-    },
-  );
+  const message = `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`;
+  const nextStep = `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`;
+  const error = new BudgetExceededError(message, { nextStep });
   return { refused: errorResult(error, deps.redactor, deps.advice) };
 }
 

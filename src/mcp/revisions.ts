@@ -1,9 +1,7 @@
 /**
- * The protocol revisions this server speaks, and what each one offers. Two eras: 2026-07-28 ("modern":
- * stateless, every request carries its revision and capabilities in `_meta`, tasks through the extension
- * `io.modelcontextprotocol/tasks`) and the 2025 revisions ("legacy": `initialize`, tasks as a capability
- * from 2025-11-25 on). A capability or field of a later revision is never offered to a client that
- * negotiated an earlier one: the edge asks here.
+ * The protocol revisions this server speaks, and what each one offers: 2026-07-28 ("modern": every request
+ * carries its revision and capabilities in `_meta`) and the 2025 revisions ("legacy": `initialize`). Nothing
+ * of a later revision is offered to a client that negotiated an earlier one: the edge asks here.
  */
 import {
   CLIENT_CAPABILITIES_META_KEY,

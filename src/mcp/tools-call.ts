@@ -1,7 +1,6 @@
 /**
- * `tools/call` in both protocol eras: the arguments checked (every refusal a `validation_error` result, never
- * a protocol error), then the tool run either in this call (progress on the request's own stream, cancelled
- * with it) or in the background as a task, answered in that era's task form (taskForm below).
+ * `tools/call` in both eras: the arguments checked (every refusal a `validation_error` result, never a
+ * protocol error), then the tool run in this call (progress on its own stream) or as a task (taskForm).
  */
 import {
   ProtocolError,
