@@ -1,6 +1,6 @@
 /**
  * A tool is a plain object: zod input and output schemas, honest annotations, a handler returning structured
- * output and a text mirror of it. Below: schema fields several tools share, and the calls' deadlines.
+ * output and a text mirror of it; below, the schema fields several tools share, and the calls' deadlines.
  */
 import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -222,11 +222,9 @@ export const startFields = {
 };
 
 /*
- * Every call answers inside the client's patience: its wait window (timeout_seconds, else
- * GENERATION_WAIT_TIMEOUT_S) counts from the moment the call arrived, and every request it makes (upload,
- * start, reads, their retries and rate-budget waits) must be over by its deadline, whatever the service does.
- * Requests get at least 20 s, so a window of 0 still leaves room to start a task or read; a call that only
- * reads needs at most 30 s; a download after the wait gets at least 10 s.
+ * Every call answers inside the client's patience: its wait window counts from the moment it arrived, and
+ * every request it makes (with retries and rate-budget waits) is over by its deadline, whatever happens.
+ * Requests get at least 20 s, so a window of 0 still leaves room to start a task; a read needs at most 30 s.
  */
 
 export function waitWindowMs(deps: ServerDeps, timeoutSeconds?: number): number {

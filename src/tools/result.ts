@@ -1,8 +1,7 @@
 /**
- * A tool's run as the result a client gets, whatever protocol era it speaks: the output checked against the
- * tool's schema, its text mirror, secrets masked, then its media items (previews, links: media/content.ts);
- * every failure an `isError` result whose text starts with the error code and gives a next step. Used by
- * plain calls, by task runs, and by a task taken up again after a restart.
+ * A tool's run as the result a client gets, in any era: the output checked against the tool's schema, its
+ * text mirror, its media items (media/content.ts), all masked; every failure an `isError` result whose text
+ * starts with the error code and gives a next step. For plain calls, task runs and resumed tasks alike.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import type * as z from "zod";
@@ -40,12 +39,11 @@ export async function toolResult(
     const result = tool.output.parse(returned) as Record<string, unknown>;
     const text = renderAdvice(tool.summarize(result), deps.advice);
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
-    const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
-    const media = { previews, previewMaxSide, resourceLinks, ffmpegPath, caller: deps.callerId };
+    const media = { ...deps.config, caller: deps.callerId, allowHosts: deps.mediaAllowHosts };
     const answer = await withMedia(
       { content: [{ type: "text", text }], structuredContent: result },
       returned,
-      { ...media, allowHosts: deps.mediaAllowHosts },
+      media,
       signal,
     );
     return masked(answer, deps.redactor);
