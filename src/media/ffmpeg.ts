@@ -1,8 +1,7 @@
 /**
- * ffmpeg and ffprobe as the frame sheet runs them: separate processes (their memory ends with them) that
- * read one local file, under a deadline, without the server's settings in their environment. The probe
- * reads the streams as JSON: ffmpeg's own text prints metadata (a title can read "Video: h264, 64x64", or
- * forge whole lines) before the streams, so only ffprobe's JSON says what will be decoded.
+ * ffmpeg and ffprobe as the frame sheet runs them: processes that read one local file, under a deadline,
+ * without the server's settings in their environment. The streams are read from ffprobe's JSON: ffmpeg's own
+ * text prints metadata first (a title can forge "Video: h264, 64x64").
  */
 import { execFile } from "node:child_process";
 import path from "node:path";

@@ -1,10 +1,9 @@
 /**
  * A contact sheet of a finished video's frames, so the model can see what it made: frames spread over the
- * whole clip, each with its timestamp, tiled into one JPEG. The video is fetched under the download guards
- * into a private temporary folder, always removed; ffprobe says what is in it (ffmpeg.ts) and ffmpeg
- * decodes exactly the stream that was checked, under a time limit. Whatever goes wrong costs the sheet
- * only: a note, never a failed call. Sheets are made once per video URL and kept in a small LRU shared by
- * every later result of it; one the call cannot wait for goes on being made for the next result.
+ * clip, each with its timestamp, tiled into one JPEG. The video is fetched under the download guards into a
+ * private temporary folder, always removed; ffmpeg decodes exactly the stream ffprobe checked (ffmpeg.ts).
+ * Whatever goes wrong costs the sheet only: a note. Sheets are made once per video URL and kept in a small
+ * LRU; one the call cannot wait for goes on being made for the next result.
  */
 import { rmSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";

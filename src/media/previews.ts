@@ -1,11 +1,8 @@
 /**
  * Image previews the model can see: each source fetched under the download guards, decoded, scaled to at
- * most `maxSide` pixels and re-encoded as JPEG small enough that all previews of one result fit one budget.
- * A preview that cannot be made is a note saying why, never a failed call.
- *
- * sharp (libvips) is an optional native dependency, loaded on the first preview only, in a worker process
- * (preview-worker.ts) stopped after WORKER_IDLE_MS without a preview: a server that never makes one never
- * loads it, one installed without it says "previews unavailable".
+ * most `maxSide` pixels and re-encoded as JPEG so that all previews of one result fit one budget. A preview
+ * that cannot be made is a note saying why, never a failed call. sharp (an optional native dependency) is
+ * loaded on the first preview only, in a worker process (preview-worker.ts) stopped when idle.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
