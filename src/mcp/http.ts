@@ -65,8 +65,7 @@ export function createMcpHttp(options: { version: string; logger: Logger }) {
         void transport.handleRequest(req, res, message).catch(() => undefined);
         return { close: () => server.close() };
       }
-      // The 2026-07-28 path owns its refusals too (a missing or malformed envelope is -32602 there, with the
-      // request's id, never the legacy "unsupported version"). A method it does not serve is HTTP 404.
+      // The 2026-07-28 entry owns its refusals (-32602 with the request's id); a method it lacks is HTTP 404.
       if (
         route.kind === "modern" &&
         route.messageKind === "request" &&

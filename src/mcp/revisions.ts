@@ -36,10 +36,7 @@ export function negotiatedLegacy(requested: unknown): string {
     : LEGACY_REVISIONS[0];
 }
 
-/**
- * The requests a 2026-07-28 client may send this server. Any other method is answered HTTP 404 with -32601,
- * as that revision says an unknown method is (the SDK answers those it knows were removed the same way).
- */
+/** What a 2026-07-28 client may send; any other method is HTTP 404 with -32601, as that revision says. */
 export const MODERN_METHODS: ReadonlySet<string> = new Set([
   "server/discover",
   "subscriptions/listen",

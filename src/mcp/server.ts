@@ -163,9 +163,8 @@ export function createMcpServer(options: McpServerOptions): Server {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, { uri: shown });
   });
 
-  // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
-  // request shape first there and answer a JSON-RPC error (e.g. for `arguments` that is not an object),
-  // where the contract wants a validation_error tool result; and task answers go out in their era's form.
+  // The fallback handler, as setRequestHandler would answer a malformed call (`arguments` not an object)
+  // with a JSON-RPC error where the contract wants a validation_error result.
   server.fallbackRequestHandler = guarded("tools/call", logger, async (request, ctx) => {
     if (request.method !== "tools/call") {
       const shown = cleanText(request.method, 80);

@@ -161,8 +161,7 @@ function accept(
       ),
     };
   }
-  // Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`) are accepted and
-  // ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+  // Gemini CLI adds `wait_for_previous` to every tool: ignored; any other unknown one (a typo) is refused.
   const { wait_for_previous: _added, ...kept } = isObject(args) ? args : {};
   const parsed = tool.input.safeParse(isObject(args) ? withoutUnset(tool.input, kept) : (args ?? {}));
   if (!parsed.success) {
@@ -171,10 +170,7 @@ function accept(
   return { tool, data: parsed.data };
 }
 
-/**
- * An optional input given as "", [] or null counts as not given (CONTRACT): form-based clients (MCPJam
- * Inspector, MCP Inspector) send every field they show. A required input keeps its own rules.
- */
+/** An optional input given as "", [] or null is not given (CONTRACT): form clients send every field. */
 function withoutUnset(input: z.ZodType, args: Record<string, unknown>): Record<string, unknown> {
   const shape: Record<string, z.ZodType> = input instanceof z.ZodObject ? input.shape : {};
   const unset = ([key, value]: [string, unknown]) =>
@@ -185,10 +181,9 @@ function withoutUnset(input: z.ZodType, args: Record<string, unknown>): Record<s
 }
 
 /**
- * Whether this call runs as a task, and in which form. 2025-11-25: when the client sent `task` (checked: a
- * malformed one is refused, never quietly turned into a blocking call). 2026-07-28: the server decides, for
- * a client that declared the extension: a call that would wait (a video that is waited for, an image)
- * becomes a task; a dry run or a call that answers at once does not.
+ * Whether this call runs as a task, and in which form. 2025-11-25: when the client sent `task` (a malformed
+ * one is refused, never turned into a blocking call). 2026-07-28: for a client that declared the extension,
+ * a call that would wait becomes a task; a dry run or a call that answers at once does not.
  */
 function taskForm(
   revision: Revision,

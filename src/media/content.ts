@@ -84,9 +84,8 @@ export async function withMedia(
 }
 
 /**
- * One image per video: the sheet of its frames, else a preview of its still. The still starts as soon as the
- * sheet fails, or at the latest when only its own 10 s (or half) of the time are left, so the call waits the
- * sheet's time at most; a sheet that comes first spares the still, or aborts it.
+ * One image per video: the sheet of its frames, else a preview of its still, started when the sheet fails or
+ * when only the still's own 10 s (or half) are left, so the call waits the sheet's time at most.
  */
 async function sheetOrStill(
   url: string,
@@ -132,10 +131,7 @@ function mediaUrl(value: unknown): string[] {
   return url === undefined ? [] : [url];
 }
 
-/**
- * Notes about the media (no preview, and why) go out as text and in `structuredContent.notes`: some clients
- * give the model only the structured part.
- */
+/** Notes go out as text and in `structuredContent.notes`: some clients give the model only the latter. */
 function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
   if (notes.length === 0) return result;
   const structured = result.structuredContent as Record<string, unknown> | undefined;

@@ -65,10 +65,7 @@ export async function checkBinary(binary: string, deadline: number): Promise<voi
   if (!working.has(binary) && (await run(binary, ["-version"], deadline)).code === 0) working.add(binary);
 }
 
-/**
- * The stream a sheet decodes, as ffprobe finds it in `file` read with `demuxer`: the largest video stream
- * (cover pictures aside), with the clip's length; a file without one that has a size and a length is refused.
- */
+/** The largest video stream ffprobe finds (cover pictures aside), with the clip's length; else refused. */
 export async function probeVideo(ffprobe: string, file: string, demuxer: string, deadline: number) {
   const entries = "stream=index,width,height,duration:stream_disposition=attached_pic:format=duration";
   const args = ["-v", "error", "-select_streams", "v", "-show_entries", entries, "-of", "json"];

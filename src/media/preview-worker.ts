@@ -48,9 +48,8 @@ export function answerer(load: () => Promise<Sharp>): (request: WorkerRequest) =
 }
 
 /**
- * Oriented, scaled to fit `maxSide` (never enlarged), flattened on white, as JPEG: at the best quality in
- * one pipeline, which fits `budget` base64 characters for nearly every image; otherwise from the scaled
- * pixels, decoded once, at falling quality and then smaller sizes until it fits.
+ * Scaled to fit `maxSide`, flattened on white, as JPEG: in one pipeline, which fits `budget` for nearly every
+ * image; otherwise from the pixels decoded once, at falling quality and then smaller sizes until it fits.
  */
 async function preview(sharp: Sharp, bytes: Buffer, maxSide: number, budget: number): Promise<Buffer> {
   // The header only, so a small file claiming a huge canvas is refused before any pixel is decoded.

@@ -23,10 +23,7 @@ import {
 
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;
-/**
- * Base64 characters all previews of one result may take together: 160 kB, far below Claude Desktop's 1 MB
- * cap on a tool result, and about 20k tokens even for a client that counts base64 as text.
- */
+/** Base64 characters of all previews of one result: far below 1 MB, and 20k tokens if counted as text. */
 export const PREVIEW_BUDGET_CHARS = 160_000;
 /** The largest source file fetched for a preview (a 4k photo as PNG is some 20-30 MB). */
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
@@ -199,8 +196,7 @@ function workerDecoder(file: string): Decode {
     worker = undefined;
     stopping?.process.disconnect();
   };
-  // Requests are pure: one that met a dead worker (killed from outside, or crashed on an earlier image)
-  // goes once more to a fresh one; one that kills its worker twice is given up.
+  // Requests are pure: one that met a dead worker goes once more to a fresh one, never a third time.
   return async (request, timeoutMs) => {
     const startedAt = Date.now();
     try {

@@ -78,9 +78,8 @@ export interface ToolContext {
   /** Epoch ms at which the call arrived: its wait window and deadlines count from here. */
   startedAt: number;
   /**
-   * Asks the client to open a link for the person (URL elicitation) where it declared it can, answering by
-   * `deadline`. `deferred`: the question goes back as this call's answer, and the client calls again with
-   * the person's answer in `linkAnswer`.
+   * Asks the client to open a link for the person, answering by `deadline`; `deferred`: the question is this
+   * call's answer, and the client calls again with the person's answer in `linkAnswer`.
    */
   openLink(link: { id: string; url: string; message: string }, deadline: number): Promise<LinkAnswer>;
   /** In a call that brings back the answer to a deferred `openLink`: which link, and what was answered. */
@@ -173,10 +172,7 @@ export const fields = {
     .describe("The video_id returned by generate_video (or found with list_videos)."),
 };
 
-/**
- * What a result tells the assistant besides its data, also in `structuredContent`: some clients hand the
- * model only that (Codex CLI, Mastra) or replace the text with it (Claude Code).
- */
+/** Guidance in `structuredContent` too: some clients hand the model only that (Codex CLI, Claude Code). */
 export const guidanceFields = {
   next_step: z.string().optional().describe("What to do next, when there is something to do."),
   notes: z

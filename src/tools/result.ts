@@ -22,10 +22,7 @@ export class StoppingError extends AbortedError {
   }
 }
 
-/**
- * `signal` is the run's (the server's stop aborts it too), which also ends the media work; `cancelled` the
- * caller's own: an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
- */
+/** `signal` is the run's (a stop aborts it too); `cancelled` the caller's: a cancel, not a shutdown. */
 export async function toolResult(
   tool: ToolDefinition,
   running: Promise<unknown>,
@@ -88,10 +85,7 @@ export function backgroundContext(
   return toolContext(deps, { signal: run.signal, startedAt, send: (message) => run.progress(message) });
 }
 
-/**
- * The one way out of a tool's answer: every text, link and structured field masked (redact.ts); an image's
- * base64 is left as it is (no text of ours is in it, and a mask would break it).
- */
+/** The one way out of a tool's answer, masked (redact.ts); an image's base64 holds no text of ours. */
 function masked(result: CallToolResult, redactor: Redactor): CallToolResult {
   const content = result.content.map((item) =>
     item.type === "text"
@@ -108,10 +102,7 @@ function masked(result: CallToolResult, redactor: Redactor): CallToolResult {
   };
 }
 
-/**
- * `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts); `advice`: how
- * the user of this call changes a setting (advice.ts).
- */
+/** `redactor`: the caller's, where its key is not a process secret; `advice`: how to change a setting. */
 export function errorResult(
   error: unknown,
   redactor: Redactor = PROCESS_REDACTOR,

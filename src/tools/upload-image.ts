@@ -17,9 +17,8 @@ import { closeAll, openLocalImages, uploadAll } from "./steps.js";
 const MIB = 1024 * 1024;
 const MB = MAX_UPLOAD_BYTES / MIB;
 /**
- * Room a message needs besides data_base64: the JSON-RPC envelope (about 150 bytes), the filename (255
- * characters, at most 6 bytes each once JSON-escaped) and the client's `_meta`. Base64 text is one byte per
- * character in JSON (a line break in it costs two, hence "on one line").
+ * Room a message needs besides data_base64: the envelope, the filename (255 characters, at most 6 bytes each
+ * once JSON-escaped) and `_meta`. Base64 is a byte a character in JSON (a line break costs two).
  */
 const ENVELOPE_BYTES = 16 * 1024;
 /** Longest data_base64 that fits one stdio message with its envelope. */

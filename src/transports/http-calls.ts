@@ -81,8 +81,7 @@ export function runningCalls({ config, pool, mcpHttp, mediaOrigin }: CallsOption
         cancels?.delete(end);
         if (cancels?.size === 0) running.delete(key);
       }
-      // Closing aborts the calls still running: a client that went away cancelled them. A cancelled call
-      // sends no answer (the protocol says so), but its HTTP response must still end.
+      // Closing aborts the calls still running; a cancelled call sends no answer, but its response must end.
       void (served?.close() ?? Promise.resolve())
         .catch(() => undefined)
         .finally(() => {

@@ -52,10 +52,7 @@ export function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolea
   return (url?.protocol === "http:" || url?.protocol === "https:") && hostAllowed(url.host, allowed);
 }
 
-/**
- * Reads the body up to `limit` bytes. The bytes of every body being read count against `budget`: past it this
- * body is refused (`busy`), so many slow senders cannot hold the memory of many full bodies.
- */
+/** The body up to `limit` bytes; `busy` past the `budget` all bodies share (slow senders hoard no memory). */
 export function readBody(
   req: IncomingMessage,
   limit: number,

@@ -121,10 +121,7 @@ export async function serveHttp(options: HttpServing) {
   }
 
   return {
-    /**
-     * Stops accepting requests, lets every running call answer with what it has (a started task with its
-     * video_id), then closes every connection; bounded by `graceMs` plus a little.
-     */
+    /** Stops accepting, lets every running call answer with what it has, then closes every connection. */
     async close(graceMs = 3000) {
       state.phase = "stopping";
       server.close();

@@ -113,8 +113,7 @@ function keepTail(tail: Buffer, piece: Buffer): Buffer {
 }
 
 const SCALAR = String.raw`(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")`;
-// Top-level members with a scalar value at the start of the line (before the first object or array
-// value), and at its end (after the last one): where an id and a method sit in practice.
+// Scalar top-level members at the start and the end of the line: where an id and a method sit in practice.
 const HEAD = new RegExp(String.raw`^\s*\{((?:\s*"[a-z]{1,10}"\s*:\s*${SCALAR}\s*,)*)`);
 const TAIL = new RegExp(String.raw`((?:,\s*"[a-z]{1,10}"\s*:\s*${SCALAR}\s*)+)\}\s*$`);
 const MEMBER = new RegExp(String.raw`"([a-z]{1,10})"\s*:\s*${SCALAR}`, "g");

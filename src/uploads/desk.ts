@@ -64,10 +64,7 @@ export class UploadDesk {
     return link === undefined || link.state === "open" ? link : "gone";
   }
 
-  /**
-   * A checked file for `link`: uploaded here when the key is held here (the URL), else parked (undefined);
-   * `gone` when another file came first. A failed upload reopens the link, and throws.
-   */
+  /** A checked file: its URL when uploaded here, undefined when parked, `gone` when another came first. */
   async deliver(link: UploadLink, image: LocalImage, bytes: Buffer): Promise<string | "gone" | undefined> {
     if (!(await this.store.swap("open", { ...link, state: "receiving" }))) return "gone";
     const uploader = this.uploaders.get(link.key)?.values().next().value;

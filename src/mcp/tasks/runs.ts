@@ -101,8 +101,7 @@ export class TaskRuns {
       .then(
         (result) => {
           if (stopping.aborted || record.task.status !== "working") return;
-          // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
-          // worth keeping on disk or sharing, and a flood of such calls must cost nothing.
+          // Refused before the service started anything: a flood of such calls must cost no disk or sharing.
           if (record.videoId === undefined && result.isError === true) record.ephemeral = true;
           void this.hooks.finish(record, failed(result) ? "failed" : "completed", result);
         },

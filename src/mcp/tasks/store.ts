@@ -149,9 +149,8 @@ export class TaskRecords {
   }
 
   /**
-   * Cancels the caller's task: its wait stops (the service has no cancel: the generation goes on). Answers
-   * the record as it then stands; a task that had already ended (here or on another replica) keeps its
-   * outcome, and TaskEndedError says so.
+   * Stops the wait of the caller's task (the service has no cancel); a task that had already ended, here or
+   * on another replica, keeps its outcome and TaskEndedError says so.
    */
   async cancel(taskId: string, scope: string | undefined): Promise<TaskRecord> {
     const record = await this.find(taskId, scope);
@@ -190,10 +189,7 @@ export class TaskRecords {
     await this.store.written();
   }
 
-  /**
-   * The record, from this replica or the shared store (for a task another replica started); a working task
-   * whose follower is gone is taken over here.
-   */
+  /** The record, here or in the shared store; a working task whose follower is gone is taken over here. */
   private async lookup(taskId: string): Promise<TaskRecord | undefined> {
     const local = this.records.get(taskId);
     // Cancelled here (its follower elsewhere stops at its next poll): this copy is current.
@@ -201,8 +197,7 @@ export class TaskRecords {
     const record = await this.store.read(taskId);
     if (record === undefined) return local;
     if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
-      // Another replica decided the outcome (a cancel there while this one was still building the result,
-      // say): every replica answers the same from then on.
+      // Another replica decided the outcome (a cancel there, say): every replica answers the same now.
       this.adopt(local, record);
       return local;
     }
@@ -231,9 +226,8 @@ export class TaskRecords {
   }
 
   /**
-   * Ends a working task, once: with replicas, the first to write a final record decides for all (a cancel
-   * here near the end of a generation that another replica saw complete, or the reverse), and this record
-   * takes whatever outcome holds.
+   * Ends a working task, once: the first replica to write a final record decides for all (a cancel here as
+   * another replica sees the generation complete), and this record takes whatever outcome holds.
    */
   private async finish(
     record: TaskRecord,
@@ -263,10 +257,7 @@ export class TaskRecords {
     this.endings.emit(record.task.taskId);
   }
 
-  /**
-   * At every poll of a followed task: the shared record is refreshed and the lease renewed; a cancel that
-   * another replica wrote there ends the wait here.
-   */
+  /** At every poll: the shared record refreshed, the lease renewed; a cancel written elsewhere ends it. */
   private async heartbeat(record: TaskRecord): Promise<void> {
     if (await this.store.cancelRequested(record.task.taskId)) {
       await this.cancelRecord(record);

@@ -71,9 +71,8 @@ export function registerTasks(revision: Revision, on: Register, tasks: CallerTas
 }
 
 /**
- * 2026-07-28 tasks/get: the task, and once the call has completed its result. The SDK stamps `resultType` on
- * the handler's answer only; the result nested inside is a CallToolResult of this revision too, and clients
- * validate it as one.
+ * 2026-07-28 tasks/get: the task, and its completed call's result, stamped here: the SDK stamps `resultType`
+ * on the handler's answer only, and clients validate the nested result as a CallToolResult too.
  */
 function detailed(record: TaskRecord): Result {
   const task = wireTask(record.task);
