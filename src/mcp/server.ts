@@ -24,7 +24,6 @@ import { getPrompt, listPrompts } from "./prompts.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { callerView } from "./tasks/caller-tasks.js";
 import { registerTasks } from "./tasks/wire.js";
 
 /** The tool list computed at build time, inlined by scripts/bundle.mjs; unbundled runs use tool-list.ts. */
@@ -180,8 +179,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     return module.callTool(edge, isObject(request.params) ? request.params : {}, ctx);
   });
 
-  const store = async () => (await session.runtime()).tasks;
-  registerTasks(options.revision, handle, callerView(session.caller, store));
+  registerTasks(options.revision, handle, session.caller, async () => (await session.runtime()).tasks);
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

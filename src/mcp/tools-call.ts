@@ -31,8 +31,7 @@ import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { linkAsker } from "./open-link.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { REFUSED_TASKS } from "./tasks/caller-tasks.js";
-import { createdTask, declaresTasks } from "./tasks/wire.js";
+import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
 export interface CallEdge {
@@ -67,7 +66,7 @@ async function runToolCall(
 ): Promise<Result> {
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  // Refused before anything was sent: a task of it is held in memory only (tasks/caller-tasks.ts).
+  // Refused before anything was sent: a task of it is held in memory only (tasks/wire.ts).
   const refused = (answer: CallToolResult) =>
     asTask === undefined
       ? answer

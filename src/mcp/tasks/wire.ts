@@ -1,5 +1,6 @@
 /**
- * MCP tasks on the wire, in the form of the era a client speaks; a task the caller cannot see, a cancel too
+ * MCP tasks on the wire, as one caller sees them: the tasks of its refused calls first, then the records of
+ * its runtime (store.ts, made only when a task request needs it); a task the caller cannot see, a cancel too
  * late or a bad cursor is -32602.
  * - 2025-11-25 (SEP-1686), offered only to clients that negotiated it: a task-augmented `tools/call` answers
  *   `{ task }`; tasks/get, tasks/result (waits for the end), tasks/list, tasks/cancel.
@@ -8,6 +9,11 @@
  *   tasks/cancel are acknowledged. The 2025 field names (`ttl`, `pollInterval`) never appear, and a tool
  *   result with isError is a completed call, as the extension says. tasks/result and tasks/list do not
  *   exist there (the SDK answers -32601).
+ *
+ * A refused call's task (bad arguments, a spend limit, the user's decline: nothing was sent) ends at once
+ * with what a plain call gets (completed for a decline, which is no error, so a client does not show "task
+ * failed"), held only here, per caller, for the shortest ttl and at most MAX_REFUSED of them: no runtime, no
+ * file, nothing shared, whatever the flood.
  */
 import {
   MissingRequiredClientCapabilityError,
@@ -16,13 +22,22 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import { TERMINAL, type TaskRecord, type TaskState } from "../../state/records.js";
+import type { Caller } from "../../auth/caller.js";
+import { MIN_TASK_TTL_MS } from "../../config/index.js";
+import {
+  TERMINAL,
+  expiresAt,
+  type StoredResult,
+  type TaskRecord,
+  type TaskState,
+} from "../../state/records.js";
 import { TaskEndedError, type Register } from "../handlers.js";
 import { TASKS_EXTENSION, declaredCapabilities, type Revision } from "../revisions.js";
-import type { CallerTasks } from "./caller-tasks.js";
+import type { TaskRecords } from "./store.js";
 
 const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 const CURSOR = { params: z.looseObject({ cursor: z.string().max(32).optional() }) };
+const MAX_REFUSED = 1000;
 
 /** Whether the client declared the tasks extension on this request (the only way it may get a task). */
 export function declaresTasks(ctx: ServerContext): boolean {
@@ -34,7 +49,24 @@ export function createdTask(form: "2025" | "2026", task: TaskState): Result {
   return form === "2025" ? { task: { ...task } } : { resultType: "task", ...wireTask(task) };
 }
 
-export function registerTasks(revision: Revision, on: Register, tasks: CallerTasks): void {
+/** `caller` is read when a task request comes: the local caller's id is worked out then, not at start-up. */
+export function registerTasks(
+  revision: Revision,
+  on: Register,
+  caller: Pick<Caller, "id" | "scope">,
+  store: () => Promise<TaskRecords>,
+): void {
+  const refused = (taskId: string) => REFUSED_TASKS.find(caller.id, taskId);
+  const tasks = {
+    find: async (taskId: string) => refused(taskId) ?? (await store()).find(taskId, caller.scope),
+    ended: async (taskId: string, signal: AbortSignal) =>
+      refused(taskId) ?? (await store()).ended(taskId, caller.scope, signal),
+    cancel: async (taskId: string) => {
+      const ended = refused(taskId);
+      if (ended !== undefined) throw new TaskEndedError(taskId, ended.task.status);
+      return (await store()).cancel(taskId, caller.scope);
+    },
+  };
   if (revision.era !== "modern") {
     on("tasks/get", TASK_ID, async ({ taskId }) => ({ ...(await tasks.find(taskId)).task }));
     on("tasks/result", TASK_ID, async ({ taskId }, ctx) => {
@@ -42,7 +74,7 @@ export function registerTasks(revision: Revision, on: Register, tasks: CallerTas
       return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
     });
     on("tasks/cancel", TASK_ID, async ({ taskId }) => ({ ...(await tasks.cancel(taskId)).task }));
-    on("tasks/list", CURSOR, async ({ cursor }) => tasks.list(cursor));
+    on("tasks/list", CURSOR, async ({ cursor }) => (await store()).list(caller.scope, cursor));
     return;
   }
   const handle = (method: string, answer: (taskId: string) => Promise<Result>) =>
@@ -93,3 +125,42 @@ function wireTask(task: TaskState): Record<string, unknown> {
     ...(pollInterval !== undefined && { pollIntervalMs: pollInterval }),
   };
 }
+
+export class RefusedTasks {
+  private readonly tasks = new Map<string, { caller: string; record: TaskRecord }>();
+
+  add(caller: string, tool: string, result: StoredResult): TaskRecord {
+    const now = new Date().toISOString();
+    const firstLine = result.content.find((part) => part.type === "text")?.text.split("\n")[0];
+    const record: TaskRecord = {
+      task: {
+        // The global Web Crypto: node:crypto loads on first use, not on the stdio start-up path.
+        taskId: crypto.randomUUID(),
+        status: result.isError === true ? "failed" : "completed",
+        ttl: MIN_TASK_TTL_MS,
+        createdAt: now,
+        lastUpdatedAt: now,
+        ...(firstLine !== undefined && { statusMessage: firstLine }),
+      },
+      tool,
+      result,
+      ephemeral: true,
+    };
+    // Oldest first: the expired ones lead.
+    for (const [taskId, entry] of this.tasks) {
+      if (expiresAt(entry.record.task) > Date.now()) break;
+      this.tasks.delete(taskId);
+    }
+    this.tasks.set(record.task.taskId, { caller, record });
+    if (this.tasks.size > MAX_REFUSED) this.tasks.delete(this.tasks.keys().next().value ?? "");
+    return record;
+  }
+
+  find(caller: string, taskId: string): TaskRecord | undefined {
+    const found = this.tasks.get(taskId);
+    return found?.caller === caller && expiresAt(found.record.task) > Date.now() ? found.record : undefined;
+  }
+}
+
+/** Refused task-augmented calls, per caller, for the whole process (bounded). */
+export const REFUSED_TASKS = new RefusedTasks();
