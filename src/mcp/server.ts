@@ -179,7 +179,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     return module.callTool(edge, isObject(request.params) ? request.params : {}, ctx);
   });
 
-  registerTasks(options.revision, handle, session.caller, async () => (await session.runtime()).tasks);
+  registerTasks(options.revision, handle, session);
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

@@ -22,7 +22,6 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { Caller } from "../../auth/caller.js";
 import { MIN_TASK_TTL_MS } from "../../config/index.js";
 import {
   TERMINAL,
@@ -33,7 +32,7 @@ import {
 } from "../../state/records.js";
 import { TaskEndedError, type Register } from "../handlers.js";
 import { TASKS_EXTENSION, declaredCapabilities, type Revision } from "../revisions.js";
-import type { TaskRecords } from "./store.js";
+import type { Session } from "../session.js";
 
 const TASK_ID = { params: z.looseObject({ taskId: z.string().max(200) }) };
 const CURSOR = { params: z.looseObject({ cursor: z.string().max(32).optional() }) };
@@ -49,13 +48,10 @@ export function createdTask(form: "2025" | "2026", task: TaskState): Result {
   return form === "2025" ? { task: { ...task } } : { resultType: "task", ...wireTask(task) };
 }
 
-/** `caller` is read when a task request comes: the local caller's id is worked out then, not at start-up. */
-export function registerTasks(
-  revision: Revision,
-  on: Register,
-  caller: Pick<Caller, "id" | "scope">,
-  store: () => Promise<TaskRecords>,
-): void {
+/** The caller's id is read when a task request comes: the local caller's is worked out then, not at start. */
+export function registerTasks(revision: Revision, on: Register, session: Session): void {
+  const { caller } = session;
+  const store = async () => (await session.runtime()).tasks;
   const refused = (taskId: string) => REFUSED_TASKS.find(caller.id, taskId);
   const tasks = {
     find: async (taskId: string) => refused(taskId) ?? (await store()).find(taskId, caller.scope),
