@@ -49,12 +49,8 @@ export const listVideos = defineTool({
     if (deps.scope !== undefined) return withPagingStep(await ownVideos(deps, deps.scope, query));
     const { totals, items, page, limit } = await deps.api.listVideos(query, foreground(context, deps));
     const kept = items.map((item) => sanitizeValue(item) as Record<string, unknown>);
-    return withPagingStep({
-      ...(sanitizeValue(totals) as Record<string, unknown>),
-      items: kept,
-      page,
-      limit,
-    });
+    const shownTotals = sanitizeValue(totals) as Record<string, unknown>;
+    return withPagingStep({ ...shownTotals, items: kept, page, limit });
   },
   summarize(result) {
     const { page, items } = result;
