@@ -107,6 +107,7 @@ const output = z.object({
   ...guidanceFields,
 });
 
+type Args = z.output<typeof input>;
 type Waiting = z.input<typeof output>;
 
 export const uploadImage = defineTool({
@@ -141,11 +142,7 @@ export const uploadImage = defineTool({
 });
 
 /** A picture from the person: a link made (or one made before), opened by the client if it can, waited on. */
-async function fromPerson(
-  args: { upload_id?: string | undefined; wait?: boolean | undefined; timeout_seconds?: number | undefined },
-  deps: ServerDeps,
-  context: ToolContext,
-): Promise<Waiting> {
+async function fromPerson(args: Args, deps: ServerDeps, context: ToolContext): Promise<Waiting> {
   const windowMs = waitWindowMs(deps, args.timeout_seconds);
   const until = context.startedAt + windowMs;
   const waitOn = async (id: string, deadline: number, declined = false, uploadUrl?: string) => {
