@@ -31,6 +31,7 @@ const CONFIRM_KEY = "confirm_cost";
 const DECIDE_MS = 10 * 60 * 1000;
 /** Far above anything minted here; a longer value is not even checked. */
 const MAX_STATE_CHARS = 2048;
+const CANNOT_ASK = "this client cannot ask the user to confirm it (it does not support elicitation)";
 
 const REQUESTED_SCHEMA = {
   type: "object" as const,
@@ -102,7 +103,12 @@ export function costQuestion(tool: string, data: unknown, deps: ServerDeps) {
   return {
     estimate,
     message: `Start ${estimate.what} for about ${estimate.credits} credits?`,
-    refuse: (why?: string) => refuse(tool, deps, estimate, reason, why),
+    refuse: (why = CANNOT_ASK): { refused: CallToolResult } => {
+      const message = `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${reason}, and ${why}.`;
+      const nextStep = `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`;
+      const error = new BudgetExceededError(message, { nextStep });
+      return { refused: errorResult(error, deps.redactor, deps.advice) };
+    },
     decline: () => declined(tool, estimate),
   };
 }
@@ -169,20 +175,6 @@ function confirmationReason(estimate: CallEstimate, limits: SpendLimits): string
 /** Form mode: an `elicitation` capability that is empty (form implied) or names `form`. */
 function formElicitation(capability: unknown): boolean {
   return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
-}
-
-function refuse(
-  tool: string,
-  deps: ServerDeps,
-  estimate: CallEstimate,
-  limit: string,
-  why?: string,
-): { refused: CallToolResult } {
-  const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
-  const message = `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`;
-  const nextStep = `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`;
-  const error = new BudgetExceededError(message, { nextStep });
-  return { refused: errorResult(error, deps.redactor, deps.advice) };
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */
