@@ -1,14 +1,10 @@
 /**
- * The cost gate, before anything runs (and before a task is made of the call): a start estimated above
- * GENERATION_CONFIRM_ABOVE_CREDITS or GENERATION_MAX_CREDITS_PER_CALL goes ahead only once the user confirmed
- * its cost: an elicitation request in a 2025 session whose client declared `elicitation` (a 2025 HTTP request
- * is stateless and cannot be asked), an `input_required` result in 2026-07-28. A decline starts nothing and
- * is not an error; a client that cannot ask gets budget_exceeded.
- *
- * A 2026-07-28 answer counts only with the `requestState` minted here for that very question (caller, tool,
- * arguments, estimate), used once, and signed with the SDK's HMAC codec under a key derived from the service
- * key (the same on every replica and across restarts, unknown to a caller that does not hold the key). Each
- * state carries a nonce of its own: the same question asked twice in one second gets two states.
+ * The cost gate, before anything runs or a task is made: a start estimated above the spend limits goes ahead
+ * only once the user confirmed its cost (an elicitation in a 2025 session whose client declared it, an
+ * `input_required` result in 2026-07-28); a decline starts nothing, a client that cannot ask gets
+ * budget_exceeded. A 2026-07-28 answer counts only with the `requestState` minted for that very question
+ * (caller, tool, arguments, estimate), with a nonce of its own, used once, and signed under a key derived
+ * from the service key: the same on every replica, unknown to a caller that does not hold the key.
  */
 import { createHash, hkdfSync, randomBytes } from "node:crypto";
 import {
@@ -30,12 +26,12 @@ import type { ServerDeps } from "../tools/define-tool.js";
 import { errorResult, type CallToolResult } from "../tools/result.js";
 import { declaredCapabilities, type Revision } from "./revisions.js";
 
-/** The key of the confirmation in `inputRequests` / `inputResponses` (2026-07-28). */
 const CONFIRM_KEY = "confirm_cost";
 /** How long the user has to answer: a person reads and decides; the client may cancel sooner. */
 const DECIDE_MS = 10 * 60 * 1000;
 /** Far above anything minted here; a longer value is not even checked. */
 const MAX_STATE_CHARS = 2048;
+const CANNOT_ASK = "this client cannot ask the user to confirm it (it does not support elicitation)";
 
 const REQUESTED_SCHEMA = {
   type: "object" as const,
@@ -52,10 +48,7 @@ const REQUESTED_SCHEMA = {
 
 type Question = [callerId: string, tool: string, data: unknown, credits: number];
 
-/**
- * The states of one service key: made once per runtime (runtime.ts). `used` remembers the answered ones where
- * every replica sees them (Redis, else the state folder), for as long as a state lives.
- */
+/** The states of one service key (runtime.ts); `used` keeps those answered where every replica sees them. */
 export function confirmStatesFor(baseUrl: string, serviceKey: string, used: UsedConfirmations) {
   const key = new Uint8Array(
     hkdfSync("sha256", serviceKey, baseUrl, "generation-mcp cost confirmation v1", 32),
@@ -65,10 +58,7 @@ export function confirmStatesFor(baseUrl: string, serviceKey: string, used: Used
   return {
     mint: (question: Question) =>
       codec.mint(`${digestOf(question)}.${randomBytes(12).toString("base64url")}`),
-    /**
-     * Whether `state` was minted here for this very question, has not expired and was not used yet (on any
-     * replica, before any restart); throws when its use cannot be recorded.
-     */
+    /** Whether `state` was minted for this question, unexpired and unused; throws if its use is not kept. */
     async verify(state: unknown, question: Question, ctx: ServerContext) {
       if (typeof state !== "string" || state.length > MAX_STATE_CHARS) return false;
       // Malformed, altered or expired: no answer, whatever the reason.
@@ -101,9 +91,8 @@ interface GateInput {
 }
 
 /**
- * The question a checked call's cost raises under the spend limits, or undefined when it needs no answer; with
- * the refusal (budget_exceeded) and the decline that close it. The MCP gate below and the command line (src/cli/)
- * both ask it, so the rule is written once.
+ * The question a checked call's cost raises under the spend limits (undefined: none), with the refusal and
+ * the decline that close it; the command line (src/cli/) asks it too.
  */
 export function costQuestion(tool: string, data: unknown, deps: ServerDeps) {
   const limits = deps.config.spend;
@@ -114,7 +103,12 @@ export function costQuestion(tool: string, data: unknown, deps: ServerDeps) {
   return {
     estimate,
     message: `Start ${estimate.what} for about ${estimate.credits} credits?`,
-    refuse: (why?: string) => refuse(tool, deps, estimate, reason, why),
+    refuse: (why = CANNOT_ASK): { refused: CallToolResult } => {
+      const message = `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${reason}, and ${why}.`;
+      const nextStep = `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`;
+      const error = new BudgetExceededError(message, { nextStep });
+      return { refused: errorResult(error, deps.redactor, deps.advice) };
+    },
     decline: () => declined(tool, estimate),
   };
 }
@@ -128,8 +122,6 @@ export async function checkSpend(input: GateInput): Promise<SpendGate> {
     accepted && isObject(content) && content["confirm"] === true ? { go: true } : cost.decline();
   if (input.revision.era === "modern") {
     const question: Question = [deps.callerId, input.tool, input.data, estimate.credits];
-    // An answer without our requestState for this very call answers nothing we asked: a client could
-    // otherwise approve its own cost on its first call.
     let verified: boolean;
     try {
       verified = await input.states.verify(ctx.mcpReq.requestState(), question, ctx);
@@ -183,23 +175,6 @@ function confirmationReason(estimate: CallEstimate, limits: SpendLimits): string
 /** Form mode: an `elicitation` capability that is empty (form implied) or names `form`. */
 function formElicitation(capability: unknown): boolean {
   return isObject(capability) && (Object.keys(capability).length === 0 || capability["form"] !== undefined);
-}
-
-function refuse(
-  tool: string,
-  deps: ServerDeps,
-  estimate: CallEstimate,
-  limit: string,
-  why?: string,
-): { refused: CallToolResult } {
-  const cannot = why ?? "this client cannot ask the user to confirm it (it does not support elicitation)";
-  const error = new BudgetExceededError(
-    `${tool} of ${estimate.what} is estimated at ${estimate.credits} credits, ${limit}, and ${cannot}.`,
-    {
-      nextStep: `Nothing was sent to the service and nothing was charged. Choose a cheaper request (a shorter duration, a lower resolution or the lite model; dry_run: true shows the cost), or ask the user to ${fix("spend_limits")}.`,
-    },
-  );
-  return { refused: errorResult(error, deps.redactor, deps.advice) };
 }
 
 /** The user said no (or dismissed the question): nothing started, and not an error of anyone's. */

@@ -1,7 +1,7 @@
 /**
- * The request handlers, registered through `handlerOn`, and what a client sees of their failures: a JSON-RPC
- * error it caused (an unknown task, a cancel too late: -32602, with a bounded message), a service error with
- * its own code and message, or, for anything unexpected, -32603 "Internal error." with details in the log only.
+ * The request handlers, registered through `handlerOn`, and what a client sees of their failures: an error it
+ * caused (-32602, with a bounded message), a service error with its own code, or for anything unexpected
+ * -32603 "Internal error." with details in the log only.
  */
 import {
   ProtocolError,

@@ -1,11 +1,8 @@
 /**
- * MCP over Streamable HTTP, one request at a time, in the era the request speaks (the SDK's own classifier
- * routes, so this entry and the SDK's never disagree). The transport (transports/http.ts) has already checked
- * the Host, the Origin, the caller and the body; the SDK's own entries serve the wire:
- * - 2026-07-28: `createMcpHandler` (strict): `server/discover`, header and envelope validation, `resultType`
- *   and cache fields, progress and logs on the request's own stream (SSE then).
- * - 2025 revisions: a fresh stateless server per request on the SDK's Node Streamable HTTP transport,
- *   answering JSON for a quick call and SSE for a call that asked for progress (a plain curl reads the JSON).
+ * MCP over Streamable HTTP, one checked request at a time, in the era the SDK's own classifier finds (so this
+ * entry and the SDK's never disagree), on the SDK's entries: `createMcpHandler` for 2026-07-28; for the 2025
+ * revisions a fresh stateless server per request on its Node transport, answering JSON for a quick call
+ * (a plain curl reads it) and SSE for a call that asked for progress.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
@@ -68,8 +65,7 @@ export function createMcpHttp(options: { version: string; logger: Logger }) {
         void transport.handleRequest(req, res, message).catch(() => undefined);
         return { close: () => server.close() };
       }
-      // The 2026-07-28 path owns its refusals too (a missing or malformed envelope is -32602 there, with the
-      // request's id, never the legacy "unsupported version"). A method it does not serve is HTTP 404.
+      // The 2026-07-28 entry owns its refusals (-32602 with the request's id); a method it lacks is HTTP 404.
       if (
         route.kind === "modern" &&
         route.messageKind === "request" &&

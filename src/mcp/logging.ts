@@ -1,12 +1,8 @@
 /**
- * Log lines as MCP log notifications (`notifications/message`), by each era's rules:
- * - 2025 revisions, over stdio: the runtime's lines, nothing before the client's `notifications/initialized`
- *   (stderr has it), and only warnings and above until the client sets a level with `logging/setLevel` (some
- *   clients report every info line as an error), then exactly the level it asked for.
- * - 2026-07-28: a request opts in with `_meta` `io.modelcontextprotocol/logLevel`; the lines of that call
- *   (and only those) ride its own stream.
- * Over HTTP in the 2025 revisions nothing is sent: a runtime serves every request of its key, and a
- * stateless request has no session to hold a level.
+ * Log lines as MCP log notifications, by each era's rules. 2025 over stdio: the runtime's lines, none before
+ * `notifications/initialized`, and only warnings and above until `logging/setLevel` (some clients report
+ * every info line as an error). 2026-07-28: a request opts in with `_meta` and gets its own call's lines.
+ * 2025 over HTTP: nothing, as a stateless request has no session to hold a level.
  */
 import {
   LOG_LEVEL_META_KEY,

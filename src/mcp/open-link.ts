@@ -1,9 +1,8 @@
 /**
  * Asking the client to open a link for the person (URL elicitation), for tools that never know the era.
- * 2025-11-25: `elicitation/create` in url mode, on a session whose client declared it (a stateless HTTP
- * request cannot be asked), then `notifications/elicitation/complete` once the call has its url. 2026-07-28:
- * an input_required answer instead of the tool's, whose `requestState` names the link, so that the retry
- * (with the person's answer) waits on it. That state needs no seal: a link is honoured only for its caller.
+ * 2025-11-25: `elicitation/create` in url mode, then `notifications/elicitation/complete` once the call has
+ * its url. 2026-07-28: an input_required answer whose `requestState` names the link, so that the retry waits
+ * on it; that state needs no seal, as a link is honoured only for its caller.
  */
 import {
   inputRequired,

@@ -1,8 +1,7 @@
 /**
- * MCP prompts for the common jobs (`prompts/list`, `prompts/get`, both eras): each walks the model through the
- * same steps the agent skill (skills/generation-mcp/SKILL.md) gives a shell agent: what the account may use,
- * the cost first (dry_run), the person's yes before spending, the wait without a second start, and a look at
- * the result (the frame sheet of a video) before saying it is done.
+ * MCP prompts for the common jobs: each walks the model through the steps the agent skill
+ * (skills/generation-mcp/SKILL.md) gives a shell agent: the cost first, the person's yes before spending, the
+ * wait without a second start, and a look at the result before saying it is done.
  */
 import { ProtocolError, ProtocolErrorCode, type Prompt } from "@modelcontextprotocol/server";
 import { cleanText } from "../redact.js";

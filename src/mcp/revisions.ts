@@ -1,9 +1,7 @@
 /**
- * The protocol revisions this server speaks, and what each one offers. Two eras: 2026-07-28 ("modern":
- * stateless, every request carries its revision and capabilities in `_meta`, tasks through the extension
- * `io.modelcontextprotocol/tasks`) and the 2025 revisions ("legacy": `initialize`, tasks as a capability
- * from 2025-11-25 on). A capability or field of a later revision is never offered to a client that
- * negotiated an earlier one: the edge asks here.
+ * The protocol revisions this server speaks, and what each one offers: 2026-07-28 ("modern": every request
+ * carries its revision and capabilities in `_meta`) and the 2025 revisions ("legacy": `initialize`). Nothing
+ * of a later revision is offered to a client that negotiated an earlier one: the edge asks here.
  */
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -38,10 +36,7 @@ export function negotiatedLegacy(requested: unknown): string {
     : LEGACY_REVISIONS[0];
 }
 
-/**
- * The requests a 2026-07-28 client may send this server. Any other method is answered HTTP 404 with -32601,
- * as that revision says an unknown method is (the SDK answers those it knows were removed the same way).
- */
+/** What a 2026-07-28 client may send; any other method is HTTP 404 with -32601, as that revision says. */
 export const MODERN_METHODS: ReadonlySet<string> = new Set([
   "server/discover",
   "subscriptions/listen",

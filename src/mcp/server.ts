@@ -1,9 +1,8 @@
 /**
- * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks: 2026-07-28 or a 2025
- * revision. No I/O at import; cheap to make (the SDK's entries may make one per probe). The low-level SDK
- * server, so that every argument check answers with our `validation_error` text and no failure escapes as a
- * crash. Every method has a params schema of ours: a request that breaks it is a clean -32602 naming the
- * field (the SDK's own check would answer its schema dump as -32603).
+ * The MCP server for one connection (stdio) or one request (HTTP), in the era it speaks. No I/O at import;
+ * cheap to make (the SDK's entries may make one per probe). The low-level SDK server, so that every argument
+ * check answers with our `validation_error` text; every method has a params schema of ours, so a request that
+ * breaks it is a -32602 naming the field (the SDK's own check answers its schema dump as -32603).
  */
 import {
   ProtocolError,
@@ -25,19 +24,14 @@ import { getPrompt, listPrompts } from "./prompts.js";
 import { MODERN, offersLegacyTasks, TASKS_EXTENSION, type Revision } from "./revisions.js";
 import type { Session } from "./session.js";
 import type * as ToolsCallModule from "./tools-call.js";
-import { callerView } from "./tasks/caller-tasks.js";
-import { registerTasks2025 } from "./tasks/wire-2025.js";
-import { registerTasks2026 } from "./tasks/wire-2026.js";
+import { registerTasks } from "./tasks/wire.js";
 
 /** The tool list computed at build time, inlined by scripts/bundle.mjs; unbundled runs use tool-list.ts. */
 declare const __GENERATION_MCP_TOOLS__: Tool[] | undefined;
 
 let listed: { withTasks: Tool[]; withoutTasks: Tool[] } | undefined;
 
-/**
- * `withTasks` false leaves out `execution` (2025-11-25 tasks). The tool definitions (their zod schemas are
- * much of the start-up work) load only with `tools/call`'s module, on the first call.
- */
+/** `withTasks` false leaves out `execution`. The zod definitions (slow to load) come with the first call. */
 async function toolList(withTasks: boolean): Promise<Tool[]> {
   if (listed === undefined) {
     const tools =
@@ -73,7 +67,7 @@ export interface McpServerOptions {
   revision: Revision;
   negotiates?: boolean;
   logger: Logger;
-  /** Relayed as MCP log notifications: a 2025-era stdio session only (logging.ts). */
+  /** Relayed as MCP log notifications (a 2025 stdio session: logging.ts). */
   sessionLog?: Logger | undefined;
 }
 
@@ -168,9 +162,8 @@ export function createMcpServer(options: McpServerOptions): Server {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource not found: ${shown}`, { uri: shown });
   });
 
-  // tools/call is answered by the fallback handler rather than setRequestHandler: the SDK would check the
-  // request shape first there and answer a JSON-RPC error (e.g. for `arguments` that is not an object),
-  // where the contract wants a validation_error tool result; and task answers go out in their era's form.
+  // The fallback handler, as setRequestHandler would answer a malformed call (`arguments` not an object)
+  // with a JSON-RPC error where the contract wants a validation_error result.
   server.fallbackRequestHandler = guarded("tools/call", logger, async (request, ctx) => {
     if (request.method !== "tools/call") {
       const shown = cleanText(request.method, 80);
@@ -186,9 +179,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     return module.callTool(edge, isObject(request.params) ? request.params : {}, ctx);
   });
 
-  const store = async () => (await session.runtime()).tasks;
-  const register = options.revision.era === "modern" ? registerTasks2026 : registerTasks2025;
-  register(handle, callerView(session.caller, store));
+  registerTasks(options.revision, handle, session);
 
   server.setNotificationHandler("notifications/roots/list_changed", async () => {
     roots = undefined;

@@ -1,8 +1,6 @@
 /**
- * The tools as MCP lists them, from their zod schemas (with the 2025-11-25 `execution` field, which server.ts
- * leaves out for the other revisions). Read by the build (inlined into the bundle: the JSON Schema conversion
- * was a third of the start-up work), by unbundled runs, the schema snapshot test, README's tool table and the
- * MCPB manifest.
+ * The tools as MCP lists them, from their zod schemas. Inlined into the bundle by the build (the JSON Schema
+ * conversion was a third of the start-up work); also read by unbundled runs, tests, README and the manifest.
  */
 import type { Tool } from "@modelcontextprotocol/server";
 import * as z from "zod";

@@ -1,7 +1,6 @@
 /**
- * `tools/call` in both protocol eras: the arguments checked (every refusal a `validation_error` result, never
- * a protocol error), then the tool run either in this call (progress on the request's own stream, cancelled
- * with it) or in the background as a task, answered in that era's task form (taskForm below).
+ * `tools/call` in both eras: the arguments checked (every refusal a `validation_error` result, never a
+ * protocol error), then the tool run in this call (progress on its own stream) or as a task (taskForm).
  */
 import {
   ProtocolError,
@@ -32,9 +31,7 @@ import { checkSpend } from "./confirm.js";
 import { requestLogSink } from "./logging.js";
 import { linkAsker } from "./open-link.js";
 import { offersLegacyTasks, type Revision } from "./revisions.js";
-import { REFUSED_TASKS } from "./tasks/caller-tasks.js";
-import { createdTask2025 } from "./tasks/wire-2025.js";
-import { createdTask2026, declaresTasks } from "./tasks/wire-2026.js";
+import { REFUSED_TASKS, createdTask, declaresTasks } from "./tasks/wire.js";
 import type { Session } from "./session.js";
 
 export interface CallEdge {
@@ -69,10 +66,11 @@ async function runToolCall(
 ): Promise<Result> {
   const call = accept(name, params["arguments"]);
   const asTask = taskForm(edge.revision, params["task"], "tool" in call ? call : undefined, ctx);
-  const created = asTask?.form === "2026" ? createdTask2026 : createdTask2025;
-  // Refused before anything was sent: a task of it is held in memory only (tasks/caller-tasks.ts).
+  // Refused before anything was sent: a task of it is held in memory only (tasks/wire.ts).
   const refused = (answer: CallToolResult) =>
-    asTask === undefined ? answer : created(REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
+    asTask === undefined
+      ? answer
+      : createdTask(asTask.form, REFUSED_TASKS.add(edge.session.caller.id, name, answer).task);
   if ("refused" in call) return refused(call.refused);
   let deps: ServerDeps;
   try {
@@ -86,7 +84,6 @@ async function runToolCall(
     );
   }
   const { tool, data } = call;
-  // A cost above the spend limits is confirmed (or refused) before anything runs or a task is made of it.
   const gate = await checkSpend({
     tool: name,
     data,
@@ -115,7 +112,7 @@ async function runToolCall(
         return toolResult(tool, running, deps, run.signal);
       },
     });
-    return created(task);
+    return createdTask(asTask.form, task);
   }
   const progressToken = ctx.mcpReq._meta?.progressToken;
   let progress = 0;
@@ -131,7 +128,6 @@ async function runToolCall(
       if (progressToken === undefined || ctx.mcpReq.signal.aborted) return;
       progress += 1;
       try {
-        // Rides this request's own stream, in either era.
         await ctx.mcpReq.notify({
           method: "notifications/progress",
           params: { progressToken, progress, message },
@@ -164,8 +160,7 @@ function accept(
       ),
     };
   }
-  // Arguments some clients add to every tool on their own (Gemini CLI: `wait_for_previous`) are accepted and
-  // ignored. Any other unknown argument is still refused by name (a typo like `duraton` must be caught).
+  // Gemini CLI adds `wait_for_previous` to every tool: ignored; any other unknown one (a typo) is refused.
   const { wait_for_previous: _added, ...kept } = isObject(args) ? args : {};
   const parsed = tool.input.safeParse(isObject(args) ? withoutUnset(tool.input, kept) : (args ?? {}));
   if (!parsed.success) {
@@ -174,10 +169,7 @@ function accept(
   return { tool, data: parsed.data };
 }
 
-/**
- * An optional input given as "", [] or null counts as not given (CONTRACT): form-based clients (MCPJam
- * Inspector, MCP Inspector) send every field they show. A required input keeps its own rules.
- */
+/** An optional input given as "", [] or null is not given (CONTRACT): form clients send every field. */
 function withoutUnset(input: z.ZodType, args: Record<string, unknown>): Record<string, unknown> {
   const shape: Record<string, z.ZodType> = input instanceof z.ZodObject ? input.shape : {};
   const unset = ([key, value]: [string, unknown]) =>
@@ -188,10 +180,9 @@ function withoutUnset(input: z.ZodType, args: Record<string, unknown>): Record<s
 }
 
 /**
- * Whether this call runs as a task, and in which form. 2025-11-25: when the client sent `task` (checked: a
- * malformed one is refused, never quietly turned into a blocking call). 2026-07-28: the server decides, for
- * a client that declared the extension: a call that would wait (a video that is waited for, an image)
- * becomes a task; a dry run or a call that answers at once does not.
+ * Whether this call runs as a task, and in which form. 2025-11-25: when the client sent `task` (a malformed
+ * one is refused, never turned into a blocking call). 2026-07-28: for a client that declared the extension,
+ * a call that would wait becomes a task; a dry run or a call that answers at once does not.
  */
 function taskForm(
   revision: Revision,

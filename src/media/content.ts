@@ -1,11 +1,8 @@
 /**
- * The content items a successful tool result gets beside its text, read from the handler's own return value:
- * previews of the finished images (`image_urls`) and of a video's still (`still_url`, which the output schema
- * does not relay) as MCP `image` items, notes on previews that could not be made, and `resource_link`s to
- * the finished media (`image_urls`, and `video_url` once `status` is "completed"), all under 1 MB. A
- * completed video gets a sheet of its frames (frames.ts), told in a text line and `structuredContent.frames`;
- * its still is previewed only when no sheet could be made. All of it fits in the time the call's window
- * leaves (`answer_by`, epoch ms, which the output schema does not relay either).
+ * What a successful tool result shows beside its text, read from the handler's own return value: previews
+ * of the finished images and of a video's still (`still_url`, which the output schema does not relay), a
+ * sheet of a completed video's frames (frames.ts), notes on what could not be made, and `resource_link`s to
+ * the media; all under 1 MB, within the time the call's window leaves (`answer_by`, not relayed either).
  */
 import { setTimeout as delay } from "node:timers/promises";
 import type { CallToolResult, ContentBlock, ResourceLink } from "@modelcontextprotocol/server";
@@ -87,11 +84,8 @@ export async function withMedia(
 }
 
 /**
- * One image per video: the sheet of its frames, else a preview of its still. The still, started only once
- * the sheet failed, would add its 10 s to the sheet's time (its 30 s, or what the call's window leaves); it
- * starts beside the sheet instead, as soon as the sheet fails or at the latest when just its 10 s (or half)
- * of that time are left, so the call waits the sheet's time at most. A sheet that comes first (made in
- * seconds, or at once from the cache) spares the still (no worker, no fetch), or aborts and drops it.
+ * One image per video: the sheet of its frames, else a preview of its still, started when the sheet fails or
+ * when only the still's own 10 s (or half) are left, so the call waits the sheet's time at most.
  */
 async function sheetOrStill(
   url: string,
@@ -137,10 +131,7 @@ function mediaUrl(value: unknown): string[] {
   return url === undefined ? [] : [url];
 }
 
-/**
- * Notes about the media (no preview, and why) go out as text and in `structuredContent.notes`: some clients
- * give the model only the structured part.
- */
+/** Notes go out as text and in `structuredContent.notes`: some clients give the model only the latter. */
 function withNotes(result: CallToolResult, notes: string[]): CallToolResult {
   if (notes.length === 0) return result;
   const structured = result.structuredContent as Record<string, unknown> | undefined;

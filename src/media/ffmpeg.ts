@@ -1,8 +1,7 @@
 /**
- * ffmpeg and ffprobe as the frame sheet runs them: separate processes (their memory ends with them) that
- * read one local file, under a deadline, without the server's settings in their environment. The probe
- * reads the streams as JSON: ffmpeg's own text prints metadata (a title can read "Video: h264, 64x64", or
- * forge whole lines) before the streams, so only ffprobe's JSON says what will be decoded.
+ * ffmpeg and ffprobe as the frame sheet runs them: processes that read one local file, under a deadline,
+ * without the server's settings in their environment. The streams are read from ffprobe's JSON: ffmpeg's own
+ * text prints metadata first (a title can forge "Video: h264, 64x64").
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -66,10 +65,7 @@ export async function checkBinary(binary: string, deadline: number): Promise<voi
   if (!working.has(binary) && (await run(binary, ["-version"], deadline)).code === 0) working.add(binary);
 }
 
-/**
- * The stream a sheet decodes, as ffprobe finds it in `file` read with `demuxer`: the largest video stream
- * (cover pictures aside), with the clip's length; a file without one that has a size and a length is refused.
- */
+/** The largest video stream ffprobe finds (cover pictures aside), with the clip's length; else refused. */
 export async function probeVideo(ffprobe: string, file: string, demuxer: string, deadline: number) {
   const entries = "stream=index,width,height,duration:stream_disposition=attached_pic:format=duration";
   const args = ["-v", "error", "-select_streams", "v", "-show_entries", entries, "-of", "json"];

@@ -1,10 +1,9 @@
 /**
  * A contact sheet of a finished video's frames, so the model can see what it made: frames spread over the
- * whole clip, each with its timestamp, tiled into one JPEG. The video is fetched under the download guards
- * into a private temporary folder, always removed; ffprobe says what is in it (ffmpeg.ts) and ffmpeg
- * decodes exactly the stream that was checked, under a time limit. Whatever goes wrong costs the sheet
- * only: a note, never a failed call. Sheets are made once per video URL and kept in a small LRU shared by
- * every later result of it; one the call cannot wait for goes on being made for the next result.
+ * clip, each with its timestamp, tiled into one JPEG. The video is fetched under the download guards into a
+ * private temporary folder, always removed; ffmpeg decodes exactly the stream ffprobe checked (ffmpeg.ts).
+ * Whatever goes wrong costs the sheet only: a note. Sheets are made once per video URL and kept in a small
+ * LRU; one the call cannot wait for goes on being made for the next result.
  */
 import { rmSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -59,9 +58,8 @@ export interface SheetOptions extends Omit<PreviewOptions, "loadSharp">, Pick<Co
 const sheets = new Map<string, Promise<Sheet>>();
 
 /**
- * Each caller fetches at most 2 videos at once with 8 more waiting (a burst must not start an ffmpeg each);
- * the 2 decodes at a time go round the callers that have a video ready, so another caller's videos delay a
- * sheet by at most one decode of theirs (DECODE_MS at the very most), however many they have.
+ * Each caller fetches at most 2 videos at once, 8 more waiting (a burst must not start an ffmpeg each); the 2
+ * decodes at a time go round the callers, so another's videos delay a sheet by one decode of theirs at most.
  */
 const fetches = new FairTurns({ slots: Infinity, perCaller: 2, waitingPerCaller: 8 });
 const decodes = new FairTurns({ slots: 2, perCaller: 2, waitingPerCaller: Infinity });
@@ -150,10 +148,8 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
 }
 
 /**
- * Tiles the frames of the stream that was checked, and no other. The decoder refuses any frame above the
- * pixel limit whatever the headers said, skips B-frames (nothing else refers to them: about half the
- * decoding) and the deblocking filter (a tile is a thumbnail: some 10% less); each tile is the first frame
- * decoded at or after the middle of its share of the clip.
+ * Tiles the frames of the stream that was checked, and no other, refusing any frame above the pixel limit.
+ * B-frames (about half the decoding) and the deblocking filter (some 10%) are skipped: a tile is a thumbnail.
  */
 async function decode(
   file: string,

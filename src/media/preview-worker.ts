@@ -1,9 +1,7 @@
 /**
- * Decoding untrusted image bytes into a JPEG preview with sharp: decompression bombs refused from the
- * header, then scaled and re-encoded to fit a base64 budget. In the built server this file runs as a
- * process of its own (forked by previews.ts and stopped when idle), so libvips' memory goes back to the
- * system when it ends and a crash or hang of the native decoder costs one preview, never the server. The
- * unbundled sources (tests) answer in-process instead (`answerer`).
+ * Untrusted image bytes into a JPEG preview with sharp: decompression bombs refused from the header, then
+ * scaled and re-encoded to fit a base64 budget. The built server runs this file as a process of its own
+ * (previews.ts), so libvips' memory goes back when it ends and a crash costs one preview, never the server.
  */
 import type SharpModule from "sharp";
 
@@ -50,9 +48,8 @@ export function answerer(load: () => Promise<Sharp>): (request: WorkerRequest) =
 }
 
 /**
- * Oriented, scaled to fit `maxSide` (never enlarged), flattened on white, as JPEG: at the best quality in
- * one pipeline, which fits `budget` base64 characters for nearly every image; otherwise from the scaled
- * pixels, decoded once, at falling quality and then smaller sizes until it fits.
+ * Scaled to fit `maxSide`, flattened on white, as JPEG: in one pipeline, which fits `budget` for nearly every
+ * image; otherwise from the pixels decoded once, at falling quality and then smaller sizes until it fits.
  */
 async function preview(sharp: Sharp, bytes: Buffer, maxSide: number, budget: number): Promise<Buffer> {
   // The header only, so a small file claiming a huge canvas is refused before any pixel is decoded.

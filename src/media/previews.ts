@@ -1,11 +1,8 @@
 /**
  * Image previews the model can see: each source fetched under the download guards, decoded, scaled to at
- * most `maxSide` pixels and re-encoded as JPEG small enough that all previews of one result fit one budget.
- * A preview that cannot be made is a note saying why, never a failed call.
- *
- * sharp (libvips) is an optional native dependency, loaded on the first preview only, in a worker process
- * (preview-worker.ts) stopped after WORKER_IDLE_MS without a preview: a server that never makes one never
- * loads it, one installed without it says "previews unavailable".
+ * most `maxSide` pixels and re-encoded as JPEG so that all previews of one result fit one budget. A preview
+ * that cannot be made is a note saying why, never a failed call. sharp (an optional native dependency) is
+ * loaded on the first preview only, in a worker process (preview-worker.ts) stopped when idle.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -26,10 +23,7 @@ import {
 
 /** At most this many previews per result; more images are named in a note. */
 export const MAX_PREVIEWS = 4;
-/**
- * Base64 characters all previews of one result may take together: 160 kB, far below Claude Desktop's 1 MB
- * cap on a tool result, and about 20k tokens even for a client that counts base64 as text.
- */
+/** Base64 characters of all previews of one result: far below 1 MB, and 20k tokens if counted as text. */
 export const PREVIEW_BUDGET_CHARS = 160_000;
 /** The largest source file fetched for a preview (a 4k photo as PNG is some 20-30 MB). */
 export const MAX_SOURCE_BYTES = 40 * 1024 * 1024;
@@ -202,8 +196,7 @@ function workerDecoder(file: string): Decode {
     worker = undefined;
     stopping?.process.disconnect();
   };
-  // Requests are pure: one that met a dead worker (killed from outside, or crashed on an earlier image)
-  // goes once more to a fresh one; one that kills its worker twice is given up.
+  // Requests are pure: one that met a dead worker goes once more to a fresh one, never a third time.
   return async (request, timeoutMs) => {
     const startedAt = Date.now();
     try {

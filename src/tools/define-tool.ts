@@ -1,6 +1,6 @@
 /**
  * A tool is a plain object: zod input and output schemas, honest annotations, a handler returning structured
- * output and a text mirror of it. Below: schema fields several tools share, and the calls' deadlines.
+ * output and a text mirror of it; below, the schema fields several tools share, and the calls' deadlines.
  */
 import type { ToolAnnotations } from "@modelcontextprotocol/server";
 import * as z from "zod";
@@ -78,9 +78,8 @@ export interface ToolContext {
   /** Epoch ms at which the call arrived: its wait window and deadlines count from here. */
   startedAt: number;
   /**
-   * Asks the client to open a link for the person (URL elicitation) where it declared it can, answering by
-   * `deadline`. `deferred`: the question goes back as this call's answer, and the client calls again with
-   * the person's answer in `linkAnswer`.
+   * Asks the client to open a link for the person, answering by `deadline`; `deferred`: the question is this
+   * call's answer, and the client calls again with the person's answer in `linkAnswer`.
    */
   openLink(link: { id: string; url: string; message: string }, deadline: number): Promise<LinkAnswer>;
   /** In a call that brings back the answer to a deferred `openLink`: which link, and what was answered. */
@@ -173,10 +172,7 @@ export const fields = {
     .describe("The video_id returned by generate_video (or found with list_videos)."),
 };
 
-/**
- * What a result tells the assistant besides its data, also in `structuredContent`: some clients hand the
- * model only that (Codex CLI, Mastra) or replace the text with it (Claude Code).
- */
+/** Guidance in `structuredContent` too: some clients hand the model only that (Codex CLI, Claude Code). */
 export const guidanceFields = {
   next_step: z.string().optional().describe("What to do next, when there is something to do."),
   notes: z
@@ -222,11 +218,9 @@ export const startFields = {
 };
 
 /*
- * Every call answers inside the client's patience: its wait window (timeout_seconds, else
- * GENERATION_WAIT_TIMEOUT_S) counts from the moment the call arrived, and every request it makes (upload,
- * start, reads, their retries and rate-budget waits) must be over by its deadline, whatever the service does.
- * Requests get at least 20 s, so a window of 0 still leaves room to start a task or read; a call that only
- * reads needs at most 30 s; a download after the wait gets at least 10 s.
+ * Every call answers inside the client's patience: its wait window counts from the moment it arrived, and
+ * every request it makes (with retries and rate-budget waits) is over by its deadline, whatever happens.
+ * Requests get at least 20 s, so a window of 0 still leaves room to start a task; a read needs at most 30 s.
  */
 
 export function waitWindowMs(deps: ServerDeps, timeoutSeconds?: number): number {

@@ -130,8 +130,7 @@ export const generateImage = defineTool({
     }
     return { ...result, local_paths };
   },
-  // As a task the call answers at once and the image comes with tasks/result. An image is made within the
-  // start request, so a restart while it runs leaves nothing to follow: the task then fails with advice.
+  // An image is made within the start request: a restart while it runs leaves nothing to follow (advice).
   task: {},
   summarize(result) {
     if (result.dry_run) return dryRunText(result);

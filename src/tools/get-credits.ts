@@ -82,13 +82,9 @@ export const getCredits = defineTool({
   summarize(result) {
     // Values are the service's: strings are quoted so they read as data, never as instructions.
     const { allowance: ours, models, ...service } = result;
-    const credits = `Credits: ${Object.entries(service)
-      .map(
-        ([key, value]) =>
-          `${key}=${typeof value === "number" || typeof value === "boolean" ? String(value) : JSON.stringify(value)}`,
-      )
-      .join(", ")}`;
-    const line = `${credits}\n${describeModels(models)}`;
+    const field = ([key, value]: [string, unknown]) =>
+      `${key}=${typeof value === "number" || typeof value === "boolean" ? String(value) : JSON.stringify(value)}`;
+    const line = `Credits: ${Object.entries(service).map(field).join(", ")}\n${describeModels(models)}`;
     if (ours === undefined) return line;
     if (ours.known === false) {
       return `${line}\nDaily allowance (this server's limit for you, ${ours.daily_limit} credits a day): unknown. ${ours.reason ?? ""}\nNext step: ${ours.next_step ?? ""}`;

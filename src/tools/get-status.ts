@@ -22,8 +22,7 @@ export const getStatus = defineTool({
     "which is the way to resume waiting after generate_video answered 'still processing'.",
   input,
   output: videoResult,
-  // Not read-only: download: true writes a file. Idempotent all the same: saving the same video again returns
-  // the file already saved with those bytes. Never destructive: nothing is overwritten.
+  // download: true writes a file, but saving the same video again returns the file already saved.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   viewer: true,
   async handler(args, deps, context) {

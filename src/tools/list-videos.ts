@@ -49,12 +49,8 @@ export const listVideos = defineTool({
     if (deps.scope !== undefined) return withPagingStep(await ownVideos(deps, deps.scope, query));
     const { totals, items, page, limit } = await deps.api.listVideos(query, foreground(context, deps));
     const kept = items.map((item) => sanitizeValue(item) as Record<string, unknown>);
-    return withPagingStep({
-      ...(sanitizeValue(totals) as Record<string, unknown>),
-      items: kept,
-      page,
-      limit,
-    });
+    const shownTotals = sanitizeValue(totals) as Record<string, unknown>;
+    return withPagingStep({ ...shownTotals, items: kept, page, limit });
   },
   summarize(result) {
     const { page, items } = result;
@@ -66,8 +62,7 @@ export const listVideos = defineTool({
         pages !== undefined ? ` (the history has ${total ?? "its"} video(s) on ${pages} page(s))` : "";
       return `Page ${page} is empty: it is past the last page${where}.`;
     }
-    // Items are as the service gives them (maybe nested); their id, status and URL pass the same checks as
-    // every other field of the service before they reach this text.
+    // Items are as the service gives them: their id, status and URL pass the same checks as every field.
     const lines = items.map((item) => {
       const url = findVideoUrl(item);
       return `- ${findVideoId(item) ?? "(no usable id)"} ${findStatus(item) ?? "unknown"}${url ? ` ${url}` : ""}`;
@@ -78,10 +73,7 @@ export const listVideos = defineTool({
   },
 });
 
-/**
- * Where one key serves several callers, the account's history is the operator's: a caller lists the videos
- * it started through this server, newest first (their current status is one get_status away).
- */
+/** Where one key serves several callers the history is the operator's: a caller lists what it started. */
 async function ownVideos(deps: ServerDeps, scope: string, { page, limit }: { page: number; limit: number }) {
   const { items, total } = await deps.ownership.list(scope, (page - 1) * limit, limit);
   const listed = items.map((task) => ({

@@ -1,8 +1,7 @@
 /**
- * A tool's run as the result a client gets, whatever protocol era it speaks: the output checked against the
- * tool's schema, its text mirror, secrets masked, then its media items (previews, links: media/content.ts);
- * every failure an `isError` result whose text starts with the error code and gives a next step. Used by
- * plain calls, by task runs, and by a task taken up again after a restart.
+ * A tool's run as the result a client gets, in any era: the output checked against the tool's schema, its
+ * text mirror, its media items (media/content.ts), all masked; every failure an `isError` result whose text
+ * starts with the error code and gives a next step. For plain calls, task runs and resumed tasks alike.
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import type * as z from "zod";
@@ -23,10 +22,7 @@ export class StoppingError extends AbortedError {
   }
 }
 
-/**
- * `signal` is the run's (the server's stop aborts it too), which also ends the media work; `cancelled` the
- * caller's own: an abort from it is a cancellation, one from `deps.stopping` alone a shutdown.
- */
+/** `signal` is the run's (a stop aborts it too); `cancelled` the caller's: a cancel, not a shutdown. */
 export async function toolResult(
   tool: ToolDefinition,
   running: Promise<unknown>,
@@ -40,12 +36,11 @@ export async function toolResult(
     const result = tool.output.parse(returned) as Record<string, unknown>;
     const text = renderAdvice(tool.summarize(result), deps.advice);
     // The handler's own return value, not the parsed output: media/ also reads fields the schema leaves out.
-    const { previews, previewMaxSide, resourceLinks, ffmpegPath } = deps.config;
-    const media = { previews, previewMaxSide, resourceLinks, ffmpegPath, caller: deps.callerId };
+    const media = { ...deps.config, caller: deps.callerId, allowHosts: deps.mediaAllowHosts };
     const answer = await withMedia(
       { content: [{ type: "text", text }], structuredContent: result },
       returned,
-      { ...media, allowHosts: deps.mediaAllowHosts },
+      media,
       signal,
     );
     return masked(answer, deps.redactor);
@@ -90,10 +85,7 @@ export function backgroundContext(
   return toolContext(deps, { signal: run.signal, startedAt, send: (message) => run.progress(message) });
 }
 
-/**
- * The one way out of a tool's answer: every text, link and structured field masked (redact.ts); an image's
- * base64 is left as it is (no text of ours is in it, and a mask would break it).
- */
+/** The one way out of a tool's answer, masked (redact.ts); an image's base64 holds no text of ours. */
 function masked(result: CallToolResult, redactor: Redactor): CallToolResult {
   const content = result.content.map((item) =>
     item.type === "text"
@@ -110,10 +102,7 @@ function masked(result: CallToolResult, redactor: Redactor): CallToolResult {
   };
 }
 
-/**
- * `redactor`: the caller's, when its key is not one of the process's own secrets (redact.ts); `advice`: how
- * the user of this call changes a setting (advice.ts).
- */
+/** `redactor`: the caller's, where its key is not a process secret; `advice`: how to change a setting. */
 export function errorResult(
   error: unknown,
   redactor: Redactor = PROCESS_REDACTOR,

@@ -130,10 +130,8 @@ const MAX_DOWNLOAD_BYTES = { video: 2 * 1024 * 1024 * 1024, image: 200 * 1024 * 
 const NO_REASON = "The service reported the task as failed without a reason.";
 
 /**
- * Polls until the task is final or the window ends. The window ending is a normal answer, not an error;
- * a permanent failure keeps the video_id in its message so the task is never lost. `windowMs` counts from
- * `context.startedAt` (time spent starting the task counts too); `knownStatus`, what the start answered, is
- * reported until a poll succeeds.
+ * Polls until the task is final or the window (from `context.startedAt`) ends, which is a normal answer; a
+ * failure keeps the video_id in its message, so the task is never lost. `knownStatus`: the start's answer.
  */
 export async function waitForVideo(
   videoId: string,
@@ -166,8 +164,7 @@ export async function waitForVideo(
   }
   const video = result?.video;
   if (result?.outcome !== "final" || video === undefined || !isFinalStatus(video.status)) {
-    // A window that ended before any poll answered still reports what is known (the start's status), and
-    // says so when the status checks were failing rather than passing it off as a normal wait.
+    // What is known, and that it may be out of date when the status checks were failing.
     const stale = result?.lastError
       ? ` The latest status check failed (${result.lastError.code}), so this status may be out of date.`
       : "";

@@ -17,9 +17,8 @@ import { closeAll, openLocalImages, uploadAll } from "./steps.js";
 const MIB = 1024 * 1024;
 const MB = MAX_UPLOAD_BYTES / MIB;
 /**
- * Room a message needs besides data_base64: the JSON-RPC envelope (about 150 bytes), the filename (255
- * characters, at most 6 bytes each once JSON-escaped) and the client's `_meta`. Base64 text is one byte per
- * character in JSON (a line break in it costs two, hence "on one line").
+ * Room a message needs besides data_base64: the envelope, the filename (255 characters, at most 6 bytes each
+ * once JSON-escaped) and `_meta`. Base64 is a byte a character in JSON (a line break costs two).
  */
 const ENVELOPE_BYTES = 16 * 1024;
 /** Longest data_base64 that fits one stdio message with its envelope. */
@@ -108,6 +107,7 @@ const output = z.object({
   ...guidanceFields,
 });
 
+type Args = z.output<typeof input>;
 type Waiting = z.input<typeof output>;
 
 export const uploadImage = defineTool({
@@ -142,11 +142,7 @@ export const uploadImage = defineTool({
 });
 
 /** A picture from the person: a link made (or one made before), opened by the client if it can, waited on. */
-async function fromPerson(
-  args: { upload_id?: string | undefined; wait?: boolean | undefined; timeout_seconds?: number | undefined },
-  deps: ServerDeps,
-  context: ToolContext,
-): Promise<Waiting> {
+async function fromPerson(args: Args, deps: ServerDeps, context: ToolContext): Promise<Waiting> {
   const windowMs = waitWindowMs(deps, args.timeout_seconds);
   const until = context.startedAt + windowMs;
   const waitOn = async (id: string, deadline: number, declined = false, uploadUrl?: string) => {

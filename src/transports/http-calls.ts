@@ -1,11 +1,8 @@
 /**
- * The MCP calls running on `--http`, and their cancellation. A client that disconnects, or sends
- * `notifications/cancelled` for a call still running here, cancels it (the task itself goes on); the calls
- * in flight per caller are capped, a batch counting as its calls.
- *
- * Cancellation needs a correlation a stateless server otherwise lacks: two clients of one key both number
- * their calls from 0. The answer to `initialize` therefore carries a random `Mcp-Session-Id` that the server
- * does not store; a cancel names the call by caller, that id and the request id.
+ * The MCP calls running on `--http`, capped per caller (a batch counts as its calls), and their cancellation:
+ * a client that disconnects, or sends `notifications/cancelled` for a call running here, cancels it (its task
+ * goes on). Two clients of one key both number their calls from 0, so the answer to `initialize` carries a
+ * random `Mcp-Session-Id` (never stored) and a cancel names its call by caller, that id and the request id.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -51,7 +48,6 @@ export function runningCalls({ config, pool, mcpHttp, mediaOrigin }: CallsOption
     const keys = messages
       .filter((entry) => typeof entry.method === "string" && entry.id !== undefined && entry.id !== null)
       .map((entry) => correlation + JSON.stringify(entry.id));
-    // Each request of a batch is a call of its own against the caller's cap.
     const slot = calls.take(caller.id, keys.length);
     if (slot === undefined) {
       res.setHeader("retry-after", "1");
@@ -85,8 +81,7 @@ export function runningCalls({ config, pool, mcpHttp, mediaOrigin }: CallsOption
         cancels?.delete(end);
         if (cancels?.size === 0) running.delete(key);
       }
-      // Closing aborts the calls still running: a client that went away cancelled them. A cancelled call
-      // sends no answer (the protocol says so), but its HTTP response must still end.
+      // Closing aborts the calls still running; a cancelled call sends no answer, but its response must end.
       void (served?.close() ?? Promise.resolve())
         .catch(() => undefined)
         .finally(() => {

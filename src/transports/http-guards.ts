@@ -1,7 +1,6 @@
 /**
- * What a request to `--http` must pass before any MCP processing, and the small answers of a refusal. Host
- * and Origin are checked here rather than with the SDK's validators: those compare host names only, and this
- * server also holds a Host to its own port (and an Origin to its scheme, name and port).
+ * What a request to `--http` must pass before any MCP processing, and the small answers of a refusal. Not the
+ * SDK's Host and Origin validators: they compare names only, where this server also holds the port.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -29,9 +28,8 @@ export function callerSlots(max: number) {
 }
 
 /**
- * The Host values served: those configured, else the loopback names with the port (the configuration allows
- * no other bound host without a list); and the public address (GENERATION_PUBLIC_URL) when there is one. A
- * Host header a DNS-rebinding page would send (its own name) is then refused.
+ * The Host values served (a DNS-rebinding page sends its own name): those configured, else the loopback
+ * names with the port, and the public address (GENERATION_PUBLIC_URL) when there is one.
  */
 export function effectiveHosts(config: HttpConfig, port: number): Set<string> {
   const bound = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -54,11 +52,7 @@ export function sameOrigin(origin: string, allowed: ReadonlySet<string>): boolea
   return (url?.protocol === "http:" || url?.protocol === "https:") && hostAllowed(url.host, allowed);
 }
 
-/**
- * Reads the body up to `limit` bytes; stops reading (and says so) as soon as it passes the limit. The bytes
- * held by every body being read count against `budget`: past it this body is refused (`busy`) rather than
- * buffered, so many slow senders cannot hold the memory of many full bodies.
- */
+/** The body up to `limit` bytes; `busy` past the `budget` all bodies share (slow senders hoard no memory). */
 export function readBody(
   req: IncomingMessage,
   limit: number,
@@ -128,9 +122,8 @@ export function jsonRpcError(res: ServerResponse, status: number, code: number, 
 }
 
 /**
- * `GET /metrics`: the Prometheus text. Its labels hold no key, token, subject, prompt or id, so it needs no
- * caller's credentials; with GENERATION_METRICS_TOKEN set, a scrape must present that token (compared as
- * digests, so neither its length nor its content leaks through timing).
+ * `GET /metrics`: its labels hold no key, token, subject, prompt or id, so it needs no caller's credentials;
+ * a GENERATION_METRICS_TOKEN is compared as digests, so neither its length nor its content leaks by timing.
  */
 export async function answerMetrics(
   req: IncomingMessage,

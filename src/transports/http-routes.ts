@@ -1,9 +1,8 @@
 /**
  * What `--http` answers, as one ordered chain: each step answers the request or passes it on. First what
- * anyone may ask with no check (the probes; an upload link, whose token is its only permission), then the
- * Host check (DNS rebinding) and the Origin check, then the small routes (metrics, OAuth metadata and
- * discovery), and last `/mcp`: authentication, the body limits and the scopes before any MCP processing (the
- * checks are in http-guards.ts). A refusal is a small JSON answer, never a stack trace.
+ * anyone may ask (the probes; an upload link, whose token is its only permission), then the Host check (DNS
+ * rebinding) and the Origin check, the small routes (metrics, OAuth metadata), and last `/mcp`: the caller,
+ * the body and the scopes before any MCP processing. A refusal is a small JSON answer, never a stack trace.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { authFor } from "../auth/bearer.js";
@@ -34,9 +33,8 @@ const BODIES_PER_CALLER = 4;
 /** Revisions without JSON-RPC batching: a batch from a client that speaks one of them is refused. */
 const NO_BATCH_REVISIONS = /^(2025-06-18|2025-11-25|2026-)/;
 /**
- * Where Protected Resource Metadata is looked for, besides the RFC 9728 §3.1 location of the resource
- * (`/.well-known/oauth-protected-resource/gen/mcp` for `https://host/gen/mcp`, config/http.ts): the root
- * form, and the form for `/mcp`, which is also what that location becomes behind a proxy that strips `/gen`.
+ * Where Protected Resource Metadata is looked for besides the RFC 9728 §3.1 location (config/http.ts): the
+ * root form, and the form for `/mcp`, which that location becomes behind a proxy that strips a prefix.
  */
 const PROTECTED_RESOURCE_PATHS = [
   "/.well-known/oauth-protected-resource",
@@ -78,8 +76,7 @@ export function routeSteps(parts: RouteParts): Step[] {
       const status = state.phase === "ready" && !shared ? "shared state unavailable" : state.phase;
       return answered(json(res, status === "ready" ? 200 : 503, { status }));
     },
-    // A link's token is its only permission (no cookie, no bearer): the person's browser reaches it through
-    // whatever name and proxy the operator published.
+    // A link's token is its only permission: the person's browser reaches it through any name or proxy.
     (req, res, path) => {
       const token = UPLOAD_PATH.exec(path)?.[1];
       return token !== undefined && answered(answerUpload(req, res, token, parts.uploads, parts.logger));
@@ -116,12 +113,8 @@ export function routeSteps(parts: RouteParts): Step[] {
       if (oauth === undefined)
         return answered(json(res, 404, { error: "not_found", oauth: false, message: auth.bearerHint }));
       const issuer = oauth.metadata()["authorization_servers"];
-      return answered(
-        json(res, 404, {
-          error: "not_found",
-          message: `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at ${config.oauth?.metadataUrl ?? "/.well-known/oauth-protected-resource/mcp"}.`,
-        }),
-      );
+      const message = `This server is an OAuth resource server only: sign in at the authorization server ${JSON.stringify(issuer)}; its metadata is at ${config.oauth?.metadataUrl ?? "/.well-known/oauth-protected-resource/mcp"}.`;
+      return answered(json(res, 404, { error: "not_found", message }));
     },
     (_req, res, path) =>
       path !== "/mcp" && answered(json(res, 404, { error: "not_found", message: "MCP is served at /mcp." })),
@@ -139,9 +132,8 @@ export function routeSteps(parts: RouteParts): Step[] {
       if (req.method === "POST") return false;
       // Stateless: there is no session stream to GET and no session to DELETE.
       res.setHeader("allow", "POST");
-      return answered(
-        jsonRpcError(res, 405, -32000, "Method not allowed: this server is stateless; POST to /mcp."),
-      );
+      const text = "Method not allowed: this server is stateless; POST to /mcp.";
+      return answered(jsonRpcError(res, 405, -32000, text));
     },
     (_req, res) =>
       state.phase === "stopping" &&
@@ -170,15 +162,10 @@ export function routeSteps(parts: RouteParts): Step[] {
     const body = await readBody(req, config.maxBodyBytes, bodyBytes).finally(bodySlot);
     if (body === "busy") return busy(res, "The server is reading too many request bodies at once.");
     if (body === "too-large") {
-      // No "Connection: close": closing while the client still sends would cost it the answer (it sees
-      // EPIPE, not 413). Node discards the rest of the body; the request timeout bounds a client that
-      // never stops sending.
-      return jsonRpcError(
-        res,
-        413,
-        -32000,
-        `The request body is larger than this server accepts (${config.maxBodyBytes} bytes). For an image, pass its URL as image_url instead of data_base64.`,
-      );
+      // No "Connection: close": closing while the client still sends would cost it the answer (EPIPE, not
+      // 413); Node discards the rest of the body, and the request timeout bounds a client that never stops.
+      const text = `The request body is larger than this server accepts (${config.maxBodyBytes} bytes). For an image, pass its URL as image_url instead of data_base64.`;
+      return jsonRpcError(res, 413, -32000, text);
     }
     if (body === "aborted") return;
     let message: unknown;
@@ -187,14 +174,11 @@ export function routeSteps(parts: RouteParts): Step[] {
     } catch {
       return jsonRpcError(res, 400, -32700, "Parse error: the body is not JSON.");
     }
-    const missing = missingScopes(caller, messagesOf(message));
-    if (missing.length > 0 && oauth !== undefined) {
+    const scope = missingScopes(caller, messagesOf(message)).join(" ");
+    if (scope !== "" && oauth !== undefined) {
       // Step-up: the client asks the user for more, and nothing reached the service.
-      res.setHeader(
-        "www-authenticate",
-        oauth.challenge({ error: "insufficient_scope", scope: missing.join(" ") }),
-      );
-      const text = `insufficient_scope: this call needs the scope ${missing.join(" ")}; sign in again granting it.`;
+      res.setHeader("www-authenticate", oauth.challenge({ error: "insufficient_scope", scope }));
+      const text = `insufficient_scope: this call needs the scope ${scope}; sign in again granting it.`;
       return jsonRpcError(res, 403, -32001, text);
     }
     const revision = req.headers["mcp-protocol-version"];

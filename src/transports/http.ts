@@ -1,10 +1,8 @@
 /**
  * MCP Streamable HTTP at `/mcp`, stateless: every POST is served by a fresh MCP server (mcp/http.ts), so any
- * replica can answer any request; one runtime per service key (runtime-pool.ts). What it answers, in order,
- * is http-routes.ts; the calls running and their cancellation, http-calls.ts; the checks, http-guards.ts.
- * Bounded before anyone is trusted: connections, the bytes of bodies being read at once, the time to send
- * headers and the whole request, and the calls in flight per caller. Upload links (uploads/) are served at
- * `<public url>/upload/<token>`.
+ * replica can answer any request; one runtime per service key (runtime-pool.ts). What it answers, in order:
+ * http-routes.ts; the calls and their cancellation: http-calls.ts; the checks: http-guards.ts. Connections,
+ * the time to send a request and the bodies being read are bounded before anyone is trusted.
  */
 import { once } from "node:events";
 import { createServer as createHttpServer, type ServerResponse } from "node:http";
@@ -123,10 +121,7 @@ export async function serveHttp(options: HttpServing) {
   }
 
   return {
-    /**
-     * Stops accepting requests, lets every running call answer with what it has (a started task with its
-     * video_id), then closes every connection; bounded by `graceMs` plus a little.
-     */
+    /** Stops accepting, lets every running call answer with what it has, then closes every connection. */
     async close(graceMs = 3000) {
       state.phase = "stopping";
       server.close();

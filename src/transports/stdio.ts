@@ -1,12 +1,9 @@
 /**
- * MCP over stdio for one client, in either era (the SDK's `serveStdio` decides per connection from its
- * opening exchange), on the SDK's StdioServerTransport.
- *
- * One adapter sits in front of the SDK transport (`limitLines`): the SDK buffers a message up to 10 MiB and
- * then errors and closes, ending the session with nothing said. Here a longer line is skipped as it streams
- * in (only a small head and tail are kept, so memory stays bounded), logged, and answered with a JSON-RPC
- * error when its head or tail shows a request id; the session goes on. Upstream change that would remove the
- * adapter: an option of StdioServerTransport to skip (and report) an over-long line instead of closing.
+ * MCP over stdio, in either era (the SDK's `serveStdio` decides per connection), on the SDK's
+ * StdioServerTransport behind one adapter (`limitLines`): the SDK closes the session, saying nothing, on a
+ * message over its buffer; here a longer line is skipped as it streams in (memory stays bounded), logged, and
+ * answered with an error when it shows a request id. Upstream change that would remove the adapter: an
+ * option of StdioServerTransport to skip and report an over-long line instead of closing.
  */
 import { Transform, type Readable, type Writable } from "node:stream";
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
@@ -18,10 +15,7 @@ import { LEGACY_REVISIONS, MODERN } from "../mcp/revisions.js";
 import type { KeyParts, Session } from "../mcp/session.js";
 import type { UploadDesk } from "../uploads/desk.js";
 
-/**
- * When the runtime is made if no call has asked for it yet: soon enough to take up the tasks a stopped
- * process was waiting for, late enough that the client's opening exchange never waits for it.
- */
+/** Soon enough to take up a stopped process's tasks, late enough that the opening exchange never waits. */
 const RUNTIME_AFTER_MS = 250;
 /** How much of the start and the end of a skipped line is kept to find its method and id. */
 const EDGE_BYTES = 1024;
@@ -70,11 +64,7 @@ export function stdioTransport(options: StdioTransportOptions = {}): StdioServer
   return transport;
 }
 
-/**
- * stdin as whole lines of at most `limit` bytes (a longer one is handed to `oversized`, with its size, head
- * and tail, never buffered whole); a line that does not start like a JSON object or array goes to
- * `malformed`; blank lines are dropped.
- */
+/** stdin as whole lines of at most `limit` bytes; a longer one goes to `oversized`, never buffered whole. */
 function limitLines(
   limit: number,
   oversized: (size: number, head: Buffer, tail: Buffer) => void,
@@ -123,8 +113,7 @@ function keepTail(tail: Buffer, piece: Buffer): Buffer {
 }
 
 const SCALAR = String.raw`(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")`;
-// Top-level members with a scalar value at the start of the line (before the first object or array
-// value), and at its end (after the last one): where an id and a method sit in practice.
+// Scalar top-level members at the start and the end of the line: where an id and a method sit in practice.
 const HEAD = new RegExp(String.raw`^\s*\{((?:\s*"[a-z]{1,10}"\s*:\s*${SCALAR}\s*,)*)`);
 const TAIL = new RegExp(String.raw`((?:,\s*"[a-z]{1,10}"\s*:\s*${SCALAR}\s*)+)\}\s*$`);
 const MEMBER = new RegExp(String.raw`"([a-z]{1,10})"\s*:\s*${SCALAR}`, "g");
@@ -163,12 +152,10 @@ export function serveStdio(options: {
   logger: Logger;
 }) {
   const { logger } = options;
-  // A runtime that cannot be made (a state folder it cannot write) fails the calls that need it, each with
-  // its error result; it is not kept, so the next call tries again (the folder may have been fixed).
+  // A runtime that could not be made is not kept: the next call tries again (the folder may be fixed).
   let runtime: Promise<StdioRuntime> | undefined;
   const runtimeOnce = (): Promise<StdioRuntime> => {
     const making = (runtime ??= options.makeRuntime().then(async (made) => {
-      // Its upload links are served by a loopback listener of this process (loaded with the runtime).
       const { loopbackLinks } = await import("../uploads/listener.js");
       made.uploads.serveAt(loopbackLinks(made.uploads, logger));
       return made;

@@ -1,9 +1,7 @@
 /**
  * Upload links (`upload_image` with `from_user`): one picture from the person's machine, the token in the
- * link its only permission. One desk per process: tools make and wait on links (`forCaller`), the route
- * (receive.ts) hands it checked files. A file goes to the service at once from the replica that receives it
- * when that replica holds the link's key (an uploader is registered for it); otherwise its bytes are parked
- * in the store and the call that waits on the link (it holds the key) uploads them.
+ * link its only permission. Tools make and wait on links (`forCaller`), the route (receive.ts) hands in
+ * checked files: uploaded at once where the link's key is held, else parked for the call that waits on it.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -66,10 +64,7 @@ export class UploadDesk {
     return link === undefined || link.state === "open" ? link : "gone";
   }
 
-  /**
-   * A checked file for `link`: uploaded here when the key is held here (the URL), else parked (undefined);
-   * `gone` when another file came first. A failed upload reopens the link, and throws.
-   */
+  /** A checked file: its URL when uploaded here, undefined when parked, `gone` when another came first. */
   async deliver(link: UploadLink, image: LocalImage, bytes: Buffer): Promise<string | "gone" | undefined> {
     if (!(await this.store.swap("open", { ...link, state: "receiving" }))) return "gone";
     const uploader = this.uploaders.get(link.key)?.values().next().value;
@@ -93,20 +88,14 @@ export class UploadDesk {
     const link: UploadLink = { id: linkId(token), caller, key, expiresAt, state: "open" };
     const opened = await this.store.open(link, LINK_LIMITS);
     if (opened === "too_many") {
-      throw new ValidationError(
-        `from_user: you have ${LINK_LIMITS.maxOpen} upload links open, the most at once.`,
-        {
-          nextStep: `Wait on one of them (upload_id, wait: true), or ask again once they expire (${this.ttlMs / 60_000} min after they were made).`,
-        },
-      );
+      const message = `from_user: you have ${LINK_LIMITS.maxOpen} upload links open, the most at once.`;
+      const nextStep = `Wait on one of them (upload_id, wait: true), or ask again once they expire (${this.ttlMs / 60_000} min after they were made).`;
+      throw new ValidationError(message, { nextStep });
     }
     if (opened === "too_fast") {
-      throw new RateLimitError(
-        `from_user: more than ${LINK_LIMITS.perMinute} upload links were asked for within a minute.`,
-        {
-          nextStep: "Wait a minute, then ask again; nothing was sent to the service.",
-        },
-      );
+      const message = `from_user: more than ${LINK_LIMITS.perMinute} upload links were asked for within a minute.`;
+      const nextStep = "Wait a minute, then ask again; nothing was sent to the service.";
+      throw new RateLimitError(message, { nextStep });
     }
     // Held first: the stdio listener must not close between starting and handing out its address.
     serving.hold(link.id, link.expiresAt);

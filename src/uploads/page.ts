@@ -72,7 +72,6 @@ function send(res: ServerResponse, status: number, body: string, script = ""): v
   res.end(text);
 }
 
-/** The form. */
 export const sendForm = (res: ServerResponse) => send(res, 200, FORM, SCRIPT);
 
 /** A one-line answer (`url`: the hosted picture), as a page. */

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Logger } from "../../src/logger.js";
-import { RefusedTasks } from "../../src/mcp/tasks/caller-tasks.js";
+import { RefusedTasks } from "../../src/mcp/tasks/wire.js";
 import type { TaskRun } from "../../src/mcp/tasks/runs.js";
 import { TaskRecords } from "../../src/mcp/tasks/store.js";
 import { localTaskRecords } from "../../src/state/local/task-records.js";

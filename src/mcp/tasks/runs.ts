@@ -1,7 +1,6 @@
 /**
- * The background waits of the MCP task records (store.ts): the tool handler a plain call runs, launched for a
- * new task or taken up again from its video_id (after a restart, or from a replica that died). A run's first
- * progress message that names the started task announces it: from then on the task can be handed out. A run
+ * The background waits of the MCP task records (store.ts): the tool handler a plain call runs, for a new task
+ * or taken up again from its video_id. A run's first progress that names the started task announces it; a run
  * that ends hands its result to the store, unless the server is stopping (the task stays `working`, to be
  * taken up at the next start) or the task has ended already (a cancel).
  */
@@ -102,8 +101,7 @@ export class TaskRuns {
       .then(
         (result) => {
           if (stopping.aborted || record.task.status !== "working") return;
-          // Refused before the service started anything (bad input, a key it refused ...): nothing of it is
-          // worth keeping on disk or sharing, and a flood of such calls must cost nothing.
+          // Refused before the service started anything: a flood of such calls must cost no disk or sharing.
           if (record.videoId === undefined && result.isError === true) record.ephemeral = true;
           void this.hooks.finish(record, failed(result) ? "failed" : "completed", result);
         },

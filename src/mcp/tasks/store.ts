@@ -1,15 +1,12 @@
 /**
- * The MCP task records of one service key, whatever wire form a client reads them through (wire-2025.ts,
- * wire-2026.ts), and their background waits (runs.ts). The call is answered once the service has started the
- * generation (the tool's first progress names the video_id), so the journal and the duplicate guard work as
- * for a plain call; reading a task never reaches the service.
+ * The MCP task records of one service key, whatever wire form reads them (wire.ts), and their background
+ * waits (runs.ts). A call is answered once the tool's first progress names the video_id, so the journal and
+ * the duplicate guard work as for a plain call; reading a task never reaches the service.
  *
- * Records are kept in the key's store (state/records.ts TaskRecordStore): this process's file, and with
- * replicas (GENERATION_REDIS_URL) Redis over it. They outlive a restart: a task still `working` then is taken
- * up again from its video_id; one past its ttl is dropped. Any replica answers for any task; the one
- * following a task renews a lease at every poll, and when it lapses (that replica died) the next one asked
- * takes the task over. An outcome is decided once for all (`finalize`). Alone, the store shares nothing,
- * grants every lease and lets this process decide.
+ * Records live in the key's TaskRecordStore (a file; with replicas, Redis over it) and outlive a restart: a
+ * task still `working` is taken up again from its video_id. The replica following a task renews a lease at
+ * every poll; when it lapses (that replica died) the next one asked takes the task over. An outcome is
+ * decided once for all (`finalize`).
  */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -152,9 +149,8 @@ export class TaskRecords {
   }
 
   /**
-   * Cancels the caller's task: its wait stops (the service has no cancel: the generation goes on). Answers
-   * the record as it then stands; a task that had already ended (here or on another replica) keeps its
-   * outcome, and TaskEndedError says so.
+   * Stops the wait of the caller's task (the service has no cancel); a task that had already ended, here or
+   * on another replica, keeps its outcome and TaskEndedError says so.
    */
   async cancel(taskId: string, scope: string | undefined): Promise<TaskRecord> {
     const record = await this.find(taskId, scope);
@@ -193,10 +189,7 @@ export class TaskRecords {
     await this.store.written();
   }
 
-  /**
-   * The record, from this replica or the shared store (for a task another replica started); a working task
-   * whose follower is gone is taken over here.
-   */
+  /** The record, here or in the shared store; a working task whose follower is gone is taken over here. */
   private async lookup(taskId: string): Promise<TaskRecord | undefined> {
     const local = this.records.get(taskId);
     // Cancelled here (its follower elsewhere stops at its next poll): this copy is current.
@@ -204,8 +197,7 @@ export class TaskRecords {
     const record = await this.store.read(taskId);
     if (record === undefined) return local;
     if (local !== undefined && local.task.status === "working" && record.task.status !== "working") {
-      // Another replica decided the outcome (a cancel there while this one was still building the result,
-      // say): every replica answers the same from then on.
+      // Another replica decided the outcome (a cancel there, say): every replica answers the same now.
       this.adopt(local, record);
       return local;
     }
@@ -234,9 +226,8 @@ export class TaskRecords {
   }
 
   /**
-   * Ends a working task, once: with replicas, the first to write a final record decides for all (a cancel
-   * here near the end of a generation that another replica saw complete, or the reverse), and this record
-   * takes whatever outcome holds.
+   * Ends a working task, once: the first replica to write a final record decides for all (a cancel here as
+   * another replica sees the generation complete), and this record takes whatever outcome holds.
    */
   private async finish(
     record: TaskRecord,
@@ -266,10 +257,7 @@ export class TaskRecords {
     this.endings.emit(record.task.taskId);
   }
 
-  /**
-   * At every poll of a followed task: the shared record is refreshed and the lease renewed; a cancel that
-   * another replica wrote there ends the wait here.
-   */
+  /** At every poll: the shared record refreshed, the lease renewed; a cancel written elsewhere ends it. */
   private async heartbeat(record: TaskRecord): Promise<void> {
     if (await this.store.cancelRequested(record.task.taskId)) {
       await this.cancelRecord(record);
