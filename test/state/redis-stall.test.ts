@@ -4,7 +4,9 @@
  * replica is resumed (SIGCONT). The other replica must not start anything that only the stalled one can
  * write back: while it is paused, the same request is refused with when to retry (nothing sent); once it
  * resumed, the same request is the same task (not a second charge) and the caller's day holds its limit.
- * And a replica that stopped before the loss is not waited for.
+ * The same when Redis is lost twice in a row: a replica that learned of the first loss, but not yet from
+ * the stalled one, still waits for it after the second. And a replica that stopped before the loss is not
+ * waited for.
  * Real processes throughout: the built bin (two `--http` replicas), redis-server, the sandbox. Needs
  * `npm run build`.
  */
@@ -22,6 +24,7 @@ import { startRequestsBy, textOf } from "../spend/spend-helpers.js";
 const DAILY = 60;
 const KEY = "sk-stall-carol";
 const OTHER_KEY = "sk-stall-dave";
+const TWICE_KEY = "sk-stall-erin";
 /** How long replica A stays paused, Redis lost meanwhile. */
 const STALL_MS = 5000;
 
@@ -35,7 +38,7 @@ beforeAll(async () => {
   shared = await startSharedState("generation-mcp-redis-stall-", {
     timings: { queuedMs: 60_000, processingMs: 60_000 },
     rateLimit: { limit: 10_000, windowMs: 60_000 },
-    accounts: [tenant(KEY, KEY), tenant(OTHER_KEY, OTHER_KEY)],
+    accounts: [KEY, OTHER_KEY, TWICE_KEY].map((key) => tenant(key, key)),
   });
   ({ redis, sandbox } = shared);
   servers = await Promise.all(
@@ -111,6 +114,39 @@ it("starts nothing on the other replica that only the stalled one could write ba
   }
   expect(startRequestsBy(sandbox, KEY)).toBe(1);
   expect(a.stderr()).toMatch(/came back without the shared state/);
+}, 60_000);
+
+it("still waits for the stalled replica when Redis is lost a second time before it wrote back", async () => {
+  const [a, b] = [servers[0]!, servers[1]!];
+  const [onA, onB] = [await connectHttp(a.url, TWICE_KEY), await connectHttp(b.url, TWICE_KEY)];
+  clients.push(onA, onB);
+  const request = video("a heron at dawn, before two losses");
+  const first = await call(onA, request);
+  expect(first.isError, textOf(first)).toBeFalsy();
+  await sleep(1200);
+  a.child.kill("SIGSTOP");
+  const pausedAt = Date.now();
+  await redis.crash();
+  // B notices the first loss at a heartbeat and reads the epoch again, where A has not registered since.
+  await sleep(1500);
+  await redis.crash();
+  await sleep(1500);
+  const during = await call(onB, request);
+  expect(during.isError, JSON.stringify(during)).toBe(true);
+  expect(textOf(during)).toMatch(/^internal_error: This server's shared state \(Redis\) came back empty/);
+  expect(startRequestsBy(sandbox, TWICE_KEY)).toBe(1);
+  await sleep(Math.max(0, pausedAt + STALL_MS - Date.now()));
+  a.child.kill("SIGCONT");
+
+  const retry = await call(onB, request);
+  expect(retry.isError, textOf(retry)).toBeFalsy();
+  expect(retry.structuredContent).toMatchObject({
+    reused: true,
+    video_id: first.structuredContent?.["video_id"],
+  });
+  const another = await call(onB, video("another heron after two losses"));
+  expect(textOf(another)).toMatch(/^budget_exceeded: /);
+  expect(startRequestsBy(sandbox, TWICE_KEY)).toBe(1);
 }, 60_000);
 
 it("does not wait for a replica that stopped before the loss", async () => {
