@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { build } from "esbuild";
 import { chromium, type Browser, type Frame, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { VIEWER_URI } from "../../src/ui/viewer.js";
@@ -41,6 +41,9 @@ import {
   type ToolResult,
 } from "./eras.js";
 import type { MountedViewer, MountOptions } from "./host-page.js";
+
+// Most cases wait on the viewer's own 5 s refresh or a video's metadata: all of them at once, not 5 at a time.
+vi.setConfig({ maxConcurrency: 20 });
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/viewer");
 /** The sandbox's clip (src/sandbox/media/sample-video.ts) lasts 2 s, at 320x180. */
@@ -255,11 +258,29 @@ const textOf = (frame: Frame) => frame.evaluate(() => document.body.innerText);
 const captionOf = (frame: Frame, selector = "figure") =>
   frame.evaluate((s) => document.querySelector(`${s} .caption`)?.textContent ?? "", selector);
 
+/**
+ * What `read` gives once `done` holds of it, or after 5 s, whichever comes first: the cases run side by side,
+ * where expect.poll cannot tell which case it belongs to.
+ */
+async function settled<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 5000;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await read();
+  }
+  return value;
+}
+
 /** Clicks the link of the frame whose text is `text`, and returns the links the host was asked to open. */
 async function openLink(page: Page, name: string, frame: Frame, text: string): Promise<string[]> {
   await frame.getByRole("link", { name: text, exact: true }).click();
-  await expect.poll(async () => (await mounted(page, name)).links.length).toBeGreaterThan(0);
-  return (await mounted(page, name)).links;
+  const links = await settled(
+    async () => (await mounted(page, name)).links,
+    (opened) => opened.length > 0,
+  );
+  expect(links.length).toBeGreaterThan(0);
+  return links;
 }
 
 /** The viewer page as `host`'s resources/read returns it, and the CSP it declares. */
@@ -333,9 +354,11 @@ describe.concurrent.each([LEGACY, MODERN] as const)("the MCP Apps viewer in head
     // for a height that shows it whole.
     const shown = await frame.evaluate(() => document.querySelector("video")?.getBoundingClientRect().height);
     expect(shown).toBeGreaterThan(150);
-    await expect
-      .poll(async () => (await mounted(page, frameName("video"))).heights.at(-1))
-      .toBeGreaterThan(shown ?? 0);
+    const asked = await settled(
+      async () => (await mounted(page, frameName("video"))).heights.at(-1),
+      (height) => (height ?? 0) > (shown ?? 0),
+    );
+    expect(asked).toBeGreaterThan(shown ?? 0);
   }, 30_000);
 
   it("shows generate_image's image, decoded and captioned; other origins stay blocked", async () => {
@@ -443,7 +466,13 @@ describe.concurrent.each(["light", "dark"] as const)("every state of the viewer,
       return box === undefined ? -1 : box.left + box.width / 2 - document.body.clientWidth / 2;
     });
     expect(Math.abs(offset)).toBeLessThan(2);
-    await expect.poll(() => captionOf(frame)).toBe(`0:02 · 320×180 · ${videoId} · Open the video`);
+    const caption = `0:02 · 320×180 · ${videoId} · Open the video`;
+    expect(
+      await settled(
+        () => captionOf(frame),
+        (shownCaption) => shownCaption === caption,
+      ),
+    ).toBe(caption);
     // The frame sheet of the result (its image content, told in structuredContent.frames), decoded.
     await imagesDecoded(frame, 1);
     const sheet = await frame.evaluate(() => document.querySelector("img")?.naturalWidth);
