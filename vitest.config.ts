@@ -14,10 +14,9 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Most test time is waiting: on real polls, timeouts and the child processes each file starts, so more
     // files run at once than there are cores (vitest's default, cores - 1, would run one file at a time on a
-    // 2-core machine). Each file still gets a fresh worker; a thread starts for less than a process. With 5
-    // at a time the slowest files, which mostly wait, left a 2-core machine a third idle; 6 fill it.
+    // 2-core machine). Each file still gets a fresh worker; a thread starts for less than a process.
     pool: "threads",
-    maxWorkers: Math.max(6, availableParallelism() * 2),
+    maxWorkers: Math.max(5, availableParallelism() * 2),
     // The run ends with its slowest files (test/helpers/slowest-files.ts).
     reporters: ["default", "./test/helpers/slowest-files.ts"],
     projects: [
