@@ -16,7 +16,7 @@ describe("rate budget", () => {
   it("50 concurrent generate_video wait: true never earn a 429, and get_credits in the middle goes through", async () => {
     const K = 50;
     h = await startHarness({
-      sandbox: { timings: { queuedMs: 30, processingMs: 120 }, rateLimit: { limit: 60, windowMs: 5000 } },
+      sandbox: { timings: { queuedMs: 30, processingMs: 120 }, rateLimit: { limit: 60, windowMs: 2500 } },
       config: { pollIntervalMs: 50, waitTimeoutS: 20 },
     });
     const harness = h;

@@ -6,9 +6,13 @@
  * huge body is relayed, and that the next ordinary call still works.
  */
 import { createServer } from "node:net";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { startHarness, type Harness, type HarnessOptions, type ToolCall } from "../helpers/harness.js";
+
+// Most cases wait out a deadline or a retry's pause, each on a harness of its own: more of them at once than
+// vitest's default 5.
+vi.setConfig({ maxConcurrency: 12 });
 
 // Closed at the end, not after each test: the concurrent blocks share this list.
 const open: Harness[] = [];

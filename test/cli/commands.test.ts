@@ -1,7 +1,8 @@
 /**
  * The command line against a sandbox on 127.0.0.1, through the built bin: each command with and without
  * --json, a video saved with --out, Ctrl-C during a wait and the same command again (one charge), a spend
- * limit that refuses with exit 4 and sends nothing, and the exit codes. Needs `npm run build`.
+ * limit that refuses with exit 4 and sends nothing, and the exit codes. The cases run side by side (those
+ * that count what reached the service, each on a sandbox of its own). Needs `npm run build`.
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
@@ -44,9 +45,22 @@ function start(args: string[], env: Record<string, string> = {}) {
   });
 }
 const run = (args: string[], env: Record<string, string> = {}) => outputOf(start(args, env));
-const starts = () => sandbox.requests.filter((request) => request.route === "generate").length;
+const starts = (on: SandboxHandle) => on.requests.filter((request) => request.route === "generate").length;
 
-describe("each command, for a person and with --json", () => {
+/**
+ * Runs `use` with a sandbox of its own, for a case that counts what reached the service: the cases run side
+ * by side, so the shared sandbox's log has the others' requests too. `env` points the bin at it.
+ */
+async function withOwnSandbox(use: (own: SandboxHandle, env: Record<string, string>) => Promise<void>) {
+  const own = await startSandbox({ timings: { queuedMs: 100, processingMs: 400 } });
+  try {
+    await use(own, { GENERATION_BASE_URL: own.baseUrl });
+  } finally {
+    await own.close();
+  }
+}
+
+describe.concurrent("each command, for a person and with --json", () => {
   it("video waits, saves a real MP4 with --out and its frame sheet beside it; --json is the structuredContent alone", async () => {
     const human = await run(["video", "a paper boat", "--duration", "2", "--out", "boat.mp4"]);
     expect(human.code, human.stderr).toBe(0);
@@ -102,7 +116,7 @@ describe("each command, for a person and with --json", () => {
   }, 60_000);
 });
 
-describe("exit codes", () => {
+describe.concurrent("exit codes", () => {
   it("3 when the wait ends first (the id on stdout), then `status --wait` goes on to 0", async () => {
     const waiting = await run(["video", "a slow boat", "--timeout-seconds", "0", "--allow-duplicate"]);
     expect(waiting.code).toBe(3);
@@ -112,44 +126,42 @@ describe("exit codes", () => {
   });
 
   it("2 for usage and for what the tool refuses before sending anything; 1 for a service failure", async () => {
-    const before = sandbox.requests.length;
-    // Without a key: the sandbox's own ("sk-sandbox-paid") would mask "-sandbox" in the answer.
-    const typo = await run(["video", "x", "--sandbx"], { GENERATION_API_KEY: "" });
-    expect(typo.code).toBe(2);
-    expect(typo.stderr).toContain("unknown flag --sandbx. Did you mean --sandbox?");
-    const tooLong = await run(["video", "x", "--duration", "100"]);
-    expect(tooLong.code).toBe(2);
-    expect(tooLong.stderr).toMatch(/^validation_error: .*duration: must be at most 20 seconds/);
-    expect((await run(["status"])).stderr).toContain("status needs <video_id>");
-    expect((await run(["list", "--duration", "3"])).code).toBe(2);
-    expect(sandbox.requests.length).toBe(before);
-    const refused = await run(["credits"], { GENERATION_API_KEY: "not-a-key" });
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^unauthorized: /);
+    await withOwnSandbox(async (own, env) => {
+      // Without a key: the sandbox's own ("sk-sandbox-paid") would mask "-sandbox" in the answer.
+      const typo = await run(["video", "x", "--sandbx"], { ...env, GENERATION_API_KEY: "" });
+      expect(typo.code).toBe(2);
+      expect(typo.stderr).toContain("unknown flag --sandbx. Did you mean --sandbox?");
+      const tooLong = await run(["video", "x", "--duration", "100"], env);
+      expect(tooLong.code).toBe(2);
+      expect(tooLong.stderr).toMatch(/^validation_error: .*duration: must be at most 20 seconds/);
+      expect((await run(["status"], env)).stderr).toContain("status needs <video_id>");
+      expect((await run(["list", "--duration", "3"], env)).code).toBe(2);
+      expect(own.requests).toEqual([]);
+      const refused = await run(["credits"], { ...env, GENERATION_API_KEY: "not-a-key" });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/^unauthorized: /);
+    });
   });
 
   it("4 when a spend limit refuses with no terminal to ask and no --yes: nothing is sent; --yes accepts", async () => {
-    const before = starts();
-    const refused = await run(["video", "a costly boat", "--max-credits-per-call", "10"]);
-    expect(refused.code).toBe(4);
-    expect(refused.stderr).toMatch(/^budget_exceeded: generate_video of a 5 s video .* 25 credits/);
-    expect(refused.stderr).toContain("--yes");
-    expect(refused.stdout).toBe("");
-    expect(starts()).toBe(before);
-    const accepted = await run([
-      "video",
-      "a costly boat",
-      "--confirm-above-credits",
-      "10",
-      "--yes",
-      "--no-wait",
-    ]);
-    expect(accepted.code).toBe(3);
-    expect(starts()).toBe(before + 1);
+    await withOwnSandbox(async (own, env) => {
+      const refused = await run(["video", "a costly boat", "--max-credits-per-call", "10"], env);
+      expect(refused.code).toBe(4);
+      expect(refused.stderr).toMatch(/^budget_exceeded: generate_video of a 5 s video .* 25 credits/);
+      expect(refused.stderr).toContain("--yes");
+      expect(refused.stdout).toBe("");
+      expect(starts(own)).toBe(0);
+      const accepted = await run(
+        ["video", "a costly boat", "--confirm-above-credits", "10", "--yes", "--no-wait"],
+        env,
+      );
+      expect(accepted.code).toBe(3);
+      expect(starts(own)).toBe(1);
+    });
   });
 });
 
-describe("Ctrl-C during a wait", () => {
+describe.concurrent("Ctrl-C during a wait", () => {
   it("leaves the task running, and the same command again reuses it: one charge", async () => {
     const slow = await startSandbox({ timings: { queuedMs: 100, processingMs: 60_000 } });
     try {
@@ -165,14 +177,14 @@ describe("Ctrl-C during a wait", () => {
       const again = await run([...args, "--no-wait"], env);
       expect(again.code).toBe(3);
       expect(JSON.parse(again.stdout)).toMatchObject({ reused: true });
-      expect(slow.requests.filter((request) => request.route === "generate")).toHaveLength(1);
+      expect(starts(slow)).toBe(1);
     } finally {
       await slow.close();
     }
   });
 });
 
-describe("first mistakes", () => {
+describe.concurrent("first mistakes", () => {
   it("an unknown GENERATION_* variable is named with the one meant, and a typed command too", async () => {
     const answer = await run(["credits"], { GENERATION_SANDBX: "1" });
     expect(answer.stderr).toContain(
@@ -190,7 +202,7 @@ describe("first mistakes", () => {
   });
 });
 
-describe("check", () => {
+describe.concurrent("check", () => {
   const check = (env: Record<string, string>, args: string[] = []) => run(["check", ...args], env);
 
   it("passes with the sandbox, listing the models the account may use, and never shows the key", async () => {

@@ -71,7 +71,7 @@ async function expectSheet(result: CallToolResult) {
   expect(Buffer.byteLength(JSON.stringify(result))).toBeLessThan(1_000_000);
 }
 
-describe("over stdio (--sandbox)", () => {
+describe.concurrent("over stdio (--sandbox)", () => {
   it("answers generate_video with the sheet, and get_status of the same video reuses it", async () => {
     const ffmpeg = countingFfmpeg("stdio");
     const session = await connectStdio(["--sandbox", "--ffmpeg-path", ffmpeg.path], {
@@ -123,7 +123,7 @@ describe("over stdio (--sandbox)", () => {
   }, 90_000);
 });
 
-describe("over Streamable HTTP", () => {
+describe.concurrent("over Streamable HTTP", () => {
   let sandbox: SandboxHandle;
   let server: HttpServerProcess;
   let client: Client;
@@ -189,7 +189,7 @@ describe("over Streamable HTTP", () => {
   }, 120_000);
 });
 
-describe("two callers on one server", () => {
+describe.concurrent("two callers on one server", () => {
   const account = (name: string): SandboxAccount => ({
     key: `sk-test-${name}-0123456789abcdef`,
     name,

@@ -126,10 +126,11 @@ describe.concurrent("a hostile session over stdio never emits the API key", () =
     );
     seen.push(textOf(await call("upload_image", { path: path.join(imagesDir, `${KEY}.png`) })));
 
-    // A task that fails with a reason naming the key, seen through a wait with progress.
+    // A task that fails with a reason naming the key, seen through a wait with progress. Armed before the
+    // start: a task of 150 ms may be over before a loaded machine has read the start's answer.
+    faults.failNextTask(`render failed for Authorization: Bearer ${KEY}`);
     const started = await call("generate_video", { prompt: "will fail", duration: 1, wait: false });
     const id = String(started.structuredContent?.["video_id"]);
-    faults.failTask(id, `render failed for Authorization: Bearer ${KEY}`);
     const failed = await call("get_status", { video_id: id, wait: true }, (message) =>
       progress.push(message),
     );

@@ -10,10 +10,15 @@ export interface HoldingProxy {
   stop(): Promise<void>;
 }
 
-export async function startHoldingProxy(targetBaseUrl: string, holdMs: number): Promise<HoldingProxy> {
+/** Holds every start for `holdMs`, or only the first `holds` of them (the later ones pass at once). */
+export async function startHoldingProxy(
+  targetBaseUrl: string,
+  holdMs: number,
+  holds = Number.POSITIVE_INFINITY,
+): Promise<HoldingProxy> {
   const script = fileURLToPath(new URL("./holding-proxy.mjs", import.meta.url));
   const target = new URL(targetBaseUrl);
-  const child = spawn(process.execPath, [script, target.origin, String(holdMs)], {
+  const child = spawn(process.execPath, [script, target.origin, String(holdMs), "/generate", String(holds)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   let forwarded = 0;

@@ -4,7 +4,7 @@
  * under a folder.
  */
 import { appendFileSync } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { connect as connectSocket, type Socket } from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
@@ -88,20 +88,20 @@ export async function liveHeapMiB(pid: number, dir: string): Promise<number> {
   const before = new Set(await readdir(dir).catch(() => [] as string[]));
   process.kill(pid, "SIGUSR2");
   let file: string | undefined;
-  let size = -1;
-  for (let waited = 0; waited < 60_000; waited += 200) {
+  let snapshot: { snapshot: { meta: { node_fields: string[] } }; nodes: number[] } | undefined;
+  // Written while we look: a file that does not parse yet is still being written (a loaded machine may
+  // pause the writer longer than any fixed wait), so it is read again until it parses.
+  for (let waited = 0; snapshot === undefined && waited < 60_000; waited += 200) {
     await sleep(200);
     file ??= (await readdir(dir)).find((name) => name.endsWith(".heapsnapshot") && !before.has(name));
     if (file === undefined) continue;
-    const now = (await stat(path.join(dir, file))).size;
-    if (now > 0 && now === size) break;
-    size = now;
+    try {
+      snapshot = JSON.parse(await readFile(path.join(dir, file), "utf8")) as typeof snapshot;
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+    }
   }
-  if (file === undefined) throw new Error("no heap snapshot was written");
-  const snapshot = JSON.parse(await readFile(path.join(dir, file), "utf8")) as {
-    snapshot: { meta: { node_fields: string[] } };
-    nodes: number[];
-  };
+  if (snapshot === undefined) throw new Error(`no whole heap snapshot was written (${file ?? "none"})`);
   const fields = snapshot.snapshot.meta.node_fields;
   const selfSize = fields.indexOf("self_size");
   let total = 0;

@@ -25,8 +25,8 @@ const videoFetches = (mark: number) =>
 describe("the frame sheet and the call's window", () => {
   it("answers at the end of the window with a note, and the next get_status carries the sheet", async () => {
     const mark = h.sandbox.requests.length;
-    // The CDN takes 6 s to start answering: the sheet cannot be made in the 3 s window.
-    h.sandbox.faults.latency("media", 6000);
+    // The CDN takes 4.5 s to start answering: the sheet cannot be made in the 3 s window.
+    h.sandbox.faults.latency("media", 4500);
     const made = await h.call("generate_video", { prompt: "a late kite", duration: 2 });
     expect(made.structured?.["status"]).toBe("completed");
     expect(sheetOf(made)).toEqual([]);

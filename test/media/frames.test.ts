@@ -31,10 +31,13 @@ let origin: string;
 let scratch: string;
 const files = new Map<string, Buffer>();
 const fetched: string[] = [];
+/** TMPDIR before this file set its own. */
+let ownTmp: string | undefined;
 
 beforeAll(async () => {
   // os.tmpdir() follows TMPDIR: the sheets' temporary folders land where this file alone looks.
   scratch = mkdtempSync(path.join(tmpdir(), "generation-mcp-frames-test-"));
+  ownTmp = process.env["TMPDIR"];
   process.env["TMPDIR"] = path.join(scratch, "tmp");
   mkdirSync(path.join(scratch, "tmp"));
   const huge = path.join(scratch, "huge.mp4");
@@ -74,6 +77,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // The worker's environment as it was: a file run after this one in the same worker looks there.
+  if (ownTmp === undefined) delete process.env["TMPDIR"];
+  else process.env["TMPDIR"] = ownTmp;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   rmSync(scratch, { recursive: true, force: true });
 });

@@ -195,13 +195,13 @@ describe("resource links on, a smaller preview side, a service that nests its an
       config: { previewMaxSide: 256, ffmpegPath: hung },
     });
     try {
-      // Each media fetch (the video for the sheet, the poster for the still) waits 3 s for its answer.
-      slow.sandbox.faults.latency("media", 3000);
+      // Each media fetch (the video for the sheet, the poster for the still) waits 2 s for its answer.
+      slow.sandbox.faults.latency("media", 2000);
       const started = Date.now();
       const { result, text } = await slow.call("generate_video", {
         prompt: "a hung decoder",
         duration: 2,
-        timeout_seconds: 12,
+        timeout_seconds: 8,
       });
       const answered = Date.now();
       const shown = images(result.content);
@@ -211,9 +211,10 @@ describe("resource links on, a smaller preview side, a service that nests its an
       const media = slow.requestsSince(0).filter((request) => request.route === "media");
       expect(media.map((request) => request.path.split("/")[2])).toEqual(["videos", "posters"]);
       const [video, poster] = media.map((request) => request.at) as [number, number];
-      // The poster is asked for while the sheet still runs (when half of the 12 s window is left), not after
-      // the sheet gave up, and the answer keeps to the window (not 30 s of sheet, then 3 s of poster).
-      expect(poster - video).toBeLessThan(8_000);
+      // The poster is asked for while the sheet still runs (when half of the 8 s window is left, 4 s in), not
+      // after the sheet gave up (8 s in), and the answer keeps to the window (not 30 s of sheet, then 2 s of
+      // poster).
+      expect(poster - video).toBeLessThan(6_000);
       expect(answered - started).toBeLessThan(16_000);
     } finally {
       await slow.close();

@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { connectHttp, startHttpBin, type HttpServerProcess } from "../helpers/http.js";
-import { tenant } from "../helpers/red-team.js";
+import { tenant, until } from "../helpers/red-team.js";
 import type { RedisProcess } from "../helpers/redis.js";
 import { startSharedState, type SharedState } from "../helpers/shared-state.js";
 import { startRequestsBy, textOf } from "../spend/spend-helpers.js";
@@ -142,9 +142,14 @@ it("a Redis that paused its writes costs the starts of that moment, which say th
     expect(textOf(during)).toMatch(/nothing reached the service and nothing was charged/);
     expect(textOf(during)).not.toMatch(/charge is possible/i);
     expect(startRequestsBy(sandbox, BOB)).toBe(before);
-    // Once writes resume, the same request starts promptly: what the paused commands left behind is this
-    // replica's own, never "another replica's start" or "a charge is possible".
-    await new Promise((resolve) => setTimeout(resolve, 6000));
+    // Once writes resume (the paused commands run first), the same request starts promptly: what they left
+    // behind is this replica's own, never "another replica's start" or "a charge is possible". The replica
+    // sees writes resume at its next probe, and says so on /readyz.
+    await admin.call("CLIENT", "UNPAUSE");
+    await until(
+      async () => (await fetch(new URL("/readyz", servers[0]!.url))).status === 200,
+      "the replica to accept writes again",
+    );
     const after = await call(client, request);
     expect(after.isError, textOf(after)).toBeFalsy();
     expect(startRequestsBy(sandbox, BOB)).toBe(before + 1);

@@ -2,7 +2,8 @@
  * Many `--http` replicas, one Redis, one sandbox: real processes throughout (the built bin, redis-server,
  * the sandbox on loopback). The replicas share the key's rate budget, each task's poll and the duplicate
  * guard; a replica killed with -9 loses nothing, and a Redis restart in the middle of waits costs no id.
- * Time is scaled down (a rate window of a few seconds instead of a minute). Needs `npm run build`.
+ * Time is scaled down (a rate window of a few seconds instead of a minute). The cases run side by side, each
+ * with its own sandbox (and the Redis restart with its own Redis). Needs `npm run build`.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -81,7 +82,7 @@ async function call(
 const count = (sandbox: SandboxHandle, route: string) =>
   sandbox.requests.filter((request) => request.route === route).length;
 
-describe("readiness", () => {
+describe.concurrent("readiness", () => {
   it("reports not ready with a clear log line when Redis is unreachable at start, and still serves calls", async () => {
     const sandbox = await sandboxFor({});
     const [down] = await replicas(sandbox, 1, {
@@ -99,7 +100,7 @@ describe("readiness", () => {
   });
 });
 
-describe("the duplicate guard across replicas", () => {
+describe.concurrent("the duplicate guard across replicas", () => {
   it("starts one task for the same generate_video sent to two replicas at once; both get its video_id", async () => {
     const sandbox = await sandboxFor({ timings: { queuedMs: 60_000, processingMs: 60_000 } });
     const clients = await clientsOf(await replicas(sandbox, 2), sandbox.keys.paid);
@@ -146,7 +147,7 @@ describe("the duplicate guard across replicas", () => {
   });
 });
 
-describe("waits shared by three replicas", () => {
+describe.concurrent("waits shared by three replicas", () => {
   it("completes 60 concurrent generate_video wait:true under a 60-per-window limit with no 429 and one poll per task per interval", async () => {
     const windowMs = 6000;
     const sandbox = await sandboxFor({
@@ -178,13 +179,16 @@ describe("waits shared by three replicas", () => {
   }, 180_000);
 });
 
-describe("Redis lost and back", () => {
+describe.concurrent("Redis lost and back", () => {
   it("delivers every id of 20 waits while Redis is stopped and restarted, with one charge each", async () => {
     const sandbox = await sandboxFor({
       rateLimit: { limit: 60, windowMs: 6000 },
       timings: { queuedMs: 1000, processingMs: 6000 },
     });
-    const servers = await replicas(sandbox, 2);
+    // A Redis of its own: the cases beside this one keep theirs through the outage.
+    const own = await startRedis();
+    stops.push(() => own.stop());
+    const servers = await replicas(sandbox, 2, { GENERATION_REDIS_URL: own.url });
     const clients = await clientsOf(servers, sandbox.keys.paid);
     const waits = Array.from({ length: 20 }, (_, i) =>
       call(clients[i % 2]!, "generate_video", {
@@ -195,9 +199,9 @@ describe("Redis lost and back", () => {
       }),
     );
     await waitUntil(() => count(sandbox, "generate") === 20);
-    await redis.stop();
+    await own.stop();
     await new Promise((resolve) => setTimeout(resolve, 2500));
-    await redis.restart();
+    await own.restart();
     const answers = await Promise.all(waits);
     expect(answers.filter((answer) => answer["status"] === "completed")).toHaveLength(20);
     expect(new Set(answers.map((answer) => answer["video_id"])).size).toBe(20);

@@ -16,26 +16,30 @@ import { startRedis, type RedisProcess } from "../helpers/redis.js";
 
 const POLL_MS = 250;
 let redis: RedisProcess;
-let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
 const stops: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
   [redis, root] = await Promise.all([startRedis(), tempRoot("redis-tasks-")]);
-  sandbox = await startSandbox({
-    timings: { queuedMs: 300, processingMs: 3000 },
-    rateLimit: { limit: 100_000, windowMs: 60_000 },
-  });
 });
 afterAll(async () => {
   for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-  await sandbox?.close();
   await redis?.stop();
   await root?.remove();
 });
 
+/** A sandbox for one case: the cases run side by side, and each counts the requests that reached its own. */
+async function ownSandbox(): Promise<SandboxHandle> {
+  const sandbox = await startSandbox({
+    timings: { queuedMs: 300, processingMs: 3000 },
+    rateLimit: { limit: 100_000, windowMs: 60_000 },
+  });
+  stops.push(() => sandbox.close());
+  return sandbox;
+}
+
 let count = 0;
-async function replica(): Promise<HttpServerProcess> {
+async function replica(sandbox: SandboxHandle): Promise<HttpServerProcess> {
   const server = await startHttpBin([], {
     HOME: root.dir,
     GENERATION_BASE_URL: sandbox.baseUrl,
@@ -47,15 +51,15 @@ async function replica(): Promise<HttpServerProcess> {
   return server;
 }
 
-async function client(server: HttpServerProcess): Promise<Client> {
+async function client(sandbox: SandboxHandle, server: HttpServerProcess): Promise<Client> {
   const connected = await connectHttp(server.url, sandbox.keys.paid);
   stops.push(() => connected.close());
   return connected;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const starts = () => sandbox.requests.filter((r) => r.route === "generate").length;
-const reads = (videoId: string) =>
+const starts = (sandbox: SandboxHandle) => sandbox.requests.filter((r) => r.route === "generate").length;
+const reads = (sandbox: SandboxHandle, videoId: string) =>
   sandbox.requests.filter((r) => r.route === "video-status" && r.path.endsWith(`/${videoId}`)).length;
 
 async function startTask(on: Client, prompt: string) {
@@ -77,10 +81,12 @@ async function until(on: Client, taskId: string, done: (task: Task) => boolean):
   }
 }
 
-describe("MCP tasks across replicas on Redis", () => {
+// The cases run side by side, each with a sandbox and replicas of its own (on the one Redis).
+describe.concurrent("MCP tasks across replicas on Redis", () => {
   it("answers for a task started on another replica: get, result and list", async () => {
-    const [a, b] = await Promise.all([replica(), replica()]);
-    const [onA, onB] = await Promise.all([client(a), client(b)]);
+    const sandbox = await ownSandbox();
+    const [a, b] = await Promise.all([replica(sandbox), replica(sandbox)]);
+    const [onA, onB] = await Promise.all([client(sandbox, a), client(sandbox, b)]);
     const { task, videoId } = await startTask(onA, "a task seen from the other replica");
 
     const seen = await onB.experimental.tasks.getTask(task.taskId);
@@ -94,23 +100,25 @@ describe("MCP tasks across replicas on Redis", () => {
   }, 60_000);
 
   it("a cancel sent to another replica stops the follower's polling", async () => {
-    const [a, b] = await Promise.all([replica(), replica()]);
-    const [onA, onB] = await Promise.all([client(a), client(b)]);
+    const sandbox = await ownSandbox();
+    const [a, b] = await Promise.all([replica(sandbox), replica(sandbox)]);
+    const [onA, onB] = await Promise.all([client(sandbox, a), client(sandbox, b)]);
     const { task, videoId } = await startTask(onA, "a task cancelled from the other replica");
     const cancelled = await onB.experimental.tasks.cancelTask(task.taskId);
     expect(cancelled.status).toBe("cancelled");
     // The follower on A notices at its next poll and stops.
     await sleep(POLL_MS * 3);
-    const settled = reads(videoId);
+    const settled = reads(sandbox, videoId);
     await sleep(POLL_MS * 6);
-    expect(reads(videoId)).toBeLessThanOrEqual(settled + 1);
+    expect(reads(sandbox, videoId)).toBeLessThanOrEqual(settled + 1);
     expect((await onA.experimental.tasks.getTask(task.taskId)).status).toBe("cancelled");
   }, 60_000);
 
   it("takes over a task whose replica was killed with -9, without charging again", async () => {
-    const [a, b] = await Promise.all([replica(), replica()]);
-    const [onA, onB] = await Promise.all([client(a), client(b)]);
-    const before = starts();
+    const sandbox = await ownSandbox();
+    const [a, b] = await Promise.all([replica(sandbox), replica(sandbox)]);
+    const [onA, onB] = await Promise.all([client(sandbox, a), client(sandbox, b)]);
+    const before = starts(sandbox);
     const { task, videoId } = await startTask(onA, "a task whose replica dies");
     a.child.kill("SIGKILL");
     await a.exited;
@@ -119,12 +127,13 @@ describe("MCP tasks across replicas on Redis", () => {
     expect(done.status).toBe("completed");
     const result = await onB.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(result.structuredContent).toMatchObject({ video_id: videoId, status: "completed" });
-    expect(starts()).toBe(before + 1);
+    expect(starts(sandbox)).toBe(before + 1);
   }, 60_000);
 
   it("2026-07-28: takes over an extension task whose replica was killed with -9, without charging again", async () => {
-    const [a, b] = await Promise.all([replica(), replica()]);
-    const before = starts();
+    const sandbox = await ownSandbox();
+    const [a, b] = await Promise.all([replica(sandbox), replica(sandbox)]);
+    const before = starts(sandbox);
     const started = await modernHttp(
       a.url,
       sandbox.keys.paid,
@@ -145,6 +154,6 @@ describe("MCP tasks across replicas on Redis", () => {
     expect((done["result"] as { structuredContent: unknown }).structuredContent).toMatchObject({
       status: "completed",
     });
-    expect(starts()).toBe(before + 1);
+    expect(starts(sandbox)).toBe(before + 1);
   }, 60_000);
 });

@@ -121,7 +121,9 @@ describe("generate_video", () => {
   });
 
   it("a reused request with a local image uploads nothing again", async () => {
-    h = await startHarness();
+    // A task still running at the second call: one that had finished would also have its video fetched for
+    // the frame sheet (a loaded machine took longer than the default 0.2 s between the calls).
+    h = await startHarness({ sandbox: { timings: { queuedMs: 5000, processingMs: 5000 } } });
     const file = path.join(h.imagesDir, "same.png");
     await writeFile(file, tinyPng(3, 3));
     const first = await h.call("generate_video", { prompt: "again", image_path: file, wait: false });

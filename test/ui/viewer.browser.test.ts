@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { build } from "esbuild";
 import { chromium, type Browser, type Frame, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { VIEWER_URI } from "../../src/ui/viewer.js";
@@ -42,6 +42,9 @@ import {
 } from "./eras.js";
 import type { MountedViewer, MountOptions } from "./host-page.js";
 
+// Most cases wait on the viewer's own 5 s refresh or a video's metadata: all of them at once, not 5 at a time.
+vi.setConfig({ maxConcurrency: 20 });
+
 const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/viewer");
 /** The sandbox's clip (src/sandbox/media/sample-video.ts) lasts 2 s, at 320x180. */
 const SAMPLE_SECONDS = 2;
@@ -54,8 +57,10 @@ let httpServer: Awaited<ReturnType<typeof startHttpServer>> | undefined;
 const hosts = {} as Record<Era, EraHost>;
 let host: Server;
 let hostUrl: string;
-let browser: Browser | undefined;
+let browser: Promise<Browser> | undefined;
 const pages = new Map<string, Promise<Page>>();
+/** Results shown by several cases: a failed video, and (makeShared) a completed video and an image. */
+const shared: { video?: ToolResult; image?: ToolResult; failed?: ToolResult } = {};
 
 function findChromium(): string {
   const named = process.env["CHROMIUM_PATH"];
@@ -178,10 +183,11 @@ function hostPage(key: string, theme: "light" | "dark" = "light"): Promise<Page>
   let opened = pages.get(key);
   if (opened === undefined) {
     opened = (async () => {
-      browser ??= await chromium.launch({ executablePath: findChromium() });
+      // One browser for every page, launched by whichever test asks first.
+      browser ??= chromium.launch({ executablePath: findChromium() });
       // Tall enough to keep every frame on screen: Chromium stops rendering, resize observers and
       // animation frames in a cross-origin frame off screen, as a host page scrolled away would.
-      const page = await browser.newPage({ viewport: { width: 1164, height: VIEWPORT_HEIGHT } });
+      const page = await (await browser).newPage({ viewport: { width: 1164, height: VIEWPORT_HEIGHT } });
       await page.goto(`${hostUrl}/host.html?theme=${theme}`);
       return page;
     })();
@@ -252,11 +258,29 @@ const textOf = (frame: Frame) => frame.evaluate(() => document.body.innerText);
 const captionOf = (frame: Frame, selector = "figure") =>
   frame.evaluate((s) => document.querySelector(`${s} .caption`)?.textContent ?? "", selector);
 
+/**
+ * What `read` gives once `done` holds of it, or after 5 s, whichever comes first: the cases run side by side,
+ * where expect.poll cannot tell which case it belongs to.
+ */
+async function settled<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 5000;
+  let value = await read();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await read();
+  }
+  return value;
+}
+
 /** Clicks the link of the frame whose text is `text`, and returns the links the host was asked to open. */
 async function openLink(page: Page, name: string, frame: Frame, text: string): Promise<string[]> {
   await frame.getByRole("link", { name: text, exact: true }).click();
-  await expect.poll(async () => (await mounted(page, name)).links.length).toBeGreaterThan(0);
-  return (await mounted(page, name)).links;
+  const links = await settled(
+    async () => (await mounted(page, name)).links,
+    (opened) => opened.length > 0,
+  );
+  expect(links.length).toBeGreaterThan(0);
+  return links;
 }
 
 /** The viewer page as `host`'s resources/read returns it, and the CSP it declares. */
@@ -291,10 +315,13 @@ beforeAll(async () => {
   host = await startHost({ [LEGACY]: legacy, [MODERN]: modern });
   hostUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
   await mkdir(ARTIFACTS, { recursive: true });
+  // The sandbox fails the next task it starts, whoever starts it: before the cases, which run side by side.
+  sandbox.faults.failNextTask("The provider could not render this prompt.");
+  shared.failed = await call(LEGACY, "generate_video", { prompt: "a failing prompt" });
 }, 30_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await browser?.then((opened) => opened.close()).catch(() => undefined);
   await new Promise((resolve) => (host ? host.close(resolve) : resolve(undefined)));
   await Promise.all(Object.values(hosts).map((era) => era.close()));
   await httpServer?.stop();
@@ -302,7 +329,7 @@ afterAll(async () => {
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
-describe.each([LEGACY, MODERN] as const)("the MCP Apps viewer in headless Chromium, %s", (era) => {
+describe.concurrent.each([LEGACY, MODERN] as const)("the MCP Apps viewer in headless Chromium, %s", (era) => {
   /** Frame names are per era: both eras' viewers stay mounted side by side in the host page. */
   const frameName = (name: string) => `${name}-${era}`;
   const shot = (name: string) => (era === LEGACY ? `${name}.png` : `${name}-2026.png`);
@@ -327,9 +354,11 @@ describe.each([LEGACY, MODERN] as const)("the MCP Apps viewer in headless Chromi
     // for a height that shows it whole.
     const shown = await frame.evaluate(() => document.querySelector("video")?.getBoundingClientRect().height);
     expect(shown).toBeGreaterThan(150);
-    await expect
-      .poll(async () => (await mounted(page, frameName("video"))).heights.at(-1))
-      .toBeGreaterThan(shown ?? 0);
+    const asked = await settled(
+      async () => (await mounted(page, frameName("video"))).heights.at(-1),
+      (height) => (height ?? 0) > (shown ?? 0),
+    );
+    expect(asked).toBeGreaterThan(shown ?? 0);
   }, 30_000);
 
   it("shows generate_image's image, decoded and captioned; other origins stay blocked", async () => {
@@ -383,25 +412,26 @@ describe.each([LEGACY, MODERN] as const)("the MCP Apps viewer in headless Chromi
   }, 30_000);
 });
 
-/** One completed video and one image, shown in both themes. */
-const shared: { video?: ToolResult; image?: ToolResult; failed?: ToolResult } = {};
-const VIDEO_INPUT = { prompt: "a lighthouse at dusk, waves" };
-/** Not the eras' image prompt: an identical request would be answered with that one (reused), without its size. */
+/**
+ * Not the eras' prompts: an identical request would be answered with that one (reused, the image without
+ * its size), whichever of the cases side by side asked first.
+ */
+const VIDEO_INPUT = { prompt: "a lighthouse at dusk, waves, in every state" };
 const IMAGE_INPUT = { prompt: "a red fox asleep in snow", aspect_ratio: "4:3" };
+/** One completed video and one image, made once for the cases that show them. */
+const made: { video?: Promise<ToolResult>; image?: Promise<ToolResult> } = {};
+async function makeShared(): Promise<void> {
+  made.video ??= call(LEGACY, "generate_video", VIDEO_INPUT);
+  made.image ??= call(LEGACY, "generate_image", IMAGE_INPUT);
+  [shared.video, shared.image] = await Promise.all([made.video, made.image]);
+}
 
-describe.each(["light", "dark"] as const)("every state of the viewer, %s theme", (theme) => {
+describe.concurrent.each(["light", "dark"] as const)("every state of the viewer, %s theme", (theme) => {
   /** A frame wider than the clip, as a desktop chat gives it. */
   const options = { era: LEGACY, theme, width: 560 } as const;
   const name = (what: string) => `${what}-${theme}`;
 
-  beforeAll(async () => {
-    shared.video ??= await call(LEGACY, "generate_video", VIDEO_INPUT);
-    shared.image ??= await call(LEGACY, "generate_image", IMAGE_INPUT);
-    if (shared.failed === undefined) {
-      sandbox.faults.failNextTask("The provider could not render this prompt.");
-      shared.failed = await call(LEGACY, "generate_video", { prompt: "a failing prompt" });
-    }
-  }, 30_000);
+  beforeAll(makeShared, 30_000);
 
   it("shows the elapsed time while the call is starting, and the prompt", async () => {
     const page = await hostPage(theme, theme);
@@ -436,7 +466,13 @@ describe.each(["light", "dark"] as const)("every state of the viewer, %s theme",
       return box === undefined ? -1 : box.left + box.width / 2 - document.body.clientWidth / 2;
     });
     expect(Math.abs(offset)).toBeLessThan(2);
-    await expect.poll(() => captionOf(frame)).toBe(`0:02 · 320×180 · ${videoId} · Open the video`);
+    const caption = `0:02 · 320×180 · ${videoId} · Open the video`;
+    expect(
+      await settled(
+        () => captionOf(frame),
+        (shownCaption) => shownCaption === caption,
+      ),
+    ).toBe(caption);
     // The frame sheet of the result (its image content, told in structuredContent.frames), decoded.
     await imagesDecoded(frame, 1);
     const sheet = await frame.evaluate(() => document.querySelector("img")?.naturalWidth);
@@ -501,7 +537,7 @@ describe.each(["light", "dark"] as const)("every state of the viewer, %s theme",
   }, 30_000);
 });
 
-describe("under a host policy that blocks our media origin", () => {
+describe.concurrent("under a host policy that blocks our media origin", () => {
   it.each([
     ["no resource origin at all", "none", true],
     ["no media-src (an older host)", "no-media-src", false],
@@ -509,8 +545,8 @@ describe("under a host policy that blocks our media origin", () => {
     "%s: each blocked medium shows its link and what is known of it",
     async (_title, csp, imageBlocked) => {
       const page = await hostPage("blocked");
-      shared.video ??= await call(LEGACY, "generate_video", VIDEO_INPUT);
-      shared.image ??= await call(LEGACY, "generate_image", IMAGE_INPUT);
+      await makeShared();
+      if (shared.video === undefined || shared.image === undefined) throw new Error("no shared results");
       const { video_url: videoUrl } = shared.video.structuredContent as { video_url: string };
       const [imageUrl] = (shared.image.structuredContent as { image_urls: string[] }).image_urls;
       const options = { era: LEGACY, theme: "light", csp, width: 420 } as const;

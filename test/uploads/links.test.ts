@@ -14,7 +14,6 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { tinyPng } from "../helpers/harness.js";
 import { callTool, tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
@@ -31,18 +30,13 @@ const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/upload
 const DOCS = path.resolve(import.meta.dirname, "../../docs");
 const LINK = /^http:\/\/127\.0\.0\.1:\d+\/upload\/[A-Za-z0-9_-]{43}$/;
 
-let sandbox: SandboxHandle;
 let root: Awaited<ReturnType<typeof tempRoot>>;
 let browser: PersonBrowser;
 let picture: string;
 const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
-  [sandbox, root, browser] = await Promise.all([
-    startSandbox({ timings: { queuedMs: 50, processingMs: 300 } }),
-    tempRoot("upload-links-"),
-    openBrowser(),
-  ]);
+  [root, browser] = await Promise.all([tempRoot("upload-links-"), openBrowser()]);
   picture = path.join(root.dir, "cat.png");
   await writeFile(picture, tinyPng(96, 64));
   await mkdir(ARTIFACTS, { recursive: true });
@@ -50,50 +44,63 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
   await browser?.close();
-  await sandbox?.close();
   await root?.remove();
 });
 
-const uploadsSent = () => sandbox.requests.filter((request) => request.route === "upload").length;
+/** Each server's own folder. */
+let folders = 0;
 
-async function stdio(capabilities: Record<string, unknown> = {}): Promise<StdioSession> {
-  const session = await connectStdio(
-    [],
-    {
-      HOME: root.dir,
-      GENERATION_API_KEY: sandbox.keys.paid,
-      GENERATION_BASE_URL: sandbox.baseUrl,
-      GENERATION_STATE_DIR: path.join(root.dir, `state-${closers.length}`),
-      GENERATION_POLL_INTERVAL_MS: "100",
-    },
-    capabilities,
-  );
-  closers.push(() => session.close());
-  return session;
+/**
+ * A sandbox for one case, and the servers and checks bound to it: the cases run side by side, and each
+ * counts the uploads that reached its own sandbox.
+ */
+async function setUp() {
+  const sandbox = await startSandbox({ timings: { queuedMs: 50, processingMs: 300 } });
+  closers.push(() => sandbox.close());
+  const uploadsSent = () => sandbox.requests.filter((request) => request.route === "upload").length;
+
+  async function stdio(capabilities: Record<string, unknown> = {}): Promise<StdioSession> {
+    const session = await connectStdio(
+      [],
+      {
+        HOME: root.dir,
+        GENERATION_API_KEY: sandbox.keys.paid,
+        GENERATION_BASE_URL: sandbox.baseUrl,
+        GENERATION_STATE_DIR: path.join(root.dir, `state-${folders++}`),
+        GENERATION_POLL_INTERVAL_MS: "100",
+      },
+      capabilities,
+    );
+    closers.push(() => session.close());
+    return session;
+  }
+
+  async function http(env: Record<string, string> = {}): Promise<HttpServerProcess> {
+    const server = await startHttpAgainst(sandbox, path.join(root.dir, `http-${folders++}`), 100, env);
+    closers.push(() => server.stop());
+    return server;
+  }
+
+  /** The hosted picture starts a video: the service takes it as image_url. */
+  async function startsVideoFrom(client: Client, url: string): Promise<void> {
+    const started = await callTool(client, "generate_video", {
+      prompt: "the cat looks around",
+      image_url: url,
+      generation_type: "image_to_video",
+      wait: false,
+    });
+    expect(started.result.isError, started.text).toBeFalsy();
+    expect(started.structured["video_id"]).toEqual(expect.any(String));
+    const generate = sandbox.requests.filter((request) => request.route === "generate").at(-1);
+    expect(generate?.status).toBe(200);
+  }
+
+  return { sandbox, uploadsSent, stdio, http, startsVideoFrom };
 }
 
-async function http(env: Record<string, string> = {}): Promise<HttpServerProcess> {
-  const server = await startHttpAgainst(sandbox, path.join(root.dir, `http-${closers.length}`), 100, env);
-  closers.push(() => server.stop());
-  return server;
-}
-
-/** The hosted picture starts a video: the service takes it as image_url. */
-async function startsVideoFrom(client: Client, url: string): Promise<void> {
-  const started = await callTool(client, "generate_video", {
-    prompt: "the cat looks around",
-    image_url: url,
-    generation_type: "image_to_video",
-    wait: false,
-  });
-  expect(started.result.isError, started.text).toBeFalsy();
-  expect(started.structured["video_id"]).toEqual(expect.any(String));
-  const generate = sandbox.requests.filter((request) => request.route === "generate").at(-1);
-  expect(generate?.status).toBe(200);
-}
-
-describe("a link for the person's picture", () => {
+describe.concurrent("a link for the person's picture", () => {
   it("stdio: a loopback link, sent from the browser, waited on with upload_id, then used for a video", async () => {
+    const { uploadsSent, stdio, startsVideoFrom } = await setUp();
     const session = await stdio();
     const before = uploadsSent();
     const asked = await callTool(session.client, "upload_image", { from_user: true });
@@ -127,6 +134,7 @@ describe("a link for the person's picture", () => {
   });
 
   it("stdio, a client that declared URL elicitation: asked to open the link, the call answers url", async () => {
+    const { stdio, startsVideoFrom } = await setUp();
     const session = await stdio({ elicitation: { url: {} } });
     const asked: Array<Record<string, unknown>> = [];
     let sending: Promise<unknown> | undefined;
@@ -159,6 +167,7 @@ describe("a link for the person's picture", () => {
   });
 
   it("HTTP: a link at the listening address; curl -T sends the picture; the SDK client waits on upload_id", async () => {
+    const { sandbox, http, startsVideoFrom } = await setUp();
     const server = await http();
     const client = await connectHttp(server.url, sandbox.keys.paid);
     closers.push(() => client.close());
@@ -181,6 +190,7 @@ describe("a link for the person's picture", () => {
   });
 
   it("HTTP behind a path prefix (GENERATION_PUBLIC_URL): the link keeps it, and the page works under it", async () => {
+    const { sandbox, http } = await setUp();
     const server = await http({ GENERATION_PUBLIC_URL: "https://mcp.example.test/team/gen" });
     const client = await connectHttp(server.url, sandbox.keys.paid);
     closers.push(() => client.close());
@@ -196,6 +206,7 @@ describe("a link for the person's picture", () => {
   });
 
   it("2026-07-28 over HTTP: an input_required answer opens the link; the retry with the answer gets url", async () => {
+    const { sandbox, uploadsSent, http } = await setUp();
     const server = await http();
     const call = async (extra: Record<string, unknown> = {}) => {
       const response = await fetch(server.url, {
@@ -254,6 +265,7 @@ describe("a link for the person's picture", () => {
   });
 
   it("OAuth: a link needs generation:create; the link itself no token; the server's key uploads at once", async () => {
+    const { sandbox, uploadsSent } = await setUp();
     const port = await freePort();
     const issuer = await startJwksIssuer({ audience: `http://127.0.0.1:${port}/mcp` });
     closers.push(() => issuer.stop());

@@ -82,19 +82,28 @@ export class Rebuild {
     const epoch = await this.check();
     const [, , fields] = await replies(this.register(epoch).hgetall(this.key));
     const now = Date.now();
+    const seen = this.peers;
     this.peers = new Map();
-    for (const [field, value] of Object.entries(fields as Record<string, string>)) {
+    const entries = Object.entries(fields as Record<string, string>);
+    for (const [field, value] of entries) {
       // `replica:<r>` holds `<epoch>:<epoch ms>`
       if (field.startsWith("replica:")) this.peers.set(field.slice(8), Number(value.split(":")[1]) || 0);
     }
     this.lookedAt = now;
     const gone = [...this.peers].filter(([, at]) => now - at > REGISTRATION_TTL_MS);
+    // A peer live at the last loss that has not written back yet is live still: lost again meanwhile, the
+    // store must wait for it again (it was last seen when we saw it, or when the loss was noticed).
+    for (const [field, deadline] of entries) {
+      const peer = field.slice(8);
+      if (field.startsWith("pending:") && Number(deadline) > now && !this.peers.has(peer))
+        this.peers.set(peer, seen.get(peer) ?? Number(deadline) - STALL_BOUND_MS);
+    }
     if (gone.length > 0) await this.commands.hdel(this.key, ...gone.map(([peer]) => `replica:${peer}`));
   }
 
   /** A replica that stops says so: nobody waits for it should the store be lost right after. */
   async leave(): Promise<void> {
-    await this.commands.hdel(this.key, `replica:${this.owner}`);
+    await this.commands.hdel(this.key, `replica:${this.owner}`, `pending:${this.owner}`);
   }
 
   /** The store's epoch, after this replica wrote its entries again if the store lost them. */
