@@ -3,10 +3,9 @@
  * per interval, each waiter keeping its own deadline, cancellation and progress. Polls go out at background
  * priority, so the rate budget keeps a share of the key's limit for the user's own calls.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { GenerationError } from "../api/errors.js";
 import { DEFAULT_MAX_WAIT_MS } from "../api/rate-budget.js";
-import { abortable } from "../api/sleep.js";
+import { abortable, sleep } from "../api/sleep.js";
 import { isFinalStatus, type GenerationApi, type VideoStatus } from "../api/types.js";
 import { silentLogger, type PollCoordinator, type TaskLogger } from "../state/records.js";
 
@@ -161,7 +160,7 @@ export class PollEngine {
           ? await this.pollOnce(loop)
           : await this.follow(loop, coordinator);
         if (next === "stop" || loop.waiters.size === 0) return;
-        await sleep(next, undefined, { signal }).catch(() => undefined);
+        await sleep(next, signal).catch(() => undefined);
       }
     } finally {
       // A final task keeps its lease until it lapses: no follower polls it again before reading the status.

@@ -8,26 +8,6 @@ import { FakeApi } from "./fake-api.js";
 
 const INTERVAL = 5000;
 
-// vitest's fake timers do not reach node:timers/promises (vitest-dev/vitest#10871), which the engine sleeps
-// on: its setTimeout is routed through the global one, which they drive.
-vi.mock("node:timers/promises", async (importOriginal) => ({
-  ...(await importOriginal<object>()),
-  setTimeout: (ms: number, value?: unknown, options: { signal?: AbortSignal } = {}) =>
-    new Promise((resolve, reject) => {
-      const { signal } = options;
-      if (signal?.aborted) return reject(signal.reason);
-      const abort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", abort);
-        resolve(value);
-      }, ms);
-      signal?.addEventListener("abort", abort, { once: true });
-    }),
-}));
-
 describe("PollEngine", () => {
   beforeEach(() => {
     vi.useFakeTimers();
