@@ -82,12 +82,9 @@ const input = z
         "is text_to_video but an image was given; use image_to_video or drop the image",
       );
     }
-  })
-  // The resolution rule as JSON Schema too, for clients that render or check forms.
-  .meta({
-    if: { properties: { resolution: { enum: VIDEO_RESOLUTIONS } }, required: ["resolution"] },
-    then: { properties: { model: { const: RESOLUTION_MODEL } }, required: ["model"] },
   });
+// The resolution rule lives in resolution's description and the refusal above, not as if/then in the schema:
+// LangChain's MCP adapter folds a `then` into the whole schema, which made model required for every call.
 
 const output = z.object({
   ...videoResultFields,

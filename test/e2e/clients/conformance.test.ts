@@ -123,6 +123,9 @@ describe("MCP conformance suite, server mode, against --http --sandbox", () => {
       "http-header-validation",
       "input-required-result-unsupported-methods",
       "input-required-result-ignore-extra-params",
+      // prompts/list and its cache hints: this server offers prompts (animate_picture, storyboard, product_shot).
+      "caching",
+      "prompts-list",
     ]) {
       expect(verdict(modern, scenario), `${scenario} at 2026-07-28`).toBe("pass");
     }
@@ -135,6 +138,7 @@ describe("MCP conformance suite, server mode, against --http --sandbox", () => {
       "tools-call-error",
       "server-sse-multiple-streams",
       "resources-list",
+      "prompts-list",
       "dns-rebinding-protection",
     ]) {
       expect(verdict(legacy, scenario), `${scenario} at 2025-11-25`).toBe("pass");
@@ -142,7 +146,6 @@ describe("MCP conformance suite, server mode, against --http --sandbox", () => {
     // These pass but for checks that call a fixture tool, listed one by one in the baseline.
     for (const scenario of [
       "server-stateless",
-      "caching",
       "tasks-capability-negotiation",
       "tasks-lifecycle",
     ]) {
