@@ -82,9 +82,14 @@ const input = z
         "is text_to_video but an image was given; use image_to_video or drop the image",
       );
     }
+  })
+  // The resolution rule as JSON Schema too, for clients that render or check forms: unless model is
+  // vendor-video-2-0, no resolution. Said this way round because LangChain's MCP adapter folds a `then`'s
+  // `required` into the whole schema: "then model is required" made model required on every call.
+  .meta({
+    if: { not: { properties: { model: { const: RESOLUTION_MODEL } }, required: ["model"] } },
+    then: { not: { properties: { resolution: {} }, required: ["resolution"] } },
   });
-// The resolution rule lives in resolution's description and the refusal above, not as if/then in the schema:
-// LangChain's MCP adapter folds a `then` into the whole schema, which made model required for every call.
 
 const output = z.object({
   ...videoResultFields,
