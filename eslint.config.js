@@ -36,6 +36,20 @@ export default tseslint.config(
     },
   },
   {
+    // The main test project runs files one after another over one module graph (vitest.config.ts).
+    files: ["test/**/*.ts"],
+    rules: {
+      "no-restricted-properties": [
+        "error",
+        ...["mock", "doMock", "stubGlobal", "stubEnv"].map((property) => ({
+          object: "vi",
+          property,
+          message: "Files share their modules and globals: pass a clock, a signal or a config instead.",
+        })),
+      ],
+    },
+  },
+  {
     files: ["src/**/*.ts"],
     ignores: ["src/cli.ts"],
     rules: { "no-console": "error" },

@@ -9,6 +9,17 @@ import { startSandbox } from "../src/sandbox/index.js";
 import { startHarness, testConfig, type Harness } from "./helpers/harness.js";
 
 const harnesses: Harness[] = [];
+
+/** A sandbox at `port` again. Another file's connection may hold it for a moment as its local port: retry. */
+async function startSandboxAt(port: number, tries = 50): ReturnType<typeof startSandbox> {
+  try {
+    return await startSandbox({ port, timings: { queuedMs: 40, processingMs: 160 } });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || tries <= 1) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return startSandboxAt(port, tries - 1);
+  }
+}
 afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((h) => h.close()));
 });
@@ -70,7 +81,7 @@ describe("journal per service", () => {
       const one = await first.call("generate_video", { prompt: "the same words", wait: false });
       await first.close();
       // A new service instance at the same address: the journal folder (per base URL and key) is shared.
-      const restarted = await startSandbox({ port, timings: { queuedMs: 40, processingMs: 160 } });
+      const restarted = await startSandboxAt(port);
       const second = await startHarness({ config: { stateDir }, reuseSandbox: restarted });
       harnesses.push(second);
       try {
