@@ -144,11 +144,7 @@ describe("MCP conformance suite, server mode, against --http --sandbox", () => {
       expect(verdict(legacy, scenario), `${scenario} at 2025-11-25`).toBe("pass");
     }
     // These pass but for checks that call a fixture tool, listed one by one in the baseline.
-    for (const scenario of [
-      "server-stateless",
-      "tasks-capability-negotiation",
-      "tasks-lifecycle",
-    ]) {
+    for (const scenario of ["server-stateless", "tasks-capability-negotiation", "tasks-lifecycle"]) {
       expect(verdict(modern, scenario), scenario).toBe("expected failures");
     }
     // The tasks extension's scenarios ran (at the 2026-07-28 wire), and not at 2025-11-25.
