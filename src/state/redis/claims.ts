@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { parseJournalEntry, type StartClaims } from "../records.js";
-import { px, type KeyContext } from "./context.js";
+import { STALE, px, type KeyContext } from "./context.js";
 
 export function startClaims(context: KeyContext): StartClaims {
   const { commands, owner, key, sealer } = context;
@@ -21,7 +21,10 @@ export function startClaims(context: KeyContext): StartClaims {
       const token = uncertain.get(fingerprint) ?? `${owner}:${randomBytes(6).toString("hex")}`;
       const take = (ttl: number) => context.lease(claimed, token, ttl);
       uncertain.set(fingerprint, token);
-      const taken = await context.agreed(true, () => take(ttlMs));
+      const taken = await context.agreed(true, async (epoch) => {
+        const answer = await commands.takeLeaseInEpoch(claimed, context.epochKey, token, px(ttlMs), epoch);
+        return Number(answer) === -1 ? STALE : Number(answer) === 1;
+      });
       uncertain.delete(fingerprint);
       if (taken) {
         held.set(fingerprint, token);

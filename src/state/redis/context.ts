@@ -8,6 +8,8 @@ export type ScriptedRedis = Redis & {
   budgetTake(...args: Array<string | number>): Promise<number>;
   budgetObserve(...args: Array<string | number>): Promise<number>;
   takeLease(...args: Array<string | number>): Promise<number>;
+  takeLeaseInEpoch(...args: Array<string | number>): Promise<number>;
+  setOnceInEpoch(...args: Array<string | number>): Promise<number>;
   releaseIfOwner(...args: Array<string | number>): Promise<number>;
   taskFinalize(...args: Array<string | number>): Promise<string | null>;
   spendReserve(...args: Array<string | number>): Promise<[number, number]>;
@@ -18,8 +20,14 @@ export interface KeyContext {
   commands: ScriptedRedis;
   /** Runs a Redis operation; when Redis fails, reports it and answers `fallback`. */
   soft<T>(fallback: T, run: () => Promise<T>): Promise<T>;
-  /** Runs what the replicas must agree on: when Redis fails, throws (or, running alone, answers `alone`). */
-  agreed<T>(alone: T, run: () => Promise<T>): Promise<T>;
+  /**
+   * Runs what the replicas must agree on, once every replica's rebuild is known, as a script checked in that
+   * epoch (scripts.ts inEpoch): `run` answers STALE when the store was emptied since, and runs again after
+   * this replica's rebuild. When Redis fails, throws (or, running alone, answers `alone`).
+   */
+  agreed<T>(alone: T, run: (epoch: string) => Promise<T | typeof STALE>): Promise<T>;
+  /** The epoch hash the scripts of `agreed` check. */
+  epochKey: string;
   /** This replica, in leases and claims. */
   owner: string;
   /** Takes (or renews) a lease or claim for `holder`; true when held. */
@@ -44,3 +52,6 @@ export interface KeyContext {
 }
 
 export const px = (ms: number) => Math.max(1, Math.round(ms));
+
+/** What a script of `agreed` answers when the store is not the epoch it was sent for. */
+export const STALE = Symbol("stale");

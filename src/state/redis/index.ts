@@ -22,7 +22,7 @@ import { SharedStateRebuildingError, SharedStateUnavailableError, type StateHub 
 import { RedisBudget } from "./budget.js";
 import { startClaims } from "./claims.js";
 import { usedConfirmations } from "./confirmations.js";
-import { px, type KeyContext, type ScriptedRedis } from "./context.js";
+import { STALE, px, type KeyContext, type ScriptedRedis } from "./context.js";
 import { ownershipStore } from "./owners.js";
 import { pollCoordinator } from "./polls.js";
 import { Rebuild } from "./rebuild.js";
@@ -37,6 +37,8 @@ const COMMAND_TIMEOUT_MS = 1000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** How often a replica whose writes failed tries one again, and checks its epoch when they do not. */
 const PROBE_INTERVAL_MS = 1000;
+/** Writes of `agreed` that find the store emptied again and again are refused (with a retry) after this many. */
+const STALE_TRIES = 3;
 
 /** Connects (waiting at most CONNECT_TIMEOUT_MS); unreachable, the hub reports not ready and keeps trying. */
 export async function connectRedis(config: RedisConfig, logger: Logger): Promise<StateHub> {
@@ -63,9 +65,11 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
   define("budgetTake", 2, scripts.BUDGET_TAKE);
   define("budgetObserve", 2, scripts.BUDGET_OBSERVE);
   define("takeLease", 1, scripts.TAKE_LEASE);
+  define("takeLeaseInEpoch", 2, scripts.TAKE_LEASE_IN_EPOCH);
+  define("setOnceInEpoch", 2, scripts.SET_ONCE_IN_EPOCH);
   define("releaseIfOwner", 1, scripts.RELEASE_IF_OWNER);
   define("taskFinalize", 1, scripts.TASK_FINALIZE);
-  define("spendReserve", 1, scripts.SPEND_RESERVE);
+  define("spendReserve", 2, scripts.SPEND_RESERVE);
   define("spendRelease", 1, scripts.SPEND_RELEASE);
 
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
@@ -149,17 +153,23 @@ export async function connectRedis(config: RedisConfig, logger: Logger): Promise
         markDown(error);
         return fallback;
       }),
-    agreed: (fallback, run) =>
-      rebuild
-        .rebuilt()
-        .then(run)
-        .catch((error: unknown) => {
-          // Redis answers, but what was lost is not written back yet: no start, whatever the rule for outages.
-          if (error instanceof SharedStateRebuildingError) throw error;
-          markDown(error);
-          if (alone) return fallback;
-          throw new SharedStateUnavailableError();
-        }),
+    agreed: async (fallback, run) => {
+      try {
+        // Emptied between the look at its epoch and the write: the next look rebuilds, then it runs again.
+        for (let tries = 1; ; tries++) {
+          const answer = await run(await rebuild.rebuilt());
+          if (answer !== STALE) return answer;
+          if (tries === STALE_TRIES) throw new SharedStateRebuildingError(PROBE_INTERVAL_MS);
+        }
+      } catch (error) {
+        // Redis answers, but what was lost is not written back yet: no start, whatever the rule for outages.
+        if (error instanceof SharedStateRebuildingError) throw error;
+        markDown(error);
+        if (alone) return fallback;
+        throw new SharedStateUnavailableError();
+      }
+    },
+    epochKey: rebuild.key,
     keep: (key, ttlMs, write) => rebuild.keep(key, ttlMs, write),
     forget: (key) => rebuild.forget(key),
   };

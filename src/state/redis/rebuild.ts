@@ -49,7 +49,8 @@ async function replies(pipeline: ChainableCommander): Promise<unknown[]> {
 
 export class Rebuild {
   private readonly log = new Map<string, { until: number; write: (ttlMs: number) => Promise<unknown> }>();
-  private readonly key: string;
+  /** The epoch hash. */
+  readonly key: string;
   private epoch: string | undefined;
   private checking: Promise<string> | undefined;
   /** Each peer's last registration (epoch ms, by its clock) at our last look, and when that was. */
@@ -112,10 +113,10 @@ export class Rebuild {
   }
 
   /**
-   * Resolves once no replica that was live when the store was lost is still to write its entries again;
+   * The epoch, once no replica that was live when the store was lost is still to write its entries again;
    * SharedStateRebuildingError (with when to retry) when some still are after REBUILD_WAIT_MS.
    */
-  async rebuilt(): Promise<void> {
+  async rebuilt(): Promise<string> {
     const giveUpAt = Date.now() + REBUILD_WAIT_MS;
     for (;;) {
       const epoch = await this.check();
@@ -125,7 +126,7 @@ export class Rebuild {
         .filter(([field, deadline]) => field.startsWith("pending:") && Number(deadline) > now)
         .filter(([field]) => !fields[`replica:${field.slice(8)}`]?.startsWith(`${epoch}:`))
         .map(([, deadline]) => Number(deadline));
-      if (waiting.length === 0) return;
+      if (waiting.length === 0) return epoch;
       if (now + RECHECK_MS > giveUpAt) throw new SharedStateRebuildingError(Math.max(...waiting) - now);
       await sleep(RECHECK_MS);
     }

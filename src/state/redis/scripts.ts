@@ -3,6 +3,14 @@
  * (replicas share a clock closely enough for windows seconds long). Every write renews the key's TTL.
  */
 
+/**
+ * What a write the replicas must agree on checks first: that the store is still the one whose epoch (and so
+ * whose rebuild) the replica checked before sending it. A store emptied in between (a flush, a failover to an
+ * empty node behind the same address) answers `stale`, and the replica rebuilds before it tries again.
+ */
+const inEpoch = (epochKey: number, epochArg: number, stale: string) =>
+  `if redis.call("HGET", KEYS[${epochKey}], "id") ~= ARGV[${epochArg}] then return ${stale} end`;
+
 /** In both budget scripts: drops grants a window old (never answered), starts a new window past the reset. */
 const ROLL_WINDOW = `
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - 60000)
@@ -110,6 +118,19 @@ redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 return 1
 `;
 
+/** take_lease_in_epoch: take_lease for a start's claim, in the epoch read before. KEYS: the lease, the epoch
+ * hash. ARGV: holder, ttl ms, the epoch. 1 when held, 0 when not, -1 when the store is not that epoch's. */
+export const TAKE_LEASE_IN_EPOCH = `
+${inEpoch(2, 3, "-1")}${TAKE_LEASE}`;
+
+/** set_once_in_epoch: SET NX of "1". KEYS: the key, the epoch hash. ARGV: ttl ms, the epoch. 1 when set
+ * now, 0 when it was set before, -1 when the store is not that epoch's. */
+export const SET_ONCE_IN_EPOCH = `
+${inEpoch(2, 2, "-1")}
+if redis.call("SET", KEYS[1], "1", "PX", ARGV[1], "NX") then return 1 end
+return 0
+`;
+
 /** release_if_owner: deletes a lease or claim only while it is still this owner's. KEYS: key. ARGV: owner. */
 export const RELEASE_IF_OWNER = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
@@ -126,10 +147,12 @@ return ARGV[1]
 
 /**
  * spend_reserve: adds to the caller's day unless its total would pass the limit. The day is a hash with a
- * field per replica, so each can write its share again after a loss. KEYS: the day hash. ARGV: amount
- * (hundredths of a credit), limit, ttl ms, the replica's field. Returns {1 when reserved else 0, total}.
+ * field per replica, so each can write its share again after a loss. KEYS: the day hash, the epoch hash.
+ * ARGV: amount (hundredths of a credit), limit, ttl ms, the replica's field, the epoch read before. Returns
+ * {1 when reserved else 0, total}, or {-1, 0} when the store is not that epoch's (IN_EPOCH).
  */
 export const SPEND_RESERVE = `
+${inEpoch(2, 5, "{-1, 0}")}
 local used = 0
 for _, value in ipairs(redis.call("HVALS", KEYS[1])) do used = used + (tonumber(value) or 0) end
 local amount = tonumber(ARGV[1])

@@ -1,7 +1,7 @@
 /** Each caller's day of spend: a field per replica, so each can write its share again after a loss. */
 import { LocalSpendStore } from "../local/spend.js";
 import type { SpendStore } from "../records.js";
-import { px, type KeyContext } from "./context.js";
+import { STALE, px, type KeyContext } from "./context.js";
 
 /** A day's counter outlives its day by an hour: a replica's clock a little behind still finds it. */
 const SPEND_TTL_MS = 25 * 60 * 60 * 1000;
@@ -22,9 +22,11 @@ export function spendStore(context: KeyContext): SpendStore {
   return {
     async reserve(caller, day, amount, limit) {
       const name = key("spend", caller, day);
-      const answer = await context.agreed(undefined, () =>
-        commands.spendReserve(name, amount, limit, SPEND_TTL_MS, owner),
-      );
+      const answer = await context.agreed(undefined, async (epoch) => {
+        const args = [amount, limit, SPEND_TTL_MS, owner, epoch];
+        const [reserved, used] = await commands.spendReserve(name, context.epochKey, ...args);
+        return Number(reserved) === -1 ? STALE : [reserved, used];
+      });
       if (answer === undefined) return alone.reserve(caller, day, amount, limit);
       const reserved = Number(answer[0]) === 1;
       if (reserved) share(name, amount);
