@@ -6,7 +6,7 @@
  *
  * test/interop is installed first when its node_modules is missing or older than its lock: `npm ci`, quiet
  * (the clients declare newer Node versions than 20, so a plain install prints dozens of EBADENGINE warnings).
- * It is a one-time download of about 800 MB, most of it the three Node binaries.
+ * It is a one-time download of about 1 GB, most of it the three Node binaries and Claude Code.
  *
  * Usage: node scripts/test-clients.mjs [--reports DIR]
  *   --reports D  vitest's JSON reports: D/clients.json, and D/node<V>.json from the matrix
@@ -42,7 +42,7 @@ function main() {
     return 2;
   }
   if (!interopIsCurrent()) {
-    say("installing test/interop (the clients, the conformance suite, Node 22/24/26; once, about 800 MB)");
+    say("installing test/interop (the clients, the conformance suite, Node 22/24/26; once, about 1 GB)");
     const npm = spawnSync("npm", ["ci", "--prefix", interop, "--no-audit", "--no-fund", "--loglevel=error"], {
       cwd: root,
       stdio: "inherit",

@@ -12,18 +12,16 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI } from "../../helpers/stdio.js";
+import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
 const CODEX = path.resolve(import.meta.dirname, "../../interop/node_modules/@openai/codex/bin/codex.js");
-const SKILL = path.resolve(import.meta.dirname, "../../../skills/generation-mcp");
 
 interface Seen {
   /** The skill's line in the list Codex gave the model, and the SKILL.md path it names. */
@@ -121,19 +119,11 @@ describe("the agent skill in Codex", () => {
       throw new Error("test/interop is not installed: run `npm run test:clients`, which installs it first.");
     }
     const model = await startScriptedModel();
-    const home = await mkdtemp(path.join(tmpdir(), "generation-mcp-skill-"));
+    // As `npx skills add` installs it for Codex: the skill's folder under ~/.agents/skills/.
+    const { home, bin } = await agentHome(".agents/skills");
     homes.push(home);
     const codexHome = path.join(home, ".codex");
-    const bin = path.join(home, "bin");
-    await Promise.all([mkdir(codexHome), mkdir(bin)]);
-    // As `npx skills add` installs it for Codex: the skill's folder under ~/.agents/skills/.
-    await cp(SKILL, path.join(home, ".agents/skills/generation-mcp"), { recursive: true });
-    // The command as an install puts it on PATH (npm's bin shim runs the same file).
-    await writeFile(
-      path.join(bin, "generation-mcp"),
-      `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`,
-    );
-    await chmod(path.join(bin, "generation-mcp"), 0o755);
+    await mkdir(codexHome);
     await writeFile(
       path.join(codexHome, "config.toml"),
       [
