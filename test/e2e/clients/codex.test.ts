@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { responseStream } from "../../helpers/responses-api.js";
 import { describeTools } from "../../../src/mcp/tool-list.js";
 import { startSandbox } from "../../../src/sandbox/index.js";
 import { CLI } from "../../helpers/stdio.js";
@@ -95,19 +96,6 @@ interface FakeModel {
   close(): Promise<void>;
 }
 
-/** One Responses API answer: a single output item, as a complete event stream. */
-function stream(id: string, item: Record<string, unknown>): string {
-  const events = [
-    { type: "response.created", response: { id } },
-    { type: "response.output_item.done", item },
-    {
-      type: "response.completed",
-      response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
-    },
-  ];
-  return events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("");
-}
-
 async function startFakeModel(): Promise<FakeModel> {
   const model: Omit<FakeModel, "url" | "close"> = { offered: [], outputs: [] };
   let turn = 0;
@@ -140,7 +128,7 @@ async function startFakeModel(): Promise<FakeModel> {
             ? call("get_status", { video_id: videoId })
             : { type: "message", role: "assistant", content: [{ type: "output_text", text: "All done." }] };
       res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end(stream(`resp_${++turn}`, item));
+      res.end(responseStream(`resp_${++turn}`, item));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

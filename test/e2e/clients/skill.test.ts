@@ -19,6 +19,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
 import { afterAll, describe, expect, it } from "vitest";
+import { responseStream } from "../../helpers/responses-api.js";
 import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
 const CODEX = path.resolve(import.meta.dirname, "../../interop/node_modules/@openai/codex/bin/codex.js");
@@ -33,19 +34,6 @@ interface Seen {
 
 interface ResponsesRequest {
   input: Array<{ type: string; content?: Array<{ text?: string }>; output?: string }>;
-}
-
-/** One Responses API answer: a single output item, as a complete event stream. */
-function stream(id: string, item: Record<string, unknown>): string {
-  const events = [
-    { type: "response.created", response: { id } },
-    { type: "response.output_item.done", item },
-    {
-      type: "response.completed",
-      response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
-    },
-  ];
-  return events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("");
 }
 
 /** The scripted model: find the skill, read it, run its first example with --sandbox, stop. */
@@ -96,7 +84,7 @@ async function startScriptedModel() {
         if (example !== undefined) item = run(`${example} --sandbox`);
       }
       res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end(stream(`resp_${++turn}`, item));
+      res.end(responseStream(`resp_${++turn}`, item));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
