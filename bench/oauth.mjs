@@ -84,7 +84,8 @@ export async function oauthBench({ rounds = 5, iterations = 20_000, warmup = 5_0
       oauth: () => gate.authenticate(header),
     };
     const first = await sides.oauth();
-    if (!("kind" in first) || first.kind !== "oauth") {
+    // A Caller (src/auth/caller.ts) with the token's grants, not a Refusal.
+    if (!("grants" in first) || first.grants === undefined) {
       throw new Error(`the bench token was not accepted: ${JSON.stringify(first)}`);
     }
     for (let i = 0; i < warmup; i++) for (const run of Object.values(sides)) await run();
