@@ -5,7 +5,7 @@
  * image_url for an image_to_video start. A client that declared URL elicitation is asked to open the link
  * (2025-11-25 `elicitation/create` in url mode; 2026-07-28 an input_required answer) and the call answers
  * url once the picture is there. curl -T works as the text says; a path prefix in GENERATION_PUBLIC_URL is
- * kept. The page's screenshots go to docs/ (docs/tools.md shows them) and test-artifacts/uploads/.
+ * kept. With the server's key (gateway tokens, OAuth) a link uploads at once, and is its caller's alone. The page's screenshots go to docs/ (docs/tools.md shows them) and test-artifacts/uploads/.
  */
 import { spawn } from "node:child_process";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
@@ -15,7 +15,7 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
 import { tinyPng } from "../helpers/harness.js";
-import { callTool, tempRoot } from "../helpers/http-calls.js";
+import { callTool, sha256Hex, tempRoot } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import { startJwksIssuer } from "../helpers/jwks-issuer.js";
 import { REVISION } from "../helpers/modern.js";
@@ -262,6 +262,39 @@ describe.concurrent("a link for the person's picture", () => {
       url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\//),
     });
     expect(uploadsSent()).toBe(before + 1);
+  });
+
+  it("gateway tokens: the server's key uploads, the link and its upload_id are the asking token's alone", async () => {
+    const { sandbox, uploadsSent, http } = await setUp();
+    const [one, two] = ["gateway-token-one-of-32-characters", "gateway-token-two-of-32-characters"];
+    const server = await http({
+      GENERATION_API_KEY: sandbox.keys.paid,
+      GENERATION_HTTP_TOKENS: `${sha256Hex(one)},${sha256Hex(two)}`,
+    });
+    const [first, second] = await Promise.all([connectHttp(server.url, one), connectHttp(server.url, two)]);
+    closers.push(
+      () => first.close(),
+      () => second.close(),
+    );
+    const asked = await callTool(first, "upload_image", { from_user: true });
+    expect(asked.result.isError, asked.text).toBeFalsy();
+    expect(asked.structured).toMatchObject({ status: "waiting_for_upload", upload_id: expect.any(String) });
+    const link = String(asked.structured["upload_url"]);
+    expect(link).toMatch(LINK);
+    // Another token of the same server neither sees nor takes the link's upload.
+    const stranger = await callTool(second, "upload_image", { upload_id: asked.structured["upload_id"] });
+    expect(stranger.result.isError).toBe(true);
+    expect(stranger.text).toMatch(/^not_found: upload_id /);
+    const before = uploadsSent();
+    const sent = await fetch(link, { method: "PUT", body: tinyPng(24, 24) });
+    expect(sent.status).toBe(200);
+    expect(uploadsSent()).toBe(before + 1);
+    expect(sandbox.requests.filter((request) => request.route === "upload").at(-1)?.key).toBe(
+      sandbox.keys.paid,
+    );
+    const answered = await callTool(first, "upload_image", { upload_id: asked.structured["upload_id"] });
+    expect(answered.result.isError, answered.text).toBeFalsy();
+    expect(answered.structured["url"]).toBe(((await sent.json()) as { url: string }).url);
   });
 
   it("OAuth: a link needs generation:create; the link itself no token; the server's key uploads at once", async () => {
