@@ -19,10 +19,11 @@ import {
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandbox } from "../../src/sandbox/index.js";
-import type { SandboxAccount, SandboxHandle } from "../../src/sandbox/types.js";
+import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { callTool } from "../helpers/http-calls.js";
 import { connectHttp, startHttpAgainst, type HttpServerProcess } from "../helpers/http.js";
 import { modernHttp, pollTask } from "../helpers/modern.js";
+import { tenant } from "../helpers/red-team.js";
 import { connectStdio } from "../helpers/stdio.js";
 import { ffmpegWrapper } from "../helpers/videos.js";
 
@@ -190,14 +191,8 @@ describe.concurrent("over Streamable HTTP", () => {
 });
 
 describe.concurrent("two callers on one server", () => {
-  const account = (name: string): SandboxAccount => ({
-    key: `sk-test-${name}-0123456789abcdef`,
-    name,
-    credits: 1000,
-    paidAccess: true,
-    subscription: "pro",
-  });
-  const [ALICE, BOB] = [account("alice"), account("bob")];
+  const key = (name: string) => `sk-test-${name}-0123456789abcdef`;
+  const [ALICE, BOB] = [tenant("alice", key("alice")), tenant("bob", key("bob"))];
   let sandbox: SandboxHandle;
   let server: HttpServerProcess;
 

@@ -18,12 +18,12 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
-import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
 import { afterAll, describe, expect, it } from "vitest";
+import { serveModel } from "../../helpers/scripted-model.js";
 import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
 const CLAUDE = path.resolve(
@@ -98,65 +98,58 @@ const textOf = (content: string | Array<{ text?: string }>) =>
 async function startScriptedModel() {
   const seen: Seen = { commands: [], outputs: [] };
   let turn = 0;
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (req.url?.startsWith("/v1/messages/count_tokens") === true) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ input_tokens: 1 }));
-        return;
-      }
-      if (req.method !== "POST" || req.url?.startsWith("/v1/messages") !== true) {
-        res.writeHead(404).end();
-        return;
-      }
-      const request = JSON.parse(body) as MessagesRequest;
-      const blocks = request.messages.flatMap(({ content }) =>
-        typeof content === "string" ? [{ type: "text", text: content } as const] : content,
-      );
-      const results = blocks.flatMap((block, at) => (block.type === "tool_result" ? [{ block, at }] : []));
-      const use = (name: string, input: Record<string, unknown>): Reply => ({
-        type: "tool_use",
-        id: `toolu_${turn}`,
-        name,
-        input,
-      });
-      let block: Reply = { type: "text", text: "Done." };
-      // Only the conversation offers the Skill tool; a side request (none here so far) gets "Done.".
-      const main = request.tools?.some((tool) => tool.name === "Skill") === true;
-      if (main && results.length === 0) {
-        const context = blocks.map((part) => (part.type === "text" ? part.text : "")).join("\n");
-        const listed = /^- generation-mcp: (.*)$/m.exec(context)?.[1];
-        if (listed !== undefined) {
-          seen.listed = listed;
-          block = use("Skill", { skill: "generation-mcp" });
-        }
-      } else if (main && results.length === 1) {
-        // The Skill tool's result only says it launched; the skill's text follows it in the same user turn.
-        seen.loaded = blocks
-          .slice((results[0]?.at ?? 0) + 1)
-          .map((part) => (part.type === "text" ? part.text : ""))
-          .join("\n");
-        const example = /```sh\n(generation-mcp [^\n]+)/.exec(seen.loaded)?.[1];
-        if (example !== undefined) {
-          seen.commands.push(`${example} --sandbox`);
-          block = use("Bash", { command: `${example} --sandbox` });
-        }
-      } else if (main && results[1] !== undefined) {
-        const { content, is_error } = results[1].block;
-        seen.outputs.push({ text: textOf(content), isError: is_error === true });
-      }
-      answer(res, request, `msg_${++turn}`, block);
+  const server = await serveModel((req, body, res) => {
+    if (req.url?.startsWith("/v1/messages/count_tokens") === true) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ input_tokens: 1 }));
+      return;
+    }
+    if (req.method !== "POST" || req.url?.startsWith("/v1/messages") !== true) {
+      res.writeHead(404).end();
+      return;
+    }
+    const request = JSON.parse(body) as MessagesRequest;
+    const blocks = request.messages.flatMap(({ content }) =>
+      typeof content === "string" ? [{ type: "text", text: content } as const] : content,
+    );
+    const results = blocks.flatMap((block, at) => (block.type === "tool_result" ? [{ block, at }] : []));
+    const use = (name: string, input: Record<string, unknown>): Reply => ({
+      type: "tool_use",
+      id: `toolu_${turn}`,
+      name,
+      input,
     });
+    let block: Reply = { type: "text", text: "Done." };
+    // Only the conversation offers the Skill tool; a side request (none here so far) gets "Done.".
+    const main = request.tools?.some((tool) => tool.name === "Skill") === true;
+    if (main && results.length === 0) {
+      const context = blocks.map((part) => (part.type === "text" ? part.text : "")).join("\n");
+      const listed = /^- generation-mcp: (.*)$/m.exec(context)?.[1];
+      if (listed !== undefined) {
+        seen.listed = listed;
+        block = use("Skill", { skill: "generation-mcp" });
+      }
+    } else if (main && results.length === 1) {
+      // The Skill tool's result only says it launched; the skill's text follows it in the same user turn.
+      seen.loaded = blocks
+        .slice((results[0]?.at ?? 0) + 1)
+        .map((part) => (part.type === "text" ? part.text : ""))
+        .join("\n");
+      const example = /```sh\n(generation-mcp [^\n]+)/.exec(seen.loaded)?.[1];
+      if (example !== undefined) {
+        seen.commands.push(`${example} --sandbox`);
+        block = use("Bash", { command: `${example} --sandbox` });
+      }
+    } else if (main && results[1] !== undefined) {
+      const { content, is_error } = results[1].block;
+      seen.outputs.push({ text: textOf(content), isError: is_error === true });
+    }
+    answer(res, request, `msg_${++turn}`, block);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
     seen,
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: server.origin,
+    close: server.close,
   };
 }
 

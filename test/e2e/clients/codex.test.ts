@@ -17,13 +17,11 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { responseStream } from "../../helpers/responses-api.js";
+import { responseStream, serveModel } from "../../helpers/scripted-model.js";
 import { describeTools } from "../../../src/mcp/tool-list.js";
 import { startSandbox } from "../../../src/sandbox/index.js";
 import { CLI } from "../../helpers/stdio.js";
@@ -99,43 +97,36 @@ interface FakeModel {
 async function startFakeModel(): Promise<FakeModel> {
   const model: Omit<FakeModel, "url" | "close"> = { offered: [], outputs: [] };
   let turn = 0;
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      const request = JSON.parse(body) as ResponsesRequest;
-      model.offered = request.tools.find((tool) => tool.name === NAMESPACE)?.tools?.map((t) => t.name) ?? [];
-      // Every request carries the whole conversation so far.
-      model.outputs = request.input
-        .filter((item) => item.type === "function_call_output")
-        .map(({ output = "" }) =>
-          typeof output === "string" ? output : output.map((p) => p.text ?? "").join("\n"),
-        );
-      const call = (name: string, args: Record<string, unknown>) => ({
-        type: "function_call",
-        id: `fc_${turn}`,
-        call_id: `call_${turn}`,
-        namespace: NAMESPACE,
-        name,
-        arguments: JSON.stringify(args),
-      });
-      const videoId = /"video_id":"(vid_[\w-]+)"/.exec(model.outputs[0] ?? "")?.[1];
-      const item =
-        model.outputs.length === 0
-          ? call("generate_video", { prompt: "a paper boat", duration: 2, wait: false })
-          : model.outputs.length === 1 && videoId !== undefined
-            ? call("get_status", { video_id: videoId })
-            : { type: "message", role: "assistant", content: [{ type: "output_text", text: "All done." }] };
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end(responseStream(`resp_${++turn}`, item));
+  const server = await serveModel((_req, body, res) => {
+    const request = JSON.parse(body) as ResponsesRequest;
+    model.offered = request.tools.find((tool) => tool.name === NAMESPACE)?.tools?.map((t) => t.name) ?? [];
+    // Every request carries the whole conversation so far.
+    model.outputs = request.input
+      .filter((item) => item.type === "function_call_output")
+      .map(({ output = "" }) =>
+        typeof output === "string" ? output : output.map((p) => p.text ?? "").join("\n"),
+      );
+    const call = (name: string, args: Record<string, unknown>) => ({
+      type: "function_call",
+      id: `fc_${turn}`,
+      call_id: `call_${turn}`,
+      namespace: NAMESPACE,
+      name,
+      arguments: JSON.stringify(args),
     });
+    const videoId = /"video_id":"(vid_[\w-]+)"/.exec(model.outputs[0] ?? "")?.[1];
+    const item =
+      model.outputs.length === 0
+        ? call("generate_video", { prompt: "a paper boat", duration: 2, wait: false })
+        : model.outputs.length === 1 && videoId !== undefined
+          ? call("get_status", { video_id: videoId })
+          : { type: "message", role: "assistant", content: [{ type: "output_text", text: "All done." }] };
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(responseStream(`resp_${++turn}`, item));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return Object.assign(model, {
-    url: `http://127.0.0.1:${port}/v1`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: `${server.origin}/v1`,
+    close: server.close,
   });
 }
 

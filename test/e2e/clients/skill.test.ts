@@ -13,13 +13,11 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
 import { afterAll, describe, expect, it } from "vitest";
-import { responseStream } from "../../helpers/responses-api.js";
+import { responseStream, serveModel } from "../../helpers/scripted-model.js";
 import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
 const CODEX = path.resolve(import.meta.dirname, "../../interop/node_modules/@openai/codex/bin/codex.js");
@@ -40,59 +38,52 @@ interface ResponsesRequest {
 async function startScriptedModel() {
   const seen: Seen = { commands: [], outputs: [] };
   let turn = 0;
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      const request = JSON.parse(body) as ResponsesRequest;
-      const context = request.input
-        .flatMap((item) => item.content?.map((part) => part.text ?? "") ?? [])
-        .join("\n");
-      seen.outputs = request.input
-        .filter((item) => item.type === "function_call_output")
-        .map((item) => item.output ?? "");
-      const run = (cmd: string) => {
-        seen.commands.push(cmd);
-        return {
-          type: "function_call",
-          id: `fc_${turn}`,
-          call_id: `call_${turn}`,
-          name: "exec_command",
-          arguments: JSON.stringify({ cmd, login: false, yield_time_ms: 30_000 }),
+  const server = await serveModel((_req, body, res) => {
+    const request = JSON.parse(body) as ResponsesRequest;
+    const context = request.input
+      .flatMap((item) => item.content?.map((part) => part.text ?? "") ?? [])
+      .join("\n");
+    seen.outputs = request.input
+      .filter((item) => item.type === "function_call_output")
+      .map((item) => item.output ?? "");
+    const run = (cmd: string) => {
+      seen.commands.push(cmd);
+      return {
+        type: "function_call",
+        id: `fc_${turn}`,
+        call_id: `call_${turn}`,
+        name: "exec_command",
+        arguments: JSON.stringify({ cmd, login: false, yield_time_ms: 30_000 }),
+      };
+    };
+    let item: Record<string, unknown> = {
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: "Done." }],
+    };
+    if (seen.outputs.length === 0) {
+      const entry = /- generation-mcp: (.*?) \(file: (r\d+)\/generation-mcp\/SKILL\.md\)/.exec(context);
+      const roots = new Map(
+        [...context.matchAll(/`(r\d+)` = `([^`]+)`/g)].map(([, alias, dir]) => [alias, dir]),
+      );
+      if (entry?.[1] !== undefined && entry[2] !== undefined) {
+        seen.listed = {
+          description: entry[1],
+          file: path.join(roots.get(entry[2]) ?? "", "generation-mcp/SKILL.md"),
         };
-      };
-      let item: Record<string, unknown> = {
-        type: "message",
-        role: "assistant",
-        content: [{ type: "output_text", text: "Done." }],
-      };
-      if (seen.outputs.length === 0) {
-        const entry = /- generation-mcp: (.*?) \(file: (r\d+)\/generation-mcp\/SKILL\.md\)/.exec(context);
-        const roots = new Map(
-          [...context.matchAll(/`(r\d+)` = `([^`]+)`/g)].map(([, alias, dir]) => [alias, dir]),
-        );
-        if (entry?.[1] !== undefined && entry[2] !== undefined) {
-          seen.listed = {
-            description: entry[1],
-            file: path.join(roots.get(entry[2]) ?? "", "generation-mcp/SKILL.md"),
-          };
-          item = run(`cat ${seen.listed.file}`);
-        }
-      } else if (seen.outputs.length === 1) {
-        const example = /```sh\n(generation-mcp [^\n]+)/.exec(seen.outputs[0] ?? "")?.[1];
-        if (example !== undefined) item = run(`${example} --sandbox`);
+        item = run(`cat ${seen.listed.file}`);
       }
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end(responseStream(`resp_${++turn}`, item));
-    });
+    } else if (seen.outputs.length === 1) {
+      const example = /```sh\n(generation-mcp [^\n]+)/.exec(seen.outputs[0] ?? "")?.[1];
+      if (example !== undefined) item = run(`${example} --sandbox`);
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(responseStream(`resp_${++turn}`, item));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
     seen,
-    url: `http://127.0.0.1:${port}/v1`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: `${server.origin}/v1`,
+    close: server.close,
   };
 }
 
