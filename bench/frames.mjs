@@ -1,7 +1,9 @@
 /**
  * Frame sheets of finished videos: what a completed video's result costs with previews on (ffmpeg fetches,
  * decodes and tiles the clip: src/media/frames.ts) against previews off, for the sandbox's own clip (2 s,
- * 320x180) and for a 1080p 10 s testsrc2 clip made here with ffmpeg. Both servers talk to the sandbox through
+ * 320x180) and for two 1080p 10 s testsrc2 clips made here with ffmpeg: x264's default keyframes (one long
+ * GOP) and a keyframe every 2 s. The download of the clip alone is timed too: the sheet's cost is the rest.
+ * Both servers talk to the sandbox through
  * a small proxy on 127.0.0.1 that rewrites the sandbox's media addresses to its own and, for the 1080p
  * round, serves that clip in place of the sandbox's.
  *
@@ -18,12 +20,16 @@ import { URL } from "node:url";
 import { call, connectServer } from "./mcp.mjs";
 import { now, procMemory, quantile, resetPeak, sleep, summary } from "./lib.mjs";
 
-/** Makes the 1080p 10 s clip (H.264, 30 fps) in `dir`; returns its path. */
-export function makeHdClip(dir) {
-  const file = path.join(dir, "testsrc2-1080p-10s.mp4");
+/**
+ * Makes a 1080p 10 s clip (H.264, 30 fps) in `dir`; returns its path. x264's defaults put a keyframe every
+ * 250 frames (at 0 and 8.33 s: one long GOP); `gop` frames between keyframes as encoded for the web.
+ */
+export function makeHdClip(dir, gop) {
+  const file = path.join(dir, `testsrc2-1080p-10s${gop ? `-gop${gop}` : ""}.mp4`);
   execFileSync("ffmpeg", [
     ...["-hide_banner", "-loglevel", "error", "-nostdin", "-f", "lavfi"],
     ...["-i", "testsrc2=size=1920x1080:rate=30:duration=10", "-c:v", "libx264", "-preset", "veryfast"],
+    ...(gop ? ["-g", String(gop)] : []),
     ...["-pix_fmt", "yuv420p", "-movflags", "+faststart", "-y", file],
   ]);
   return file;
@@ -94,6 +100,15 @@ export async function framesRound(serverEnv, { clip, calls }) {
       if (made.structuredContent?.status !== "completed") throw new Error(`video ${i} did not complete`);
       return { video_id: made.structuredContent.video_id };
     };
+    // What the bar leaves out: fetching the clip itself from the same proxy (the sheet's first step).
+    const download = [];
+    const sample = await video("download");
+    const { structuredContent } = await call(off.client, "get_status", sample);
+    for (let i = 0; i < 9; i++) {
+      const t0 = now();
+      await (await globalThis.fetch(structuredContent.video_url)).arrayBuffer();
+      download.push(now() - t0);
+    }
     await sleep(500);
     const idle = procMemory(on.pid).rss;
     const warm = await timed(on.client, await video("warm"));
@@ -129,6 +144,7 @@ export async function framesRound(serverEnv, { clip, calls }) {
     return {
       addedP50Ms: quantile(added, 0.5),
       addedP95Ms: quantile(added, 0.95),
+      downloadP50Ms: quantile(download, 0.5),
       cachedAddedP50Ms: quantile(cachedAdded, 0.5),
       onP50Ms: quantile(onMs, 0.5),
       sheetBytes,
@@ -147,7 +163,7 @@ export async function framesRound(serverEnv, { clip, calls }) {
 
 /** Both clips, `rounds` fresh server pairs each; figures summarized over the rounds. */
 export async function framesBench(serverEnv, { rounds, calls, tmp, log }) {
-  const clips = { sandbox: undefined, "1080p-10s": makeHdClip(tmp) };
+  const clips = { sandbox: undefined, "1080p-10s": makeHdClip(tmp), "1080p-10s-gop60": makeHdClip(tmp, 60) };
   const byClip = {};
   for (const [name, clip] of Object.entries(clips)) {
     const runs = [];
@@ -156,6 +172,7 @@ export async function framesBench(serverEnv, { rounds, calls, tmp, log }) {
     byClip[name] = {
       addedP50Ms: pick("addedP50Ms"),
       addedP95Ms: pick("addedP95Ms"),
+      downloadP50Ms: pick("downloadP50Ms"),
       cachedAddedP50Ms: pick("cachedAddedP50Ms"),
       onP50Ms: pick("onP50Ms"),
       sheetBytes: pick("sheetBytes"),
@@ -169,6 +186,7 @@ export async function framesBench(serverEnv, { rounds, calls, tmp, log }) {
     const c = byClip[name];
     log?.(
       `  frames ${name}: added p50 ${c.addedP50Ms.median.toFixed(0)} ms (p95 ${c.addedP95Ms.median.toFixed(0)}), ` +
+        `its download alone ${c.downloadP50Ms.median.toFixed(0)} ms, ` +
         `cached ${c.cachedAddedP50Ms.median.toFixed(1)} ms, sheet ${(c.sheetBytes.median / 1000).toFixed(0)} kB ` +
         `${c.frames?.width}x${c.frames?.height}; server RSS ${mb(c.idleRssBytes.median)} idle, ` +
         `${mb(c.warmedRssBytes.median)} warmed, peak +${mb(c.peakRssGrowthBytes.median ?? NaN)}, after +${mb(c.rssGrowthAfterBytes.median)}`,

@@ -19,7 +19,8 @@ export class FramesError extends Error {
 type Run = { code: number; stdout: string; stderr: string };
 
 /** ffmpeg and ffprobe may read the one local file and nothing else (and their stdin is closed at once). */
-export const SAFE_ARGS = ["-hide_banner", "-protocol_whitelist", "file"];
+export const FILE_ONLY = ["-protocol_whitelist", "file"];
+const SAFE_ARGS = ["-hide_banner", ...FILE_ONLY];
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 const TOO_MUCH_OUTPUT = "ffmpeg reported more than 4 MB of errors: the file looks damaged.";
 
@@ -65,16 +66,17 @@ export async function checkBinary(binary: string, deadline: number): Promise<voi
   if (!working.has(binary) && (await run(binary, ["-version"], deadline)).code === 0) working.add(binary);
 }
 
-/** The largest video stream ffprobe finds (cover pictures aside), with the clip's length; else refused. */
+/** The largest video stream ffprobe finds (cover pictures aside), with the clip's start and length; else refused. */
 export async function probeVideo(ffprobe: string, file: string, demuxer: string, deadline: number) {
-  const entries = "stream=index,width,height,duration:stream_disposition=attached_pic:format=duration";
+  const entries =
+    "stream=index,width,height,duration:stream_disposition=attached_pic:format=start_time,duration";
   const args = ["-v", "error", "-select_streams", "v", "-show_entries", entries, "-of", "json"];
   const probe = await run(ffprobe, [...SAFE_ARGS, ...args, "-f", demuxer, file], deadline);
   if (probe.code !== 0) throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
   type Stream = { index: number; width?: number; height?: number; duration?: string };
   const found = JSON.parse(probe.stdout) as {
     streams?: (Stream & { disposition?: { attached_pic?: number } })[];
-    format?: { duration?: string };
+    format?: { start_time?: string; duration?: string };
   };
   const pixels = (stream?: Stream) => (stream?.width ?? 0) * (stream?.height ?? 0);
   let largest: Stream | undefined;
@@ -84,7 +86,31 @@ export async function probeVideo(ffprobe: string, file: string, demuxer: string,
   const duration = Number(largest?.duration) || Number(found.format?.duration) || 0;
   if (largest === undefined || !(pixels(largest) > 0) || !(duration > 0))
     throw new FramesError("ffmpeg could not read it (no video stream with a size and a length).");
-  return { index: largest.index, width: largest.width ?? 0, height: largest.height ?? 0, duration };
+  const start = Number(found.format?.start_time) || 0;
+  return { index: largest.index, width: largest.width ?? 0, height: largest.height ?? 0, start, duration };
+}
+
+/**
+ * The keyframes' times of every video stream, by stream index, from the packets (nothing is decoded). Run
+ * beside probeVideo; a listing that fails or floods (hours of frames) gives none: the sheet decodes from the start.
+ */
+export async function keyframesOf(ffprobe: string, file: string, demuxer: string, deadline: number) {
+  const args = ["-v", "error", "-select_streams", "v", "-show_entries", "packet=stream_index,pts_time,flags"];
+  const byStream = new Map<number, number[]>();
+  const listed = await run(
+    ffprobe,
+    [...SAFE_ARGS, ...args, "-of", "csv=p=0", "-f", demuxer, file],
+    deadline,
+  ).catch(() => undefined);
+  for (const line of listed?.code === 0 ? listed.stdout.split("\n") : []) {
+    const [stream, time, flags] = line.split(",");
+    if (!flags?.startsWith("K") || !Number.isFinite(Number.parseFloat(time ?? ""))) continue;
+    const times = byStream.get(Number(stream)) ?? [];
+    byStream.set(Number(stream), times);
+    times.push(Number(time));
+  }
+  for (const times of byStream.values()) times.sort((a, b) => a - b);
+  return byStream;
 }
 
 /** The last line of ffmpeg's errors that says something, without its "[component @ 0x...]" prefix. */

@@ -14,9 +14,19 @@ import type { ImageContent } from "@modelcontextprotocol/server";
 import { abortable } from "../api/sleep.js";
 import type { Config } from "../config/index.js";
 import { downloadMedia } from "../files/download.js";
-import { FramesError, SAFE_ARGS, checkBinary, ffprobeBeside, lastLine, probeVideo, run } from "./ffmpeg.js";
+import {
+  FILE_ONLY,
+  FramesError,
+  checkBinary,
+  ffprobeBeside,
+  keyframesOf,
+  lastLine,
+  probeVideo,
+  run,
+} from "./ffmpeg.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf, type PreviewOptions } from "./previews.js";
+import { tilePlan, type Pass } from "./tile-plan.js";
 import { FairTurns } from "./turns.js";
 
 /** The largest video fetched for a sheet: a 10 s 4k clip is some 50-150 MB. */
@@ -126,7 +136,10 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
     });
     const demuxer = VIDEO_DEMUXERS[path.extname(video.path).slice(1)];
     if (demuxer === undefined) throw new FramesError("the file is not an MP4, QuickTime or WebM video.");
-    const stream = await probeVideo(ffprobe, video.path, demuxer, deadline);
+    const [stream, keyframes] = await Promise.all([
+      probeVideo(ffprobe, video.path, demuxer, deadline),
+      keyframesOf(ffprobe, video.path, demuxer, deadline),
+    ]);
     const { width, height } = stream;
     if (width * height > MAX_INPUT_PIXELS) {
       throw new FramesError(
@@ -136,7 +149,8 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
     if (!(await decodes.take(caller, deadline))) throw new FramesError(BUSY, false);
     try {
       const decodeBy = Math.min(deadline, Date.now() + DECODE_MS);
-      return await decode(video.path, { demuxer, ...stream }, options, decodeBy);
+      const plan = { demuxer, ...stream, keyframes: keyframes.get(stream.index) ?? [] };
+      return await decode(video.path, plan, options, decodeBy);
     } finally {
       decodes.give(caller);
     }
@@ -148,44 +162,65 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
 }
 
 /**
- * Tiles the frames of the stream that was checked, and no other, refusing any frame above the pixel limit.
- * B-frames (about half the decoding) and the deblocking filter (some 10%) are skipped: a tile is a thumbnail.
+ * Tiles the frames of the stream that was checked, and no other, refusing any frame above the pixel limit:
+ * one ffmpeg run, one input per pass of the tile plan (tile-plan.ts), each seeking to its keyframe and ending
+ * one frame after its last tile. B-frames (about half the decoding) and the deblocking filter (some 10%) are
+ * skipped: a tile is a thumbnail.
  */
 async function decode(
   file: string,
-  stream: { demuxer: string; index: number; duration: number },
+  stream: { demuxer: string; index: number; start: number; duration: number; keyframes: number[] },
   options: SheetOptions,
   deadline: number,
 ): Promise<Sheet> {
-  const { demuxer, index, duration } = stream;
+  const { demuxer, index, start, duration, keyframes } = stream;
   const [columns, rows] = duration < 1.5 ? [2, 2] : [3, 2];
   const count = columns * rows;
   const sheetFile = path.join(path.dirname(file), "sheet.jpg");
-  const decoder = [
-    "-nostdin",
-    "-nostats",
-    "-max_pixels",
-    String(MAX_INPUT_PIXELS),
-    "-skip_frame",
-    "bidir",
-    "-skip_loop_filter",
-    "all",
-  ];
-  const input = [...SAFE_ARGS, ...decoder, "-f", demuxer, "-i", file, "-map", `0:${index}`];
-  const select = `select='gte(t+0.001\\,(selected_n+0.5)*${duration / count})'`;
+  const plan = tilePlan(start, duration, keyframes, count);
+  // An input costs about what a keyframe does (a decoder and its first picture): while the clip has at most
+  // two keyframes a tile, the tiles that are keyframes come from one input that decodes its keyframes only.
+  const alone = plan.filter(({ from, times }) => times.length === 1 && times[0] === from);
+  const passes: (Pass & { skip?: "nokey" })[] =
+    alone.length > 1 && keyframes.length <= 2 * count
+      ? [
+          ...plan.filter((pass) => !alone.includes(pass)),
+          { from: undefined, times: alone.flatMap(({ times }) => times), skip: "nokey" },
+        ]
+      : plan;
+  const inputs = passes.flatMap(({ from = start, skip = "bidir" }) => [
+    ...FILE_ONLY,
+    ...["-max_pixels", String(MAX_INPUT_PIXELS), "-skip_frame", skip, "-skip_loop_filter", "all"],
+    // Just past the keyframe: the demuxer lands on it, and no frame from there on is dropped.
+    ...(from > start ? ["-noaccurate_seek", "-ss", (from - start + 0.001).toFixed(3)] : []),
+    ...["-f", demuxer, "-i", file],
+  ]);
   const scale = `scale=${Math.floor(options.maxSide / columns)}:${Math.floor(options.maxSide / rows)}:force_original_aspect_ratio=decrease:force_divisible_by=2`;
   const stamp =
     "drawtext=text='%{pts\\:hms}':x=4:y=h-th-4:fontsize=14:fontcolor=white:box=1:boxcolor=black@0.6";
+  const graph = (withStamp: boolean) => {
+    const branches = passes.map(({ times }, pass) => {
+      const picks = times.map((time, n) => `gte(t+0.001\\,${time.toFixed(6)})*eq(selected_n\\,${n})`);
+      // The frame after the last tile, cut by trim: its end tells ffmpeg that this pass needs nothing more.
+      const select = `select='${[...picks, `gte(selected_n\\,${times.length})`].join("+")}'`;
+      const filters = [select, `trim=end_frame=${times.length}`, "showinfo", scale];
+      return `[${pass}:${index}]${[...filters, ...(withStamp ? [stamp] : [])].join(",")}[pass${pass}]`;
+    });
+    // Tiles in the order of their times (-copyts: each pass keeps the clip's own).
+    const ends = passes.map((_, pass) => `[pass${pass}]`).join("");
+    return `${branches.join(";")};${ends}interleave=nb_inputs=${passes.length},tile=${columns}x${rows}`;
+  };
   const encode = async (quality: number, withStamp: boolean) => {
-    const filters = [select, "showinfo", scale, ...(withStamp ? [stamp] : []), `tile=${columns}x${rows}`];
-    const output = ["-vf", filters.join(","), "-q:v", String(quality), "-frames:v", "1", "-update", "1"];
-    const ran = await run(options.ffmpegPath ?? "ffmpeg", [...input, ...output, "-y", sheetFile], deadline);
+    const output = ["-filter_complex", graph(withStamp), "-q:v", String(quality), "-frames:v", "1"];
+    const args = ["-hide_banner", "-nostdin", "-nostats", "-copyts", ...inputs, ...output, "-update", "1"];
+    const ran = await run(options.ffmpegPath ?? "ffmpeg", [...args, "-y", sheetFile], deadline);
     // No font (no fontconfig) or a build without drawtext: the sheet without timestamps drawn on.
     if (ran.code !== 0 && withStamp && /drawtext|font/i.test(ran.stderr)) return encode(quality, false);
     if (ran.code !== 0) throw new FramesError(`ffmpeg could not decode it (${lastLine(ran)}).`);
-    const times = [...ran.stderr.matchAll(/Parsed_showinfo.*? pts_time:(-?[\d.]+)/g)].map(
-      (m) => Math.round(Number(m[1]) * 100) / 100,
-    );
+    // ffmpeg decodes the passes in its own order: the lines come in any order, the tiles in the sheet's.
+    const times = [...ran.stderr.matchAll(/Parsed_showinfo.*? pts_time:(-?[\d.]+)/g)]
+      .map((m) => Math.round((Number(m[1]) - start) * 100) / 100)
+      .sort((a, b) => a - b);
     // Checked before the file is read: with no frame at all, ffmpeg writes none.
     if (times.length < count) {
       throw new FramesError(

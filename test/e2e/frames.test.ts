@@ -54,7 +54,7 @@ async function expectSheet(result: CallToolResult) {
   const { lines, images } = sheetOf(result);
   expect(lines).toEqual([
     expect.stringMatching(
-      /^Frames of the video: 6 frames at 0:00\.17, .* 0:01\.83 \(left to right, top to bottom\)\.$/,
+      /^Frames of the video: 6 frames at 0:00, 0:00\.33, .* 0:01\.67 \(left to right, top to bottom\)\.$/,
     ),
   ]);
   expect(images).toHaveLength(1);
@@ -62,7 +62,7 @@ async function expectSheet(result: CallToolResult) {
   expect(result.structuredContent?.["frames"]).toEqual({
     frames: 6,
     layout: "3x2",
-    times_s: [0.17, 0.5, 0.83, 1.17, 1.5, 1.83],
+    times_s: [0, 0.33, 0.67, 1, 1.33, 1.67],
     duration_s: 2,
     width: metadata.width,
     height: metadata.height,

@@ -47,7 +47,28 @@ beforeAll(async () => {
   ]);
   for (const file of Object.values(hostileVideos(path.join(scratch, "hostile"))))
     files.set(`/${path.basename(file)}`, readFileSync(file));
-  // One frame at 0 s of a 1 s clip: none of its tiles' times has a frame at or after it.
+  // Every 5th frame of 24 (12 fps) a keyframe: at 0, 0.42, 0.83, 1.25 and 1.67 s (no B-frames, which the
+  // sheet skips: each frame can be a tile).
+  const keyframes = path.join(scratch, "keyframes.mp4");
+  execFileSync("ffmpeg", [
+    ...["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x64:rate=12:duration=2"],
+    ...["-c:v", "libx264", "-bf", "0", "-g", "5", "-keyint_min", "5", "-sc_threshold", "0", "-y", keyframes],
+  ]);
+  files.set("/keyframes.mp4", readFileSync(keyframes));
+  // 24 MJPEG frames (each a keyframe) at 12 fps; the third, at 0.17 s, is 16000x16000: a frame no tile shows.
+  const between = path.join(scratch, "between");
+  mkdirSync(between);
+  for (let i = 0; i < 24; i++)
+    writeFileSync(
+      path.join(between, `${String(i).padStart(2, "0")}.jpg`),
+      flatJpeg(...((i === 2 ? [16_000, 16_000] : [64, 64]) as [number, number])),
+    );
+  execFileSync("ffmpeg", [
+    ...["-hide_banner", "-loglevel", "error", "-f", "image2", "-framerate", "12"],
+    ...["-i", path.join(between, "%02d.jpg"), "-c", "copy", "-y", path.join(scratch, "between.mp4")],
+  ]);
+  files.set("/between.mp4", readFileSync(path.join(scratch, "between.mp4")));
+  // One frame at 0 s of a 1 s clip: only the first tile's time has a frame at or after it.
   const oneFrame = path.join(scratch, "one-frame.mp4");
   writeFileSync(path.join(scratch, "one-frame.jpg"), flatJpeg(64, 64));
   execFileSync("ffmpeg", [
@@ -132,13 +153,13 @@ describe("contactSheet", () => {
     expect(sheet.frames).toEqual<FramesInfo>({
       frames: 6,
       layout: "3x2",
-      times_s: [0.17, 0.5, 0.83, 1.17, 1.5, 1.83],
+      times_s: [0, 0.33, 0.67, 1, 1.33, 1.67],
       duration_s: 2,
       width,
       height,
     });
     expect(sheet.text).toBe(
-      "Frames of the video: 6 frames at 0:00.17, 0:00.50, 0:00.83, 0:01.17, 0:01.50, 0:01.83 (left to right, top to bottom).",
+      "Frames of the video: 6 frames at 0:00, 0:00.33, 0:00.67, 0:01, 0:01.33, 0:01.67 (left to right, top to bottom).",
     );
 
     // Each tile is closest to the clip's own frame at its time: the tiles differ and follow the clip.
@@ -163,8 +184,27 @@ describe("contactSheet", () => {
       const distances = frames.map((frame) => distance(tile, frame));
       return distances.indexOf(Math.min(...distances));
     });
-    expect(closest).toEqual([2, 6, 10, 14, 18, 22]);
+    expect(closest).toEqual([0, 4, 8, 12, 16, 20]);
     expect(new Set(tiles.map((tile) => tile.toString("base64"))).size).toBe(6);
+  });
+
+  it("shows the keyframe of each sixth of the clip where there is one, else the sixth's first frame", async () => {
+    const sheet = await contactSheet(`${origin}/keyframes.mp4`, options());
+    // Keyframes at 0, 0.42, 0.83, 1.25 (and 1.67) s; the sixth from 1.33 s has none: its first frame.
+    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0, 0.42, 0.83, 1.25, 1.33, 1.67] } });
+  });
+
+  it("seeks to each tile's keyframe: a frame no tile shows is never decoded", async () => {
+    const log = path.join(scratch, "between.log");
+    const ffmpegPath = ffmpegWrapper(
+      path.join(scratch, "between-bin"),
+      `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`,
+    );
+    const sheet = await contactSheet(`${origin}/between.mp4`, options({ ffmpegPath }));
+    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0, 0.33, 0.67, 1, 1.33, 1.67] } });
+    // Decoding from the start up to the last tile would have met the 16000x16000 frame at 0.17 s.
+    expect(readFileSync(log, "utf8")).toMatch(/Parsed_showinfo/);
+    expect(readFileSync(log, "utf8")).not.toMatch(/exceeds specified max pixel count/);
   });
 
   it("decodes each video once: a later result of it reuses the sheet", async () => {
@@ -182,7 +222,7 @@ describe("contactSheet", () => {
     ],
     [
       "/one-frame.mp4",
-      /^No frame preview of the video: the video looks damaged or cut short: only 0 of the 4 frames could be read\.$/,
+      /^No frame preview of the video: the video looks damaged or cut short: only 1 of the 4 frames could be read\.$/,
     ],
     [
       "/huge.mp4",
@@ -222,8 +262,9 @@ describe("contactSheet", () => {
       `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`,
     );
     const sheet = await contactSheet(`${origin}/growing.mp4`, options({ ffmpegPath }));
-    // The sheet of the 64x64 frames; the decoder refused the one of 16000x16000 before allocating it.
-    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0.17, 0.5, 0.83, 1.17, 1.5, 1.83] } });
+    // The sheet of the 64x64 frames; the decoder refused the one of 16000x16000 (at 1 s, a keyframe as every
+    // MJPEG frame) before allocating it, and its tile is the next frame.
+    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0, 0.33, 0.67, 1.17, 1.33, 1.67] } });
     expect(readFileSync(log, "utf8")).toMatch(/Picture size 16000x16000 exceeds specified max pixel count/);
   });
 
