@@ -66,51 +66,57 @@ export async function checkBinary(binary: string, deadline: number): Promise<voi
   if (!working.has(binary) && (await run(binary, ["-version"], deadline)).code === 0) working.add(binary);
 }
 
-/** The largest video stream ffprobe finds (cover pictures aside), with the clip's start and length; else refused. */
+/**
+ * The largest video stream ffprobe finds (cover pictures aside), with the clip's start and length and its
+ * keyframes' times (from the packets: nothing is decoded); else refused. A clip with more packets than the
+ * output allows (about half an hour at 30 fps) is probed again without them: one pass from the start.
+ */
 export async function probeVideo(ffprobe: string, file: string, demuxer: string, deadline: number) {
   const entries =
     "stream=index,width,height,duration:stream_disposition=attached_pic:format=start_time,duration";
-  const args = ["-v", "error", "-select_streams", "v", "-show_entries", entries, "-of", "json"];
-  const probe = await run(ffprobe, [...SAFE_ARGS, ...args, "-f", demuxer, file], deadline);
-  if (probe.code !== 0) throw new FramesError(`ffmpeg could not read it (${lastLine(probe)}).`);
+  const probe = (more = "") => {
+    const args = [
+      "-v",
+      "error",
+      "-select_streams",
+      "v",
+      "-show_entries",
+      `${entries}${more}`,
+      "-of",
+      "json=c=1",
+    ];
+    return run(ffprobe, [...SAFE_ARGS, ...args, "-f", demuxer, file], deadline);
+  };
+  const found = await probe(":packet=stream_index,pts_time,flags").catch((error: unknown) => {
+    if (error instanceof FramesError && error.message === TOO_MUCH_OUTPUT) return probe();
+    throw error;
+  });
+  if (found.code !== 0) throw new FramesError(`ffmpeg could not read it (${lastLine(found)}).`);
   type Stream = { index: number; width?: number; height?: number; duration?: string };
-  const found = JSON.parse(probe.stdout) as {
+  const {
+    streams = [],
+    format,
+    packets = [],
+  } = JSON.parse(found.stdout) as {
     streams?: (Stream & { disposition?: { attached_pic?: number } })[];
     format?: { start_time?: string; duration?: string };
+    packets?: { stream_index?: number; pts_time?: string; flags?: string }[];
   };
   const pixels = (stream?: Stream) => (stream?.width ?? 0) * (stream?.height ?? 0);
   let largest: Stream | undefined;
-  for (const stream of found.streams ?? []) {
+  for (const stream of streams) {
     if (stream.disposition?.attached_pic !== 1 && pixels(stream) > pixels(largest)) largest = stream;
   }
-  const duration = Number(largest?.duration) || Number(found.format?.duration) || 0;
+  const duration = Number(largest?.duration) || Number(format?.duration) || 0;
   if (largest === undefined || !(pixels(largest) > 0) || !(duration > 0))
     throw new FramesError("ffmpeg could not read it (no video stream with a size and a length).");
-  const start = Number(found.format?.start_time) || 0;
-  return { index: largest.index, width: largest.width ?? 0, height: largest.height ?? 0, start, duration };
-}
-
-/**
- * The keyframes' times of every video stream, by stream index, from the packets (nothing is decoded). Run
- * beside probeVideo; a listing that fails or floods (hours of frames) gives none: the sheet decodes from the start.
- */
-export async function keyframesOf(ffprobe: string, file: string, demuxer: string, deadline: number) {
-  const args = ["-v", "error", "-select_streams", "v", "-show_entries", "packet=stream_index,pts_time,flags"];
-  const byStream = new Map<number, number[]>();
-  const listed = await run(
-    ffprobe,
-    [...SAFE_ARGS, ...args, "-of", "csv=p=0", "-f", demuxer, file],
-    deadline,
-  ).catch(() => undefined);
-  for (const line of listed?.code === 0 ? listed.stdout.split("\n") : []) {
-    const [stream, time, flags] = line.split(",");
-    if (!flags?.startsWith("K") || !Number.isFinite(Number.parseFloat(time ?? ""))) continue;
-    const times = byStream.get(Number(stream)) ?? [];
-    byStream.set(Number(stream), times);
-    times.push(Number(time));
-  }
-  for (const times of byStream.values()) times.sort((a, b) => a - b);
-  return byStream;
+  const { index, width = 0, height = 0 } = largest;
+  const keyframes = packets
+    .filter((packet) => packet.stream_index === index && packet.flags?.startsWith("K"))
+    .map((packet) => Number(packet.pts_time))
+    .filter(Number.isFinite)
+    .sort((a, b) => a - b);
+  return { index, width, height, start: Number(format?.start_time) || 0, duration, keyframes };
 }
 
 /** The last line of ffmpeg's errors that says something, without its "[component @ 0x...]" prefix. */

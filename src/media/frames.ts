@@ -14,16 +14,7 @@ import type { ImageContent } from "@modelcontextprotocol/server";
 import { abortable } from "../api/sleep.js";
 import type { Config } from "../config/index.js";
 import { downloadMedia } from "../files/download.js";
-import {
-  FILE_ONLY,
-  FramesError,
-  checkBinary,
-  ffprobeBeside,
-  keyframesOf,
-  lastLine,
-  probeVideo,
-  run,
-} from "./ffmpeg.js";
+import { FILE_ONLY, FramesError, checkBinary, ffprobeBeside, lastLine, probeVideo, run } from "./ffmpeg.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf, type PreviewOptions } from "./previews.js";
 import { tilePlan, type Pass } from "./tile-plan.js";
@@ -136,10 +127,7 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
     });
     const demuxer = VIDEO_DEMUXERS[path.extname(video.path).slice(1)];
     if (demuxer === undefined) throw new FramesError("the file is not an MP4, QuickTime or WebM video.");
-    const [stream, keyframes] = await Promise.all([
-      probeVideo(ffprobe, video.path, demuxer, deadline),
-      keyframesOf(ffprobe, video.path, demuxer, deadline),
-    ]);
+    const stream = await probeVideo(ffprobe, video.path, demuxer, deadline);
     const { width, height } = stream;
     if (width * height > MAX_INPUT_PIXELS) {
       throw new FramesError(
@@ -149,8 +137,7 @@ async function makeSheet(url: string, options: SheetOptions, deadline: number): 
     if (!(await decodes.take(caller, deadline))) throw new FramesError(BUSY, false);
     try {
       const decodeBy = Math.min(deadline, Date.now() + DECODE_MS);
-      const plan = { demuxer, ...stream, keyframes: keyframes.get(stream.index) ?? [] };
-      return await decode(video.path, plan, options, decodeBy);
+      return await decode(video.path, { demuxer, ...stream }, options, decodeBy);
     } finally {
       decodes.give(caller);
     }

@@ -268,6 +268,25 @@ describe("contactSheet", () => {
     expect(readFileSync(log, "utf8")).toMatch(/Picture size 16000x16000 exceeds specified max pixel count/);
   });
 
+  it("makes the sheet of a clip with more packets than ffprobe's output may hold, in one pass", async () => {
+    // An ffprobe whose packet listing floods (as half an hour of frames would); without packets, the real one.
+    const dir = path.join(scratch, "many-packets");
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "ffmpeg"), '#!/bin/sh\nexec ffmpeg "$@"\n', { mode: 0o755 });
+    const flood = "head -c 5000000 /dev/zero | tr '\\0' x";
+    writeFileSync(
+      path.join(dir, "ffprobe"),
+      `#!/bin/sh\ncase "$*" in *packet=*) ${flood}; exit 0;; esac\nexec ffprobe "$@"\n`,
+      { mode: 0o755 },
+    );
+    const sheet = await contactSheet(
+      `${origin}/keyframes.mp4`,
+      options({ ffmpegPath: path.join(dir, "ffmpeg") }),
+    );
+    // No keyframes known: each sixth's first frame (not the keyframes at 0.42, 0.83 and 1.25 s).
+    expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0, 0.33, 0.67, 1, 1.33, 1.67] } });
+  });
+
   it("says so when no ffprobe is beside the ffmpeg it was given", async () => {
     const alone = path.join(scratch, "alone", "ffmpeg");
     mkdirSync(path.dirname(alone));

@@ -477,7 +477,7 @@ describe.concurrent.each(["light", "dark"] as const)("every state of the viewer,
     await imagesDecoded(frame, 1);
     const sheet = await frame.evaluate(() => document.querySelector("img")?.naturalWidth);
     expect(sheet).toBe(frames.width);
-    expect(await captionOf(frame, "figure:nth-of-type(2)")).toMatch(/^Frames at 0\.2 s, 0\.5 s/);
+    expect(await captionOf(frame, "figure:nth-of-type(2)")).toMatch(/^Frames at 0\.0 s, 0\.3 s/);
     expect(await openLink(page, name("video"), frame, "Open the video")).toEqual([videoUrl]);
   }, 30_000);
 
