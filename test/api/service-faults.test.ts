@@ -22,7 +22,8 @@ afterAll(async () => {
 
 async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const h = await startHarness({
-    client: { timeoutMs: 400, maxRetries: 2 },
+    // 2 s an attempt: the deadline cases give their own (see perAttempt).
+    client: { timeoutMs: 2000, maxRetries: 2 },
     ...options,
     // Faults of the service are the subject: no frame sheet or preview (their own tests) adds its decode
     // time to the bounds below.
