@@ -11,8 +11,8 @@ import type { SandboxHandle } from "../../src/sandbox/types.js";
 import { startHarness, type Harness, type HarnessOptions, type ToolCall } from "../helpers/harness.js";
 
 // Most cases wait out a deadline or a retry's pause, each on a harness of its own: more of them at once than
-// vitest's default 5.
-vi.setConfig({ maxConcurrency: 12 });
+// vitest's default 5, but not so many that their own load (12 at once) pushes a case past its bound.
+vi.setConfig({ maxConcurrency: 6 });
 
 // Closed at the end, not after each test: the concurrent blocks share this list.
 const open: Harness[] = [];
