@@ -75,17 +75,12 @@ export async function probeVideo(ffprobe: string, file: string, demuxer: string,
   const entries =
     "stream=index,width,height,duration:stream_disposition=attached_pic:format=start_time,duration";
   const probe = (more = "") => {
-    const args = [
-      "-v",
-      "error",
-      "-select_streams",
-      "v",
-      "-show_entries",
-      `${entries}${more}`,
-      "-of",
-      "json=c=1",
-    ];
-    return run(ffprobe, [...SAFE_ARGS, ...args, "-f", demuxer, file], deadline);
+    const args = ["-v", "error", "-select_streams", "v", "-of", "json=c=1"];
+    return run(
+      ffprobe,
+      [...SAFE_ARGS, ...args, "-show_entries", `${entries}${more}`, "-f", demuxer, file],
+      deadline,
+    );
   };
   const found = await probe(":packet=stream_index,pts_time,flags").catch((error: unknown) => {
     if (error instanceof FramesError && error.message === TOO_MUCH_OUTPUT) return probe();

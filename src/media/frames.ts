@@ -17,7 +17,7 @@ import { downloadMedia } from "../files/download.js";
 import { FILE_ONLY, FramesError, checkBinary, ffprobeBeside, lastLine, probeVideo, run } from "./ffmpeg.js";
 import { MAX_INPUT_PIXELS } from "./preview-worker.js";
 import { reasonOf, type PreviewOptions } from "./previews.js";
-import { tilePlan, type Pass } from "./tile-plan.js";
+import { tilePlan } from "./tile-plan.js";
 import { FairTurns } from "./turns.js";
 
 /** The largest video fetched for a sheet: a 10 s 4k clip is some 50-150 MB. */
@@ -164,20 +164,10 @@ async function decode(
   const [columns, rows] = duration < 1.5 ? [2, 2] : [3, 2];
   const count = columns * rows;
   const sheetFile = path.join(path.dirname(file), "sheet.jpg");
-  const plan = tilePlan(start, duration, keyframes, count);
-  // An input costs about what a keyframe does (a decoder and its first picture): while the clip has at most
-  // two keyframes a tile, the tiles that are keyframes come from one input that decodes its keyframes only.
-  const alone = plan.filter(({ from, times }) => times.length === 1 && times[0] === from);
-  const passes: (Pass & { skip?: "nokey" })[] =
-    alone.length > 1 && keyframes.length <= 2 * count
-      ? [
-          ...plan.filter((pass) => !alone.includes(pass)),
-          { from: undefined, times: alone.flatMap(({ times }) => times), skip: "nokey" },
-        ]
-      : plan;
-  const inputs = passes.flatMap(({ from = start, skip = "bidir" }) => [
-    ...FILE_ONLY,
-    ...["-max_pixels", String(MAX_INPUT_PIXELS), "-skip_frame", skip, "-skip_loop_filter", "all"],
+  const passes = tilePlan(start, duration, keyframes, count);
+  const inputs = passes.flatMap(({ from = start, keyframesOnly }) => [
+    ...[...FILE_ONLY, "-max_pixels", String(MAX_INPUT_PIXELS), "-skip_loop_filter", "all"],
+    ...["-skip_frame", keyframesOnly ? "nokey" : "bidir"],
     // Just past the keyframe: the demuxer lands on it, and no frame from there on is dropped.
     ...(from > start ? ["-noaccurate_seek", "-ss", (from - start + 0.001).toFixed(3)] : []),
     ...["-f", demuxer, "-i", file],

@@ -6,10 +6,14 @@
  * decoded from the same keyframe share one pass.
  */
 
-/** One run of the decoder: from the keyframe at `from` (the clip's start when undefined), to its last tile. */
+/**
+ * One run of the decoder: from the keyframe at `from` (the clip's start when undefined), to its last tile;
+ * `keyframesOnly`: from the start, decoding nothing but keyframes.
+ */
 export interface Pass {
   from: number | undefined;
   times: number[];
+  keyframesOnly?: true;
 }
 
 /** `keyframes` ascending, in the clip's time (as `start`); empty when unknown: one pass from the start. */
@@ -26,9 +30,15 @@ export function tilePlan(
     // Within a millisecond of a boundary counts as at it: probed times are rounded to microseconds.
     const inside = keyframes.find((time) => time > begin - 0.001 && time < end - 0.001);
     const from = inside ?? keyframes.findLast((time) => time < begin + 0.001);
+    const time = inside ?? begin;
     const last = passes.at(-1);
-    if (last !== undefined && last.from === from) last.times.push(inside ?? begin);
-    else passes.push({ from, times: [inside ?? begin] });
+    if (last !== undefined && last.from === from) last.times.push(time);
+    else passes.push({ from, times: [time] });
   }
-  return passes;
+  // A pass costs about what a keyframe does (a decoder and its first picture): while the clip has at most
+  // two keyframes a tile, the tiles that are keyframes come from one pass that decodes its keyframes only.
+  const alone = passes.filter(({ from, times }) => times.length === 1 && times[0] === from);
+  if (alone.length < 2 || keyframes.length > 2 * tiles) return passes;
+  const times = alone.flatMap((pass) => pass.times);
+  return [...passes.filter((pass) => !alone.includes(pass)), { from: undefined, times, keyframesOnly: true }];
 }

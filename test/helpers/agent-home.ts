@@ -3,20 +3,22 @@
  * claude-code.test.ts for Claude Code): skills/generation-mcp copied where that agent looks for a user's
  * skills, and the `generation-mcp` command in `bin`, as an install puts it on PATH.
  */
-import { chmod, cp, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { onTestFinished } from "vitest";
 import { CLI } from "./stdio.js";
 
 /** The skill's folder in this repository: what `npx skills add` installs. */
 export const SKILL = path.resolve(import.meta.dirname, "../../skills/generation-mcp");
 
 /**
- * `skills` is the agent's folder of a user's skills, relative to the home (`.agents/skills`); the caller
- * removes `home` when done.
+ * `skills` is the agent's folder of a user's skills, relative to the home (`.agents/skills`). Called in a
+ * test: the home is removed when the test ends.
  */
 export async function agentHome(skills: string): Promise<{ home: string; bin: string }> {
   const home = await mkdtemp(path.join(tmpdir(), "generation-mcp-skill-"));
+  onTestFinished(() => rm(home, { recursive: true, force: true }));
   const bin = path.join(home, "bin");
   await mkdir(bin);
   await cp(SKILL, path.join(home, skills, "generation-mcp"), { recursive: true });

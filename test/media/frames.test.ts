@@ -134,6 +134,13 @@ function clipFrames(width: number, height: number): Buffer[] {
   );
 }
 
+/** An ffmpeg whose errors go to `log` as well as to the server (which reads the tiles' times from them). */
+function errorsLogged(name: string): { ffmpegPath: string; log: string } {
+  const log = path.join(scratch, `${name}.log`);
+  const script = `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`;
+  return { ffmpegPath: ffmpegWrapper(path.join(scratch, `${name}-bin`), script), log };
+}
+
 const distance = (a: Buffer, b: Buffer) => {
   let sum = 0;
   for (let i = 0; i < a.length; i++) sum += Math.abs((a[i] ?? 0) - (b[i] ?? 0));
@@ -195,11 +202,7 @@ describe("contactSheet", () => {
   });
 
   it("seeks to each tile's keyframe: a frame no tile shows is never decoded", async () => {
-    const log = path.join(scratch, "between.log");
-    const ffmpegPath = ffmpegWrapper(
-      path.join(scratch, "between-bin"),
-      `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`,
-    );
+    const { ffmpegPath, log } = errorsLogged("between");
     const sheet = await contactSheet(`${origin}/between.mp4`, options({ ffmpegPath }));
     expect(sheet).toMatchObject({ frames: { frames: 6, times_s: [0, 0.33, 0.67, 1, 1.33, 1.67] } });
     // Decoding from the start up to the last tile would have met the 16000x16000 frame at 0.17 s.
@@ -255,12 +258,7 @@ describe("contactSheet", () => {
   );
 
   it("decodes no frame above 50 megapixels, even one no header announces", async () => {
-    // ffmpeg's errors go to the log as well as to the server.
-    const log = path.join(scratch, "growing.log");
-    const ffmpegPath = ffmpegWrapper(
-      path.join(scratch, "growing"),
-      `ffmpeg "$@" 2> ${log}.$$\nstatus=$?\ncat ${log}.$$ >&2\ncat ${log}.$$ >> ${log}\nrm ${log}.$$\nexit $status`,
-    );
+    const { ffmpegPath, log } = errorsLogged("growing");
     const sheet = await contactSheet(`${origin}/growing.mp4`, options({ ffmpegPath }));
     // The sheet of the 64x64 frames; the decoder refused the one of 16000x16000 (at 1 s, a keyframe as every
     // MJPEG frame) before allocating it, and its tile is the next frame.

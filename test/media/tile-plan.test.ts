@@ -1,7 +1,7 @@
 /**
  * tilePlan: which frame each tile shows and which passes decode them, for the clips the sheet meets: one GOP
- * (x264's default keyframe interval), a keyframe every 2 s (as encoded for the web), every frame a keyframe,
- * keyframes unknown, and keyframes that ffprobe rounds to a hair before a sixth's boundary.
+ * (x264's default keyframe interval), a keyframe every few seconds (as encoded for the web), every frame a
+ * keyframe, keyframes unknown, and keyframes that ffprobe rounds to a hair before a sixth's boundary.
  */
 import { describe, expect, it } from "vitest";
 import { tilePlan } from "../../src/media/tile-plan.js";
@@ -20,29 +20,29 @@ describe("tilePlan", () => {
     expect(rest).toEqual([{ from: 8.333333, times: [8.333333] }]);
   });
 
-  it("shows only keyframes of a clip with one in every sixth: each its own pass, nothing decoded between", () => {
-    expect(tilePlan(0, 12, [0, 2, 4, 6, 8, 10], 6)).toEqual(
-      [0, 2, 4, 6, 8, 10].map((time) => ({ from: time, times: [time] })),
-    );
+  it("shows only keyframes of a clip with one in every sixth, from one pass that decodes keyframes only", () => {
+    expect(tilePlan(0, 12, [0, 2, 4, 6, 8, 10], 6)).toEqual([
+      { from: undefined, times: [0, 2, 4, 6, 8, 10], keyframesOnly: true },
+    ]);
     // Keyframes every 1.5 s: the first keyframe of each sixth.
-    expect(tilePlan(0, 12, [0, 1.5, 3, 4.5, 6, 7.5, 9, 10.5], 6).map(({ times }) => times)).toEqual([
-      [0],
-      [3],
-      [4.5],
-      [6],
-      [9],
-      [10.5],
+    expect(tilePlan(0, 12, [0, 1.5, 3, 4.5, 6, 7.5, 9, 10.5], 6)).toEqual([
+      { from: undefined, times: [0, 3, 4.5, 6, 9, 10.5], keyframesOnly: true },
     ]);
   });
 
+  it("seeks to each keyframe of a clip with more than two a tile (every frame one): nothing between decoded", () => {
+    const everyFrame = Array.from({ length: 24 }, (_, frame) => frame / 12);
+    expect(tilePlan(0, 2, everyFrame, 6)).toEqual(
+      [0, 4, 8, 12, 16, 20].map((frame) => ({ from: frame / 12, times: [frame / 12] })),
+    );
+  });
+
   it("decodes a sixth without a keyframe from the one before it, sharing the pass of that keyframe", () => {
-    // A keyframe every 2.5 s over 12 s: the sixth from 8 s has none and starts at the keyframe of 7.5 s.
+    // A keyframe every 2.5 s over 12 s: the sixth from 8 s has none and starts at the keyframe of 7.5 s; the
+    // sixths that are keyframes alone share the keyframes-only pass.
     expect(tilePlan(0, 12, [0, 2.5, 5, 7.5, 10], 6)).toEqual([
-      { from: 0, times: [0] },
-      { from: 2.5, times: [2.5] },
-      { from: 5, times: [5] },
       { from: 7.5, times: [7.5, 8] },
-      { from: 10, times: [10] },
+      { from: undefined, times: [0, 2.5, 5, 10], keyframesOnly: true },
     ]);
   });
 

@@ -17,12 +17,12 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { serveModel } from "../../helpers/scripted-model.js";
 import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
@@ -153,11 +153,6 @@ async function startScriptedModel() {
   };
 }
 
-const homes: string[] = [];
-afterAll(async () => {
-  await Promise.all(homes.map((home) => rm(home, { recursive: true, force: true })));
-});
-
 describe("the agent skill in Claude Code", () => {
   it("is found in the list Claude Code gives the model, loaded, and a command from it runs", async () => {
     if (!existsSync(CLAUDE)) {
@@ -166,7 +161,6 @@ describe("the agent skill in Claude Code", () => {
     const model = await startScriptedModel();
     // As `npx skills add` installs it for Claude Code: the skill's folder under ~/.claude/skills/.
     const { home, bin } = await agentHome(".claude/skills");
-    homes.push(home);
     // Claude Code keeps each session's task folders under $TMPDIR/claude-<uid>/: in the home removed after.
     const tmp = path.join(home, "tmp");
     await mkdir(tmp, { mode: 0o700 });

@@ -12,11 +12,11 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { readProperties } from "skills-ref";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { responseStream, serveModel } from "../../helpers/scripted-model.js";
 import { agentHome, SKILL } from "../../helpers/agent-home.js";
 
@@ -87,11 +87,6 @@ async function startScriptedModel() {
   };
 }
 
-const homes: string[] = [];
-afterAll(async () => {
-  await Promise.all(homes.map((home) => rm(home, { recursive: true, force: true })));
-});
-
 describe("the agent skill in Codex", () => {
   it("is found in the list Codex gives the model, read, and a command from it runs", async () => {
     if (!existsSync(CODEX)) {
@@ -100,7 +95,6 @@ describe("the agent skill in Codex", () => {
     const model = await startScriptedModel();
     // As `npx skills add` installs it for Codex: the skill's folder under ~/.agents/skills/.
     const { home, bin } = await agentHome(".agents/skills");
-    homes.push(home);
     const codexHome = path.join(home, ".codex");
     await mkdir(codexHome);
     await writeFile(
